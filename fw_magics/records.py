@@ -1,0 +1,117 @@
+"""Records: what a user's function sees, built cheaply from Arrow batches.
+
+A record is a tuple subclass with field access by name (``r.price``, ``r["price"]``) and
+position (``r[2]``); ``tuple(r)`` gives its values and ``r == (1, "a")`` compares by value.
+One record class is made per schema (cached), so building a record costs one
+``tuple.__new__``: no pyspark ``Row`` per record.
+"""
+
+from __future__ import annotations
+
+import functools
+import keyword
+from operator import itemgetter
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+
+
+class Record(tuple):
+    """Base class of every record; subclasses carry ``_fields`` and ``_index``."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+    _index: dict[str, int] = {}
+
+    def __getattr__(self, name: str):
+        # Reached only for names that are not plain identifiers (properties cover those).
+        index = type(self)._index.get(name)
+        if index is None:
+            raise AttributeError(
+                f"record has no field {name!r}; fields are: {', '.join(self._fields)}"
+            )
+        return tuple.__getitem__(self, index)
+
+    def __getitem__(self, item):
+        if type(item) is str:
+            index = type(self)._index.get(item)
+            if index is None:
+                raise KeyError(
+                    f"record has no field {item!r}; fields are: {', '.join(self._fields)}"
+                )
+            return tuple.__getitem__(self, index)
+        return tuple.__getitem__(self, item)
+
+    def as_dict(self) -> dict:
+        """The record as ``{field: value}``, nested records included."""
+        return {
+            name: value.as_dict() if isinstance(value, Record) else value
+            for name, value in zip(self._fields, self)
+        }
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self))
+        return f"Record({inner})"
+
+    def __reduce__(self):
+        return (make_record, (self._fields, tuple(self)))
+
+
+_TUPLE_NAMES = set(dir(tuple)) | {"as_dict", "_fields", "_index"}
+
+
+@functools.lru_cache(maxsize=1024)
+def record_type(fields: tuple[str, ...]) -> type[Record]:
+    """The record class for these field names (one class per distinct schema)."""
+    namespace: dict = {"__slots__": (), "_fields": fields, "_index": {}}
+    for position, name in enumerate(fields):
+        namespace["_index"].setdefault(name, position)
+        if name.isidentifier() and not keyword.iskeyword(name) and name not in _TUPLE_NAMES:
+            namespace.setdefault(name, property(itemgetter(position)))
+    return type("Record", (Record,), namespace)
+
+
+def make_record(fields: Sequence[str], values: Sequence) -> Record:
+    """Build one record (used for unpickling and by callers outside hot loops)."""
+    return tuple.__new__(record_type(tuple(fields)), values)
+
+
+def _column_values(array: pa.Array) -> list:
+    """Python values of one Arrow column; structs become records, recursively."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    kind = array.type
+    if pa.types.is_struct(kind):
+        fields = tuple(kind.field(i).name for i in range(kind.num_fields))
+        cls = record_type(fields)
+        children = [_column_values(child) for child in array.flatten()]
+        new = tuple.__new__
+        values = [new(cls, row) for row in zip(*children)] if children else [new(cls, ())] * len(array)
+        if array.null_count:
+            valid = array.is_valid().to_pylist()
+            values = [v if ok else None for v, ok in zip(values, valid)]
+        return values
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and pa.types.is_struct(kind.value_type):
+        flat = _column_values(array.flatten())
+        offsets = array.offsets.to_pylist()
+        valid = array.is_valid().to_pylist()
+        return [
+            flat[offsets[i] - offsets[0] : offsets[i + 1] - offsets[0]] if valid[i] else None
+            for i in range(len(array))
+        ]
+    return array.to_pylist()
+
+
+def batch_records(batch: pa.RecordBatch | pa.Table) -> Iterator[Record]:
+    """The records of one Arrow batch, in order."""
+    cls = record_type(tuple(batch.schema.names))
+    columns = [_column_values(column) for column in batch.columns]
+    if not columns:
+        return iter([tuple.__new__(cls, ())] * batch.num_rows)
+    return map(functools.partial(tuple.__new__, cls), zip(*columns))
+
+
+def batches_records(batches) -> Iterator[Record]:
+    """The records of a stream of Arrow batches, read lazily one batch at a time."""
+    for batch in batches:
+        yield from batch_records(batch)

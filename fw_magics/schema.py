@@ -1,0 +1,113 @@
+"""Schemas: parsing DDL, resolving a field reference, and the Arrow types Spark expects."""
+
+from __future__ import annotations
+
+import difflib
+
+from pyspark.sql import types as T
+
+from .errors import FullWindowError
+
+
+def parse_schema(schema, spark, what: str = "schema") -> T.StructType:
+    """A StructType from a StructType or a DDL string ("id long, name string")."""
+    if isinstance(schema, T.StructType):
+        return schema
+    if isinstance(schema, T.DataType):
+        return T.StructType([T.StructField("value", schema)])
+    if not isinstance(schema, str) or not schema.strip():
+        raise FullWindowError(
+            f"{what} must be a DDL string such as 'id long, name string' or a StructType; "
+            f"got {type(schema).__name__} {schema!r}"
+        )
+    try:
+        return spark.createDataFrame([], schema).schema
+    except Exception as error:  # Spark's ParseException / AnalysisException
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise FullWindowError(f"{what} {schema!r} is not valid DDL: {first}") from None
+
+
+def nullable(schema: T.StructType) -> T.StructType:
+    """The same schema with every top-level field nullable (Python code may emit None)."""
+    return T.StructType([T.StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
+
+
+def arrow_schema(schema: T.StructType):
+    """The Arrow schema Spark reads back from ``mapInArrow`` / ``applyInArrow`` output."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def suggest(word: str, choices) -> str:
+    """'; did you mean X?' when a choice is close to the misspelled word, else ''."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def resolve_field(schema: T.StructType, field, what: str = "field") -> tuple[str, T.DataType]:
+    """Resolve a 0-based position or a (possibly nested, "a.b") column name.
+
+    Returns the column reference Spark understands (with backticks where a name needs
+    them) and the field's data type.
+    """
+    names = schema.names
+    if isinstance(field, bool) or not isinstance(field, (int, str)):
+        raise FullWindowError(
+            f"{what} must be a 0-based position, a column name or a key-selector function; "
+            f"got {type(field).__name__} {field!r}"
+        )
+    if isinstance(field, int):
+        if not 0 <= field < len(names):
+            raise FullWindowError(
+                f"{what} position {field} is out of range; the schema has {len(names)} "
+                f"columns (positions 0..{len(names) - 1}: {', '.join(names)})"
+            )
+        return _quote(names[field]), schema.fields[field].dataType
+    if field in names:  # a top-level name, even one that contains dots
+        return _quote(field), schema[field].dataType
+    parts = field.split(".")
+    current: T.DataType = schema
+    path: list[str] = []
+    for part in parts:
+        if not isinstance(current, T.StructType) or part not in current.names:
+            available = current.names if isinstance(current, T.StructType) else []
+            where = ".".join(path)
+            if not path:
+                raise FullWindowError(
+                    f"no column {field!r}{suggest(field, names)}; columns are: {', '.join(names)}"
+                )
+            if not available:
+                raise FullWindowError(
+                    f"no field {field!r}: {where!r} is {current.simpleString()}, not a struct"
+                )
+            raise FullWindowError(
+                f"no field {part!r} in {where!r}{suggest(part, available)}; "
+                f"its fields are: {', '.join(available)}"
+            )
+        path.append(part)
+        current = current[part].dataType
+    return ".".join(_quote(p) for p in path), current
+
+
+def _quote(name: str) -> str:
+    return name if name.replace("_", "a").isalnum() else "`" + name.replace("`", "``") + "`"
+
+
+def orderable(dtype: T.DataType) -> bool:
+    """Whether Spark can sort by a column of this type."""
+    if isinstance(dtype, (T.MapType, T.VariantType)):
+        return False
+    if isinstance(dtype, T.StructType):
+        return all(orderable(f.dataType) for f in dtype.fields)
+    if isinstance(dtype, T.ArrayType):
+        return orderable(dtype.elementType)
+    return True
+
+
+def require_orderable(column: str, dtype: T.DataType) -> None:
+    if not orderable(dtype):
+        raise FullWindowError(
+            f"cannot sort by {column!r} of type {dtype.simpleString()}: maps and variants have "
+            "no order; sort by an atomic, struct or array column, or pass a key-selector function"
+        )

@@ -1,0 +1,114 @@
+"""Finding or starting the Spark session fw-magics runs on.
+
+Order of preference (``get_spark``):
+
+1. the active SparkSession, whatever started it (classic or Spark Connect);
+2. a Spark Connect session when ``SPARK_REMOTE`` is set (``sc://host:15002``, or
+   ``local[2]`` for an in-process Connect server);
+3. a classic session on the master named by ``FW_SPARK_MASTER``;
+4. an embedded ``local[*]`` session inside this process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+#: Embedded sessions allow each task 4 attempts (``local[N,F]`` syntax), so a task
+#: that fails once is retried as it would be on a cluster.
+EMBEDDED_MASTER = "local[*,4]"
+
+_EMBEDDED_CONF = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.pythonUDF.arrow.enabled": "true",
+    "spark.driver.memory": "4g",
+    "spark.sql.shuffle.partitions": "8",
+}
+
+
+class SparkUnavailableError(RuntimeError):
+    """Spark cannot start on this machine (no or wrong Java); the message says what to install."""
+
+
+def java_version(java: str | None = None) -> tuple[int, str] | None:
+    """The major version and banner of the ``java`` Spark would use, or None if there is none."""
+    if java is None:
+        home = os.environ.get("JAVA_HOME")
+        java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return None
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except OSError:
+        return None
+    banner = (out.stderr or out.stdout).strip().splitlines()
+    first = banner[0] if banner else ""
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', first)
+    if not match:
+        return None
+    major = int(match.group(1))
+    if major == 1 and match.group(2):  # "1.8.0_392" style
+        major = int(match.group(2))
+    return major, first
+
+
+def check_java() -> None:
+    """Raise SparkUnavailableError with one line unless Java 17 or newer is present."""
+    found = java_version()
+    if found is None:
+        raise SparkUnavailableError(
+            "Spark 4 needs Java 17 or 21; found no java (set JAVA_HOME or install "
+            "openjdk-17-jre-headless, e.g. `apt-get install openjdk-17-jre-headless`)"
+        )
+    major, banner = found
+    if major < 17:
+        raise SparkUnavailableError(
+            f"Spark 4 needs Java 17 or 21; found {banner!r} (install openjdk-17-jre-headless "
+            "and point JAVA_HOME at it)"
+        )
+
+
+def get_spark(conf: dict[str, str] | None = None):
+    """Return the SparkSession fw-magics should use, starting one if needed.
+
+    ``conf`` adds settings to a session this function starts; it is ignored when a
+    session is already active.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    remote = os.environ.get("SPARK_REMOTE")
+    builder = SparkSession.builder.appName("fw-magics")
+    if remote:
+        if remote.startswith("local"):
+            _prepare_local_jvm()
+            for key, value in {**_EMBEDDED_CONF, **(conf or {})}.items():
+                builder = builder.config(key, value)
+        return builder.remote(remote).getOrCreate()
+    master = os.environ.get("FW_SPARK_MASTER")
+    if master:
+        builder = builder.master(master)
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+    _prepare_local_jvm()
+    builder = builder.master(EMBEDDED_MASTER)
+    for key, value in {**_EMBEDDED_CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("FW_SPARK_LOG_LEVEL", "FATAL"))
+    return spark
+
+
+def _prepare_local_jvm() -> None:
+    """Java check and worker interpreter for a JVM started inside this process."""
+    check_java()
+    # Spark's Python workers must be this interpreter, or they start a Python without pyarrow.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

@@ -1,0 +1,11 @@
+"""The stream API: DataStream and its full-window operations (FLIP-380) on PySpark."""
+
+from .datastream import DataStream
+from .keyed import KeyedPartitionWindowedStream, KeyedStream
+from .sources import from_dataframe, from_pandas, from_records
+from .windowed import PartitionWindowedStream
+
+__all__ = [
+    "DataStream", "KeyedPartitionWindowedStream", "KeyedStream", "PartitionWindowedStream",
+    "from_dataframe", "from_pandas", "from_records",
+]

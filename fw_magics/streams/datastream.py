@@ -1,0 +1,165 @@
+"""DataStream: a named, partitioned stream of records backed by a Spark DataFrame."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Callable
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..errors import FullWindowError
+from ..records import Record, batch_records
+from ..schema import arrow_schema, nullable
+from . import workers
+from .plan import Step
+
+_FW_ERROR = re.compile(r"FullWindowError: (.+)")
+
+
+def run_action(action: Callable):
+    """Run a Spark action; a FullWindowError raised inside a worker comes back as one line."""
+    try:
+        return action()
+    except FullWindowError:
+        raise
+    except Exception as error:
+        match = _FW_ERROR.search(str(error))
+        if match:
+            raise FullWindowError(match.group(1).strip()) from None
+        raise
+
+
+class DataStream:
+    """A stream of records over a PySpark DataFrame (classic or Spark Connect).
+
+    Spark partition ``i`` of the DataFrame is subtask ``i`` of the operator. Build one with
+    ``fw.from_dataframe``, ``fw.from_pandas`` or ``fw.from_records``; transform it with
+    ``full_window_partition()`` or ``key_by(...)``; read it with the ``to_*``/``collect*``
+    methods. Nothing runs on Spark until one of those is called.
+    """
+
+    def __init__(self, build: Callable[[], DataFrame] | DataFrame, spark, step: Step, schema: T.StructType | None = None):
+        if isinstance(build, DataFrame):
+            frame = build
+            self._build: Callable[[], DataFrame] = lambda: frame
+        else:
+            self._build = build
+        self._df: DataFrame | None = None
+        self._spark = spark
+        self._step = step
+        self._schema = schema
+        self._partitions = step.parallelism
+
+    # -- identity ----------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._step.name
+
+    @property
+    def schema(self) -> T.StructType:
+        """The Spark schema of the records (no Spark job runs to learn it)."""
+        if self._schema is None:
+            self._schema = self.to_dataframe().schema
+        return self._schema
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.schema.names)
+
+    def num_partitions(self) -> int:
+        """How many partitions (subtasks) the stream has.
+
+        Known without Spark for streams made by ``from_records``/``from_pandas`` and every
+        operation on them; for a DataFrame of unknown layout one small job counts them.
+        """
+        if self._partitions is None:
+            frame = self.to_dataframe().select(F.lit(0).alias("_"))
+            counted = run_action(
+                lambda: frame.mapInArrow(workers.count_partition, "p int").count()
+            )
+            self._partitions = int(counted)
+        return self._partitions
+
+    @property
+    def is_streaming(self) -> bool:
+        """Whether the stream is unbounded (a streaming DataFrame source)."""
+        return bool(self._step.lineage()[0].detail.get("streaming", False))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)
+        parts = self._partitions if self._partitions is not None else "?"
+        return f"DataStream {self.name!r} [{fields}] in {parts} partitions"
+
+    # -- transformations -----------------------------------------------------------
+
+    def full_window_partition(self):
+        """All records of each partition as one window, processed at end of input (FLIP-380)."""
+        from .windowed import PartitionWindowedStream
+
+        self._require_bounded("full_window_partition()")
+        return PartitionWindowedStream(self)
+
+    def key_by(self, key):
+        """Partition by key: column name(s) or a function of the record (-> KeyedStream)."""
+        from .keyed import KeyedStream
+
+        return KeyedStream(self, key)
+
+    def _require_bounded(self, what: str) -> None:
+        if self.is_streaming:
+            raise FullWindowError(
+                f"full-window processing needs bounded input: {self.name!r} is a streaming "
+                f"DataFrame and {what} would never emit; read the data as a batch DataFrame "
+                "(spark.read instead of spark.readStream)"
+            )
+
+    def _derive(self, build, step: Step, schema: T.StructType | None = None) -> "DataStream":
+        return DataStream(build, self._spark, step, schema)
+
+    # -- reading -------------------------------------------------------------------
+
+    def to_dataframe(self) -> DataFrame:
+        """The Spark DataFrame behind the stream (lazy: no job runs)."""
+        if self._df is None:
+            self._df = self._build()
+        return self._df
+
+    def to_pandas(self):
+        return run_action(lambda: self.to_dataframe().toPandas())
+
+    def to_arrow(self) -> pa.Table:
+        return run_action(lambda: self.to_dataframe().toArrow())
+
+    def collect(self) -> list[Record]:
+        """All records, partition after partition."""
+        return list(batch_records(self.to_arrow()))
+
+    def collect_partitions(self) -> list[list[Record]]:
+        """One list of records per partition, in partition order (empty partitions included)."""
+        frame = self.to_dataframe()
+        data_schema = nullable(frame.schema)
+        tagged = T.StructType(
+            data_schema.fields
+            + [T.StructField(workers.PID_COLUMN, T.IntegerType()), T.StructField(workers.SEQ_COLUMN, T.LongType())]
+        )
+        marker = arrow_schema(tagged)
+        table = run_action(
+            lambda: frame.mapInArrow(functools.partial(workers.tag_partition, marker), tagged).toArrow()
+        )
+        table = table.sort_by([(workers.PID_COLUMN, "ascending"), (workers.SEQ_COLUMN, "ascending")])
+        pids = table.column(workers.PID_COLUMN).to_pylist()
+        seqs = table.column(workers.SEQ_COLUMN).to_pylist()
+        data = table.drop_columns([workers.PID_COLUMN, workers.SEQ_COLUMN])
+        records = list(batch_records(data))
+        count = (max(pids) + 1) if pids else 0
+        partitions: list[list[Record]] = [[] for _ in range(count)]
+        for pid, seq, record in zip(pids, seqs, records):
+            if seq >= 0:
+                partitions[pid].append(record)
+        self._partitions = count
+        return partitions

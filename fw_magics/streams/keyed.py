@@ -1,0 +1,153 @@
+"""KeyedStream: full windows per key, over a hash exchange on the key (FLIP-380, keyed)."""
+
+from __future__ import annotations
+
+import functools
+
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..errors import FullWindowError
+from ..functions import Order, as_aggregate_function
+from ..schema import nullable, parse_schema, resolve_field
+from . import workers
+from .datastream import DataStream
+from .plan import Step
+from .windowed import (
+    aggregate_columns, analysed_schema, check_callable, describe_sort, function_name,
+    result_schema, sort_columns, sort_specs, writer_for,
+)
+
+
+class KeyedStream:
+    """Records partitioned by key; ``full_window_partition()`` gives one window per key.
+
+    The key is one or more column names ("a.b" for nested fields) or a function of the
+    record. Records move over a hash exchange into as many partitions as the input has
+    (or ``spark.sql.shuffle.partitions`` when that is not known without a job).
+    """
+
+    def __init__(self, stream: DataStream, key):
+        self._in = stream
+        schema = stream.schema
+        if callable(key) and not isinstance(key, (str, list, tuple)):
+            self.selector = key
+            self.columns = [workers.KEY_COLUMN]
+            self.names: list[str] = []
+            self.label = function_name(key)
+        else:
+            keys = list(key) if isinstance(key, (list, tuple)) else [key]
+            if not keys or not all(isinstance(k, str) for k in keys):
+                raise FullWindowError(
+                    f"key_by takes column name(s) or a key-selector function; got {key!r:.60}"
+                )
+            self.selector = None
+            resolved = [resolve_field(schema, k, what="key") for k in keys]
+            self.columns = [column for column, _ in resolved]
+            self.names = [k.split(".")[-1] if k not in schema.names else k for k in keys]
+            self.key_fields = [T.StructField(n, dtype) for n, (_, dtype) in zip(self.names, resolved)]
+            self.label = ", ".join(keys)
+        if stream._partitions is not None:
+            self.parallelism = stream._partitions
+        else:
+            self.parallelism = int(stream._spark.conf.get("spark.sql.shuffle.partitions"))
+
+    def full_window_partition(self) -> "KeyedPartitionWindowedStream":
+        self._in._require_bounded("key_by(...).full_window_partition()")
+        return KeyedPartitionWindowedStream(self)
+
+    def exchanged(self):
+        """The input, with the key column for a selector, hash-partitioned on the key."""
+        frame = self._in.to_dataframe()
+        if self.selector is not None:
+            frame = frame.mapInArrow(
+                functools.partial(workers.add_key_column, self.selector),
+                T.StructType(nullable(self._in.schema).fields + [T.StructField(workers.KEY_COLUMN, T.BinaryType())]),
+            )
+        return frame.repartition(self.parallelism, *[F.col(c) for c in self.columns])
+
+    @property
+    def helper_columns(self) -> tuple[str, ...]:
+        return (workers.KEY_COLUMN,) if self.selector is not None else ()
+
+
+class KeyedPartitionWindowedStream:
+    """The four full-window operations, applied once per key."""
+
+    def __init__(self, keyed: KeyedStream):
+        self._keyed = keyed
+        self._in = keyed._in
+
+    def _derive(self, frame, kind: str, label: str, schema, sorter: bool = True) -> DataStream:
+        step = Step(
+            name=f"{kind}({label})" if label else kind, kind=kind, parallelism=self._keyed.parallelism,
+            parent=self._in._step, keyed_by=tuple(self._keyed.names) or (self._keyed.label,),
+            output_only_after_end_of_stream=True, internal_sorter_supported=sorter,
+        )
+        out = self._in._derive(frame, step, schema)
+        out._partitions = self._keyed.parallelism
+        return out
+
+    def _per_key(self, op, out_schema, with_key: bool = False):
+        keyed = self._keyed
+        return keyed.exchanged().groupBy(*[F.col(c) for c in keyed.columns]).applyInArrow(
+            workers.grouped(op, with_key), out_schema
+        )
+
+    def map_partition(self, fn, schema=None) -> DataStream:
+        """Call ``fn(records)`` once per key with that key's records."""
+        check_callable(fn, "map_partition")
+        out = nullable(parse_schema(schema, self._in._spark) if schema is not None else self._in.schema)
+        writer = writer_for(out, f"map_partition function {function_name(fn)!r}")
+        op = functools.partial(workers.map_partition, fn, writer, self._keyed.helper_columns)
+        return self._derive(self._per_key(op, out), "map_partition", function_name(fn), out)
+
+    def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
+        """Each key's records as one contiguous group, sorted within it by ``field``."""
+        keyed = self._keyed
+        frame = keyed.exchanged()
+        key_order = [F.col(c).asc() for c in keyed.columns]
+        if callable(field) and not isinstance(field, (list, tuple)):
+            if keyed.selector is not None:
+                raise FullWindowError(
+                    "sort_partition by a key-selector function on a stream keyed by a function is not "
+                    "supported; key by column names, or sort by a column"
+                )
+            direction = Order.parse(order)
+            frame = frame.mapInArrow(
+                functools.partial(workers.add_key_column, field),
+                T.StructType(nullable(self._in.schema).fields + [T.StructField(workers.KEY_COLUMN, T.BinaryType())]),
+            )
+            frame = frame.sortWithinPartitions(*key_order, *sort_columns([(workers.KEY_COLUMN, direction)]))
+            frame = frame.drop(workers.KEY_COLUMN)
+        else:
+            specs = sort_specs(self._in.schema, field, order)
+            frame = frame.sortWithinPartitions(*key_order, *sort_columns(specs)).drop(*keyed.helper_columns)
+        return self._derive(frame, "sort_partition", describe_sort(field, order), self._in.schema)
+
+    def aggregate(self, agg, schema=None) -> DataStream:
+        """One record per key: the key columns, then the aggregate's result."""
+        keyed = self._keyed
+        columns = aggregate_columns(agg)
+        if columns is not None:
+            frame = keyed.exchanged().groupBy(*[F.col(c) for c in keyed.columns]).agg(*columns)
+            frame = frame.drop(*keyed.helper_columns)
+            out = analysed_schema(frame, "aggregate")
+            label = ", ".join(out.names[len(keyed.names):])
+            return self._derive(frame, "aggregate", label, out)
+        agg = as_aggregate_function(agg)
+        result = result_schema(agg, schema, self._in._spark)
+        key_fields = keyed.key_fields if keyed.selector is None else []
+        out = nullable(T.StructType(key_fields + result.fields))
+        writer = writer_for(out, f"{type(agg).__name__}.get_result")
+        op = functools.partial(workers.aggregate, agg, writer, keyed.helper_columns)
+        frame = self._per_key(op, out, with_key=keyed.selector is None)
+        return self._derive(frame, "aggregate", type(agg).__name__, out)
+
+    def reduce(self, fn) -> DataStream:
+        """Fold each key's records with ``fn(a, b)``; one record per key."""
+        check_callable(fn, "reduce")
+        out = nullable(self._in.schema)
+        writer = writer_for(out, f"reduce function {function_name(fn)!r}")
+        op = functools.partial(workers.reduce, fn, writer, self._keyed.helper_columns)
+        return self._derive(self._per_key(op, out), "reduce", function_name(fn), out)

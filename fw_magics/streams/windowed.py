@@ -1,0 +1,194 @@
+"""PartitionWindowedStream: the four full-window operations on each partition (FLIP-380).
+
+Non-keyed operations keep the input's partitioning: no shuffle, the same number of
+partitions, and output partition ``i`` comes only from input partition ``i``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..convert import RowWriter
+from ..errors import FullWindowError
+from ..functions import Order, as_aggregate_function, infer_result_schema
+from ..schema import arrow_schema, nullable, parse_schema, require_orderable, resolve_field
+from . import workers
+from .datastream import DataStream
+from .layout import partition_keys
+from .plan import Step
+
+
+def writer_for(schema: T.StructType, context: str) -> RowWriter:
+    return RowWriter(arrow_schema(schema), [f.dataType for f in schema.fields], context)
+
+
+def check_callable(fn, what: str) -> None:
+    if not callable(fn):
+        raise FullWindowError(f"{what} takes a function; got {type(fn).__name__} {fn!r:.60}")
+
+
+def function_name(fn) -> str:
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+def sort_specs(schema: T.StructType, field, order) -> list[tuple[str, Order]]:
+    """Resolve one field or a list of fields, with one order or one order per field."""
+    fields = list(field) if isinstance(field, (list, tuple)) else [field]
+    if not fields:
+        raise FullWindowError("sort_partition needs at least one field")
+    orders = list(order) if isinstance(order, (list, tuple)) else [order] * len(fields)
+    if len(orders) != len(fields):
+        raise FullWindowError(f"sort_partition got {len(fields)} fields but {len(orders)} orders")
+    specs = []
+    for item, direction in zip(fields, orders):
+        direction = Order.parse(direction)
+        if callable(item):
+            raise FullWindowError("a key-selector function must be the only sort field")
+        column, dtype = resolve_field(schema, item)
+        require_orderable(column, dtype)
+        specs.append((column, direction))
+    return specs
+
+
+def sort_columns(specs) -> list[Column]:
+    """Spark's order: ascending puts nulls first, descending puts them last."""
+    return [F.col(c).asc() if o is Order.ASCENDING else F.col(c).desc() for c, o in specs]
+
+
+def describe_sort(field, order) -> str:
+    if callable(field) and not isinstance(field, (list, tuple)):
+        return f"{function_name(field)} {Order.parse(order).value}"
+    fields = list(field) if isinstance(field, (list, tuple)) else [field]
+    orders = list(order) if isinstance(order, (list, tuple)) else [order] * len(fields)
+    return ", ".join(f"{f} {Order.parse(o).value}" for f, o in zip(fields, orders))
+
+
+def aggregate_columns(agg) -> list[Column] | None:
+    """The Spark aggregate Columns in ``agg``, or None when it is not Columns."""
+    if isinstance(agg, Column):
+        return [agg]
+    if isinstance(agg, (list, tuple)) and agg and all(isinstance(c, Column) for c in agg):
+        return list(agg)
+    return None
+
+
+def result_schema(agg, schema, spark) -> T.StructType:
+    if schema is not None:
+        return nullable(parse_schema(schema, spark))
+    if agg.schema is not None:
+        return nullable(parse_schema(agg.schema, spark, what=f"{type(agg).__name__}.schema"))
+    return nullable(infer_result_schema(agg))
+
+
+def analysed_schema(frame, what: str) -> T.StructType:
+    """Analyse a plan (no job) so a bad column fails now, as one line."""
+    try:
+        return frame.schema
+    except Exception as error:
+        text = str(error).strip()
+        first = text.splitlines()[0] if text else type(error).__name__
+        raise FullWindowError(f"{what}: {first}") from None
+
+
+class PartitionWindowedStream:
+    """All records of each partition as one full window (non-keyed)."""
+
+    def __init__(self, stream: DataStream):
+        self._in = stream
+
+    def _step(self, kind: str, label: str, sorter: bool = False) -> Step:
+        parent = self._in._step
+        return Step(
+            name=f"{kind}({label})" if label else kind, kind=kind, parallelism=parent.parallelism,
+            parent=parent, output_only_after_end_of_stream=True, internal_sorter_supported=sorter,
+        )
+
+    def _derive(self, frame, step: Step, schema=None) -> DataStream:
+        out = self._in._derive(frame, step, schema)
+        out._partitions = self._in._partitions
+        return out
+
+    def map_partition(self, fn, schema=None) -> DataStream:
+        """Call ``fn(records)`` once per partition; it yields tuples, dicts or records."""
+        check_callable(fn, "map_partition")
+        spark = self._in._spark
+        out = nullable(parse_schema(schema, spark) if schema is not None else self._in.schema)
+        writer = writer_for(out, f"map_partition function {function_name(fn)!r}")
+        frame = self._in.to_dataframe().mapInArrow(
+            functools.partial(workers.map_partition, fn, writer, (), ()), out
+        )
+        return self._derive(frame, self._step("map_partition", function_name(fn)), out)
+
+    def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
+        """Sort each partition in the JVM (Spark's external sorter; spills, never collects).
+
+        ``field``: a 0-based position, a column name ("a.b" for nested), a list of those
+        (with one order or a list of orders), or a key-selector function of the record.
+        Ascending puts nulls first, descending last. The sort is not stable.
+        """
+        source = self._in.to_dataframe()
+        label = describe_sort(field, order)
+        if callable(field) and not isinstance(field, (list, tuple)):
+            direction = Order.parse(order)
+            keyed = source.mapInArrow(
+                functools.partial(workers.add_key_column, field),
+                T.StructType(nullable(self._in.schema).fields + [T.StructField(workers.KEY_COLUMN, T.BinaryType())]),
+            )
+            frame = keyed.sortWithinPartitions(*sort_columns([(workers.KEY_COLUMN, direction)])).drop(workers.KEY_COLUMN)
+        else:
+            frame = source.sortWithinPartitions(*sort_columns(sort_specs(self._in.schema, field, order)))
+        return self._derive(frame, self._step("sort_partition", label, sorter=True), self._in.schema)
+
+    def aggregate(self, agg, schema=None) -> DataStream:
+        """One record per partition: an fw.AggregateFunction's result, or Spark aggregate Columns."""
+        columns = aggregate_columns(agg)
+        if columns is not None:
+            return self._aggregate_columns(columns)
+        agg = as_aggregate_function(agg)
+        out = result_schema(agg, schema, self._in._spark)
+        writer = writer_for(out, f"{type(agg).__name__}.get_result")
+        frame = self._in.to_dataframe().mapInArrow(
+            functools.partial(workers.aggregate, agg, writer, (), ()), out
+        )
+        return self._derive(frame, self._step("aggregate", type(agg).__name__), out)
+
+    def _aggregate_columns(self, columns: list[Column]) -> DataStream:
+        source = self._in.to_dataframe()
+        pid = F.spark_partition_id().alias(workers.PID_COLUMN)
+        grouped = source.groupBy(pid).agg(*columns, F.lit(True).alias("__fw_present"))
+        schema = analysed_schema(grouped, "aggregate")
+        names = [f.name for f in schema.fields[1:-1]]
+        out = T.StructType(schema.fields[1:-1])
+        stream = self._in
+
+        def build():
+            # Partition i's aggregate goes back to output partition i; a partition with no
+            # records gets the aggregate of nothing (count 0, sum null), as Spark's agg does.
+            n = stream.num_partitions()
+            spark = stream._spark
+            nothing = source.limit(0).agg(*columns).toDF(*[f"__fw_e{i}" for i in range(len(names))])
+            ids = spark.range(0, n, 1, 1).select(F.col("id").cast("int").alias(workers.PID_COLUMN))
+            joined = ids.join(grouped, workers.PID_COLUMN, "left").crossJoin(nothing)
+            keys = F.element_at(F.lit(list(partition_keys(n))), F.col(workers.PID_COLUMN) + 1)
+            values = [
+                F.when(F.col("__fw_present"), F.col(f"`{name}`")).otherwise(F.col(f"__fw_e{i}")).alias(name)
+                for i, name in enumerate(names)
+            ]
+            return joined.repartition(n, keys).select(*values)
+
+        label = ", ".join(names)
+        return self._derive(build, self._step("aggregate", label), out)
+
+    def reduce(self, fn) -> DataStream:
+        """Fold each partition with ``fn(a, b)``, the first record as the seed; empty -> nothing."""
+        check_callable(fn, "reduce")
+        out = nullable(self._in.schema)
+        writer = writer_for(out, f"reduce function {function_name(fn)!r}")
+        frame = self._in.to_dataframe().mapInArrow(
+            functools.partial(workers.reduce, fn, writer, (), ()), out
+        )
+        return self._derive(frame, self._step("reduce", function_name(fn)), out)

@@ -1,0 +1,162 @@
+"""Code that runs inside Spark's Python workers, one call per partition or per key.
+
+Every function here receives Arrow record batches from Spark (``mapInArrow`` or
+``applyInArrow``) and yields Arrow record batches back; records are built lazily one
+batch at a time, so memory is bounded by a batch, not by the partition.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, Sequence
+
+import pyarrow as pa
+
+from ..convert import RowWriter
+from ..errors import FullWindowError
+from ..keycodec import encode_key
+from ..records import batch_records, batches_records, record_type
+
+KEY_COLUMN = "__fw_key"
+PID_COLUMN = "__fw_pid"
+SEQ_COLUMN = "__fw_seq"
+
+
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0
+
+
+def _drop(batches, columns: Sequence[str]):
+    """The batches without helper columns (the key column of a key selector)."""
+    if not columns:
+        yield from batches
+        return
+    for batch in batches:
+        keep = [i for i, name in enumerate(batch.schema.names) if name not in columns]
+        yield batch.select(keep)
+
+
+# -- non-keyed and keyed operators -------------------------------------------------
+
+
+def map_partition(fn: Callable, writer: RowWriter, drop: Sequence[str], key_values: tuple, batches) -> Iterator[pa.RecordBatch]:
+    """Call ``fn`` once on all records of the partition (or key), feeding it lazily."""
+    result = fn(batches_records(_drop(batches, drop)))
+    if result is None:
+        return
+    yield from writer.batches(result)
+
+
+def aggregate(agg, writer: RowWriter, drop: Sequence[str], key_values: tuple, batches) -> Iterator[pa.RecordBatch]:
+    """One record: ``get_result`` of the accumulator over every record (or batch)."""
+    accumulator = agg.create_accumulator()
+    add_batch = getattr(agg, "add_batch", None)
+    if add_batch is not None:
+        for batch in _drop(batches, drop):
+            if batch.num_rows:
+                accumulator = add_batch(batch, accumulator)
+    else:
+        add = agg.add
+        for record in batches_records(_drop(batches, drop)):
+            accumulator = add(record, accumulator)
+    result = agg.get_result(accumulator)
+    if key_values:
+        result = tuple(key_values) + _as_values(result, len(writer.names) - len(key_values))
+    yield writer.batch([result])
+
+
+def reduce(fn: Callable, writer: RowWriter, drop: Sequence[str], key_values: tuple, batches) -> Iterator[pa.RecordBatch]:
+    """Fold the records pairwise, the first record as the seed; nothing for no records."""
+    cls = record_type(tuple(writer.names))
+    as_record = _record_builder(cls, writer)
+    current = None
+    for record in batches_records(_drop(batches, drop)):
+        current = record if current is None else as_record(fn(current, record))
+    if current is not None:
+        yield writer.batch([current])
+
+
+def _record_builder(cls, writer: RowWriter):
+    width = len(writer.names)
+
+    def as_record(value):
+        if type(value) is cls:
+            return value
+        if isinstance(value, (tuple, list)) and len(value) == width:
+            return tuple.__new__(cls, value)
+        return tuple.__new__(cls, writer._normalize(value))
+
+    return as_record
+
+
+def _as_values(result, width: int) -> tuple:
+    if isinstance(result, dict):
+        return tuple(result.values())
+    if isinstance(result, (tuple, list)):
+        return tuple(result)
+    if width == 1:
+        return (result,)
+    raise FullWindowError(
+        f"aggregate's get_result returned {type(result).__name__} {result!r:.60}; "
+        f"expected a tuple of {width} values"
+    )
+
+
+def grouped(op: Callable, with_key: bool):
+    """Adapt ``op(key_values, batches)`` to ``applyInArrow``'s iterator form (type hints required)."""
+
+    def per_key(key: tuple[pa.Scalar, ...], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        values = tuple(k.as_py() for k in key) if with_key else ()
+        return op(values, batches)
+
+    return per_key
+
+
+# -- helper columns ------------------------------------------------------------------
+
+
+def add_key_column(selector: Callable, batches) -> Iterator[pa.RecordBatch]:
+    """Append the order-preserving encoding of ``selector(record)`` as a binary column."""
+    for batch in batches:
+        keys = [encode_key(selector(record)) for record in batch_records(batch)]
+        yield pa.RecordBatch.from_arrays(
+            list(batch.columns) + [pa.array(keys, type=pa.binary())],
+            names=batch.schema.names + [KEY_COLUMN],
+        )
+
+
+def tag_partition(marker_schema: pa.Schema, batches) -> Iterator[pa.RecordBatch]:
+    """Tag each row with its partition and position; one marker row (seq -1) per partition."""
+    pid = _partition_id()
+    seq = 0
+    for batch in batches:
+        n = batch.num_rows
+        if n:
+            yield pa.RecordBatch.from_arrays(
+                list(batch.columns)
+                + [pa.array([pid] * n, type=pa.int32()), pa.array(range(seq, seq + n), type=pa.int64())],
+                names=batch.schema.names + [PID_COLUMN, SEQ_COLUMN],
+            )
+            seq += n
+    width = len(marker_schema) - 2
+    marker = [pa.nulls(1, type=marker_schema.field(i).type) for i in range(width)]
+    yield pa.RecordBatch.from_arrays(
+        marker + [pa.array([pid], type=pa.int32()), pa.array([-1], type=pa.int64())], schema=marker_schema
+    )
+
+
+def count_partition(batches) -> Iterator[pa.RecordBatch]:
+    """One row per partition, empty or not: its id (to learn the partition count)."""
+    for _ in batches:
+        pass
+    yield pa.RecordBatch.from_arrays([pa.array([_partition_id()], type=pa.int32())], names=["p"])
+
+
+def emit_chunk(chunks: list[bytes], batches) -> Iterator[pa.RecordBatch]:
+    """Source: partition i emits the i-th chunk of local records (Arrow IPC bytes)."""
+    for batch in batches:
+        for index in batch.column(0).to_pylist():
+            with pa.ipc.open_stream(chunks[index]) as reader:
+                yield from reader
