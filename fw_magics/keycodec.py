@@ -37,7 +37,7 @@ def _encode(value, out: bytearray) -> None:
         out.append(_NUM)
         value = int(value)
         if abs(value) >= _MAX_FLOAT_INT:
-            approx = math.copysign(math.inf, value)
+            approx = math.inf if value > 0 else -math.inf
             out += _float_bytes(approx)
             _int_bytes(value, out)  # beyond float range, order among themselves by value
         else:
@@ -87,17 +87,20 @@ def _float_bytes(value: float) -> bytes:
 
 
 def _int_bytes(value: int, out: bytearray) -> None:
-    """Arbitrary integers: a length byte whose order matches magnitude, then big-endian digits."""
+    """Arbitrary integers: a header whose order matches sign and length, then the digits.
+
+    Up to 126 digit bytes the header is one byte (0x80 +/- length); longer integers get
+    0xFF (positive) or 0x00 (negative) followed by a 4-byte length.
+    """
     if value == 0:
         out.append(0x80)
         return
     magnitude = abs(value)
     digits = magnitude.to_bytes((magnitude.bit_length() + 7) // 8, "big")
-    if len(digits) > 126:
-        raise FullWindowError(f"key selector returned an integer with {len(digits)} bytes; at most 126 are sortable")
+    size = len(digits)
     if value > 0:
-        out.append(0x80 + len(digits))
+        out += bytes([0x80 + size]) if size <= 126 else b"\xff" + size.to_bytes(4, "big")
         out += digits
     else:
-        out.append(0x80 - len(digits))
+        out += bytes([0x80 - size]) if size <= 126 else b"\x00" + (0xFFFFFFFF - size).to_bytes(4, "big")
         out += bytes(255 - b for b in digits)

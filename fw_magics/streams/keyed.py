@@ -14,7 +14,7 @@ from . import workers
 from .datastream import DataStream
 from .plan import Step
 from .windowed import (
-    aggregate_columns, analysed_schema, check_callable, describe_sort, function_name,
+    aggregate_columns, analysed, check_callable, describe_sort, function_name,
     result_schema, sort_columns, sort_specs, writer_for,
 )
 
@@ -130,9 +130,11 @@ class KeyedPartitionWindowedStream:
         keyed = self._keyed
         columns = aggregate_columns(agg)
         if columns is not None:
-            frame = keyed.exchanged().groupBy(*[F.col(c) for c in keyed.columns]).agg(*columns)
-            frame = frame.drop(*keyed.helper_columns)
-            out = analysed_schema(frame, "aggregate")
+            frame, out = analysed(
+                lambda: keyed.exchanged().groupBy(*[F.col(c) for c in keyed.columns])
+                .agg(*columns).drop(*keyed.helper_columns),
+                "aggregate",
+            )
             label = ", ".join(out.names[len(keyed.names):])
             return self._derive(frame, "aggregate", label, out)
         agg = as_aggregate_function(agg)

@@ -84,10 +84,11 @@ def result_schema(agg, schema, spark) -> T.StructType:
     return nullable(infer_result_schema(agg))
 
 
-def analysed_schema(frame, what: str) -> T.StructType:
-    """Analyse a plan (no job) so a bad column fails now, as one line."""
+def analysed(make_frame, what: str):
+    """Build and analyse a plan (no job) so a bad column fails now, as one line."""
     try:
-        return frame.schema
+        frame = make_frame()
+        return frame, frame.schema
     except Exception as error:
         text = str(error).strip()
         first = text.splitlines()[0] if text else type(error).__name__
@@ -159,8 +160,9 @@ class PartitionWindowedStream:
     def _aggregate_columns(self, columns: list[Column]) -> DataStream:
         source = self._in.to_dataframe()
         pid = F.spark_partition_id().alias(workers.PID_COLUMN)
-        grouped = source.groupBy(pid).agg(*columns, F.lit(True).alias("__fw_present"))
-        schema = analysed_schema(grouped, "aggregate")
+        grouped, schema = analysed(
+            lambda: source.groupBy(pid).agg(*columns, F.lit(True).alias("__fw_present")), "aggregate"
+        )
         names = [f.name for f in schema.fields[1:-1]]
         out = T.StructType(schema.fields[1:-1])
         stream = self._in

@@ -131,19 +131,21 @@ def tag_partition(marker_schema: pa.Schema, batches) -> Iterator[pa.RecordBatch]
     """Tag each row with its partition and position; one marker row (seq -1) per partition."""
     pid = _partition_id()
     seq = 0
+    schema = marker_schema
     for batch in batches:
         n = batch.num_rows
         if n:
-            yield pa.RecordBatch.from_arrays(
+            tagged = pa.RecordBatch.from_arrays(
                 list(batch.columns)
                 + [pa.array([pid] * n, type=pa.int32()), pa.array(range(seq, seq + n), type=pa.int64())],
                 names=batch.schema.names + [PID_COLUMN, SEQ_COLUMN],
             )
+            schema = tagged.schema  # the marker must match (Spark's time zone in timestamp types)
+            yield tagged
             seq += n
-    width = len(marker_schema) - 2
-    marker = [pa.nulls(1, type=marker_schema.field(i).type) for i in range(width)]
+    marker = [pa.nulls(1, type=field.type) for field in list(schema)[:-2]]
     yield pa.RecordBatch.from_arrays(
-        marker + [pa.array([pid], type=pa.int32()), pa.array([-1], type=pa.int64())], schema=marker_schema
+        marker + [pa.array([pid], type=pa.int32()), pa.array([-1], type=pa.int64())], schema=schema
     )
 
 

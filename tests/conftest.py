@@ -1,0 +1,19 @@
+"""One Spark session for the whole run (classic, or Spark Connect when SPARK_REMOTE is set)."""
+
+import os
+
+import pytest
+
+os.environ.setdefault("FW_SPARK_LOG_LEVEL", "FATAL")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    import fw_magics as fw
+
+    session = fw.get_spark({"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"})
+    yield session
+
+
+def is_connect(session) -> bool:
+    return type(session).__module__.startswith("pyspark.sql.connect")

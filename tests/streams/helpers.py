@@ -1,0 +1,45 @@
+"""Shared helpers for the stream tests."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+SPARK_SETTINGS = settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+SCHEMA = "id long, name string, price double, qty int"
+
+longs = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+small = st.integers(min_value=-1000, max_value=1000)
+texts = st.text(max_size=8)  # unicode, empty strings, NUL included
+prices = st.floats(allow_nan=False, allow_infinity=False, width=64) | st.none()
+
+
+def record(ids=longs):
+    return st.tuples(ids, texts | st.none(), prices, st.integers(0, 5) | st.none())
+
+
+def partitioned(ids=longs, max_partitions=4, max_records=12):
+    """A list of partitions, each a list of records (empty partitions likely)."""
+    return st.lists(st.lists(record(ids), max_size=max_records), min_size=1, max_size=max_partitions)
+
+
+def flatten(partitions):
+    return [r for p in partitions for r in p]
+
+
+def plan_text(frame) -> str:
+    """The physical plan Spark prints for a DataFrame (works under Spark Connect too)."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        frame.explain(mode="simple")
+    return buffer.getvalue()
+
+
+def tuples(partitions):
+    return [[tuple(r) for r in p] for p in partitions]
