@@ -7,6 +7,8 @@ column raises FullWindowError naming the column, the expected and the actual typ
 
 from __future__ import annotations
 
+import itertools
+from operator import itemgetter
 from typing import Iterable, Iterator
 
 import pyarrow as pa
@@ -28,14 +30,8 @@ class RowWriter:
         self.context = context
 
     def batches(self, rows: Iterable) -> Iterator[pa.RecordBatch]:
-        chunk: list = []
-        append = chunk.append
-        for row in rows:
-            append(row)
-            if len(chunk) >= CHUNK:
-                yield self.batch(chunk)
-                chunk.clear()
-        if chunk:
+        rows = iter(rows)
+        while chunk := list(itertools.islice(rows, CHUNK)):
             yield self.batch(chunk)
 
     def batch(self, rows: list) -> pa.RecordBatch:
@@ -53,7 +49,7 @@ class RowWriter:
             if issubclass(kind, (tuple, list)):
                 lengths = set(map(len, rows))
                 if lengths == {width}:
-                    return list(zip(*rows)) if width else []
+                    return [list(map(itemgetter(i), rows)) for i in range(width)]
         return list(zip(*map(self._normalize, rows))) if width else []
 
     def _normalize(self, row):

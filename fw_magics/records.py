@@ -1,7 +1,9 @@
 """Records: what a user's function sees, built cheaply from Arrow batches.
 
-A record is a tuple subclass with field access by name (``r.price``, ``r["price"]``) and
-position (``r[2]``); ``tuple(r)`` gives its values and ``r == (1, "a")`` compares by value.
+A record is a tuple subclass with field access by name (``r.price``, or ``r.get("a b")``
+for names that are not identifiers) and position (``r[2]``); ``tuple(r)`` gives its values
+and ``r == (1, "a")`` compares by value. Indexing stays tuple's own C code and each field
+is an ``itemgetter`` property, so reading a field costs what it costs on a namedtuple.
 One record class is made per schema (cached), so building a record costs one
 ``tuple.__new__``: no pyspark ``Row`` per record.
 """
@@ -9,6 +11,7 @@ One record class is made per schema (cached), so building a record costs one
 from __future__ import annotations
 
 import functools
+import itertools
 import keyword
 from operator import itemgetter
 from typing import Iterator, Sequence
@@ -32,15 +35,14 @@ class Record(tuple):
             )
         return tuple.__getitem__(self, index)
 
-    def __getitem__(self, item):
-        if type(item) is str:
-            index = type(self)._index.get(item)
-            if index is None:
-                raise KeyError(
-                    f"record has no field {item!r}; fields are: {', '.join(self._fields)}"
-                )
-            return tuple.__getitem__(self, index)
-        return tuple.__getitem__(self, item)
+    def get(self, name: str, *default):
+        """The field called ``name`` (any string, e.g. "sum(price)"); ``default`` if absent."""
+        index = type(self)._index.get(name)
+        if index is None:
+            if default:
+                return default[0]
+            raise KeyError(f"record has no field {name!r}; fields are: {', '.join(self._fields)}")
+        return tuple.__getitem__(self, index)
 
     def as_dict(self) -> dict:
         """The record as ``{field: value}``, nested records included."""
@@ -57,7 +59,7 @@ class Record(tuple):
         return (make_record, (self._fields, tuple(self)))
 
 
-_TUPLE_NAMES = set(dir(tuple)) | {"as_dict", "_fields", "_index"}
+_TUPLE_NAMES = set(dir(tuple)) | {"as_dict", "get", "_fields", "_index"}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -113,5 +115,4 @@ def batch_records(batch: pa.RecordBatch | pa.Table) -> Iterator[Record]:
 
 def batches_records(batches) -> Iterator[Record]:
     """The records of a stream of Arrow batches, read lazily one batch at a time."""
-    for batch in batches:
-        yield from batch_records(batch)
+    return itertools.chain.from_iterable(map(batch_records, batches))

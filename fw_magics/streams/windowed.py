@@ -168,19 +168,21 @@ class PartitionWindowedStream:
         stream = self._in
 
         def build():
-            # Partition i's aggregate goes back to output partition i; a partition with no
-            # records gets the aggregate of nothing (count 0, sum null), as Spark's agg does.
+            # Partition i's aggregate goes back to output partition i. A partition with no
+            # records gets the aggregate of nothing (count 0, sum null), as Spark's agg does:
+            # one default row per partition joins the aggregates, and each target partition
+            # keeps the real row when there is one.
             n = stream.num_partitions()
             spark = stream._spark
-            nothing = source.limit(0).agg(*columns).toDF(*[f"__fw_e{i}" for i in range(len(names))])
-            ids = spark.range(0, n, 1, 1).select(F.col("id").cast("int").alias(workers.PID_COLUMN))
-            joined = ids.join(grouped, workers.PID_COLUMN, "left").crossJoin(nothing)
-            keys = F.element_at(F.lit(list(partition_keys(n))), F.col(workers.PID_COLUMN) + 1)
-            values = [
-                F.when(F.col("__fw_present"), F.col(f"`{name}`")).otherwise(F.col(f"__fw_e{i}")).alias(name)
-                for i, name in enumerate(names)
-            ]
-            return joined.repartition(n, keys).select(*values)
+            (empty,) = source.limit(0).agg(*columns).collect()
+            defaults = spark.createDataFrame(
+                [(pid, *empty, False) for pid in range(n)], T.StructType([schema.fields[0], *out.fields, schema.fields[-1]])
+            )
+            key = F.element_at(F.lit(list(partition_keys(n))), F.col(workers.PID_COLUMN) + 1)
+            values = F.struct(*[F.col(f"`{name}`") for name in names])
+            placed = grouped.unionByName(defaults).repartition(n, key)
+            best = placed.groupBy(key).agg(F.max_by(values, F.col("__fw_present")).alias("__fw_row"))
+            return best.select(*[F.col("__fw_row")[name].alias(name) for name in names])
 
         label = ", ".join(names)
         return self._derive(build, self._step("aggregate", label), out)

@@ -1,0 +1,34 @@
+# The two commands a newcomer runs:  make demo   and   make test
+# Both install what they need: system packages (Java 17, Graphviz) and a virtualenv in .venv.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.fw-installed
+
+.PHONY: demo test test-classic test-connect bench deps clean
+
+deps: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/system-deps.sh
+	bash scripts/system-deps.sh
+	@$(PYTHON) -c 'import sys; sys.exit("fw-magics needs Python >= 3.10; found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (fw-magics)" >/dev/null
+	touch $(STAMP)
+
+demo: deps
+	$(PY) -m fw_magics.demo
+
+# The whole suite on the embedded classic Spark, then its core cases under Spark Connect.
+test: deps
+	$(PY) -m pytest -p no:cacheprovider
+	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m core -q
+
+bench: deps
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) .fw-jobs build *.egg-info

@@ -1,0 +1,67 @@
+"""Run every benchmark in one process and print medians and ratios.
+
+    python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only fullwindow,graph]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+
+
+def machine() -> str:
+    cores = os.cpu_count()
+    try:
+        with open("/proc/meminfo") as f:
+            mem_gib = int(f.readline().split()[1]) / 2**20
+    except OSError:
+        mem_gib = float("nan")
+    return f"{platform.machine()}, {cores} cores, {mem_gib:.0f} GiB, Python {platform.python_version()}"
+
+
+def print_fullwindow(results) -> None:
+    print("\n| operation | fw-magics | hand-written PySpark | naive Python | fw / hand-written | naive / fw |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        m = r["medians"]
+        ours, hand, naive = m["fw-magics"], m["hand-written PySpark"], m["naive Python"]
+        print(f"| {r['case']} | {ours:.2f} s | {hand:.2f} s | {naive:.2f} s | {ours / hand:.2f}x | {naive / ours:.1f}x |")
+
+
+def print_rows(title: str, results) -> None:
+    print(f"\n| {title} | median | runs | note |")
+    print("|---|---|---|---|")
+    for r in results:
+        print(f"| {r['case']} | {r['median_s'] * 1000:.1f} ms | {r['runs']} | {r.get('note', '')} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    only = set(filter(None, args.only.split(",")))
+
+    print(f"machine: {machine()}")
+    if not only or "graph" in only:
+        try:
+            graph = importlib.import_module("benchmarks.graph_scale")
+        except ImportError:
+            graph = None
+        if graph is not None:
+            print("\njob graph model (pure Python, no Spark):")
+            print_rows("graph case", graph.run())
+    if not only or "fullwindow" in only:
+        from benchmarks import fullwindow
+
+        print(f"\nfull-window operations: {args.rows:,} rows in {args.partitions} partitions, "
+              f"median of {args.runs} runs after two warm-ups, embedded Spark local[*]")
+        print_fullwindow(fullwindow.run(args.rows, args.partitions, args.runs))
+
+
+if __name__ == "__main__":
+    main()

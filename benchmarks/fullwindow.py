@@ -1,0 +1,154 @@
+"""Full-window operations against hand-written PySpark and the naive Python way.
+
+Every case runs in the same Spark session on the same cached input; each variant is
+timed ``runs`` times and reported by its median. Results are forced with Spark's
+``noop`` sink (everything computed, nothing collected); the RDD variants with ``count()``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def _median(fn: Callable[[], object], runs: int) -> float:
+    fn()  # warm-up (twice): Python workers started, JVM code paths compiled
+    fn()
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def _noop(frame) -> Callable[[], None]:
+    return lambda: frame.write.format("noop").mode("overwrite").save()
+
+
+def cases(spark, rows: int, partitions: int):
+    """Yield (case, {variant: thunk}) for every benchmarked operation."""
+    import fw_magics as fw
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql import functions as F
+
+    df = (
+        spark.range(0, rows, 1, partitions)
+        .select(
+            "id",
+            (F.col("id") % 1000).alias("key"),
+            (F.rand(seed=7) * 100).alias("price"),
+            (F.col("id") % 7).cast("int").alias("qty"),
+        )
+        .cache()
+    )
+    df.count()
+    ds = fw.from_dataframe(df, name="bench")
+    window = ds.full_window_partition()
+
+    # -- sort ---------------------------------------------------------------------
+    def python_sort(rows_):
+        return iter(sorted(rows_, key=lambda r: r.price))
+
+    yield "sort_partition(price)", {
+        "fw-magics": _noop(window.sort_partition("price").to_dataframe()),
+        "hand-written PySpark": _noop(df.sortWithinPartitions("price")),
+        "naive Python": lambda: df.rdd.mapPartitions(python_sort).count(),
+    }
+
+    # -- map over records ---------------------------------------------------------
+    def per_record(records):
+        for r in records:
+            yield (r.id, r.price * r.qty)
+
+    def hand_arrow(batches):
+        for batch in batches:
+            ids = batch.column("id").to_pylist()
+            prices = batch.column("price").to_pylist()
+            qtys = batch.column("qty").to_pylist()
+            out_ids, out_totals = [], []
+            for i, p, q in zip(ids, prices, qtys):
+                out_ids.append(i)
+                out_totals.append(p * q)
+            yield pa.RecordBatch.from_arrays([pa.array(out_ids, pa.int64()), pa.array(out_totals, pa.float64())],
+                                             names=["id", "total"])
+
+    yield "map_partition(per-record Python)", {
+        "fw-magics": _noop(window.map_partition(per_record, "id long, total double").to_dataframe()),
+        "hand-written PySpark": _noop(df.mapInArrow(hand_arrow, "id long, total double")),
+        "naive Python": lambda: df.rdd.mapPartitions(per_record).count(),
+    }
+
+    # -- aggregate with Spark columns ----------------------------------------------
+    columns = [F.sum("price").alias("revenue"), F.count("*").alias("n"), F.max("qty").alias("most")]
+    yield "aggregate(Spark columns)", {
+        "fw-magics": _noop(window.aggregate(columns).to_dataframe()),
+        "hand-written PySpark": _noop(df.groupBy(F.spark_partition_id()).agg(*columns)),
+        "naive Python": lambda: df.rdd.mapPartitions(
+            lambda it: [(lambda rs: (sum(r.price for r in rs), len(rs), max((r.qty for r in rs), default=None)))(list(it))]
+        ).count(),
+    }
+
+    # -- aggregate with an AggregateFunction (vectorized add_batch) ------------------
+    class Revenue(fw.AggregateFunction):
+        schema = "revenue double, n long"
+
+        def create_accumulator(self):
+            return (0.0, 0)
+
+        def add_batch(self, batch, acc):
+            return (acc[0] + pc.sum(batch.column("price")).as_py(), acc[1] + batch.num_rows)
+
+        def get_result(self, acc):
+            return acc
+
+    yield "aggregate(AggregateFunction.add_batch)", {
+        "fw-magics": _noop(window.aggregate(Revenue()).to_dataframe()),
+        "hand-written PySpark": _noop(
+            df.groupBy(F.spark_partition_id()).agg(F.sum("price").alias("revenue"), F.count("*").alias("n"))
+        ),
+        "naive Python": lambda: df.rdd.mapPartitions(
+            lambda it: [(lambda rs: (sum(r.price for r in rs), len(rs)))(list(it))]
+        ).count(),
+    }
+
+    # -- keyed reduce and aggregate -------------------------------------------------
+    keyed = ds.key_by("key").full_window_partition()
+
+    def bigger(a, b):
+        return a if a.price >= b.price else b
+
+    def pandas_max(pdf: pd.DataFrame) -> pd.DataFrame:
+        return pdf.loc[[pdf["price"].idxmax()]]
+
+    yield "keyed reduce(max price)", {
+        "fw-magics": _noop(keyed.reduce(bigger).to_dataframe()),
+        "hand-written PySpark": _noop(df.groupBy("key").applyInPandas(pandas_max, df.schema)),
+        "naive Python": lambda: df.rdd.map(lambda r: (r.key, r)).reduceByKey(bigger).count(),
+    }
+
+    def pandas_revenue(pdf: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({"key": [pdf["key"].iloc[0]], "revenue": [pdf["price"].sum()], "n": [len(pdf)]})
+
+    yield "keyed aggregate(AggregateFunction.add_batch)", {
+        "fw-magics": _noop(keyed.aggregate(Revenue()).to_dataframe()),
+        "hand-written PySpark": _noop(df.groupBy("key").applyInPandas(pandas_revenue, "key long, revenue double, n long")),
+        "naive Python": lambda: df.rdd.map(lambda r: (r.key, (r.price, 1)))
+        .reduceByKey(lambda a, b: (a[0] + b[0], a[1] + b[1])).count(),
+    }
+    df.unpersist()
+
+
+def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None) -> list[dict]:
+    import fw_magics as fw
+
+    spark = spark or fw.get_spark()
+    results = []
+    for case, variants in cases(spark, rows, partitions):
+        medians = {name: _median(thunk, runs) for name, thunk in variants.items()}
+        results.append({"case": case, "medians": medians, "runs": runs, "rows": rows, "partitions": partitions})
+        print(f"  {case}: " + ", ".join(f"{k} {v:.2f}s" for k, v in medians.items()), flush=True)
+    return results

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what fw-magics needs outside Python: Java 17+ (for Spark 4) and Graphviz's dot.
+# As root on Debian/Ubuntu it installs the packages; otherwise it says exactly what to install.
+set -euo pipefail
+
+need=()
+java_ok() {
+    local java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+    command -v "$java" >/dev/null 2>&1 || return 1
+    local major
+    major=$("$java" -version 2>&1 | sed -n 's/.*version "\([0-9]*\)\.\{0,1\}\([0-9]*\).*/\1/p' | head -1)
+    [ -n "$major" ] && [ "$major" -ge 17 ]
+}
+java_ok || need+=(openjdk-17-jre-headless)
+command -v dot >/dev/null 2>&1 || need+=(graphviz)
+for pkg in "$@"; do  # extra packages asked for by the caller (e.g. chromium for browser tests)
+    command -v "${pkg%%:*}" >/dev/null 2>&1 || need+=("${pkg#*:}")
+done
+
+[ ${#need[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian packages: ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    exit 0
+fi
+
+echo "fw-magics needs these system packages: ${need[*]}" >&2
+echo "  Debian/Ubuntu: sudo apt-get install ${need[*]}" >&2
+echo "  macOS:         brew install openjdk@17 graphviz   (and set JAVA_HOME)" >&2
+exit 1
