@@ -11,6 +11,7 @@ Order of preference (``get_spark``):
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -87,9 +88,12 @@ def get_spark(conf: dict[str, str] | None = None):
     builder = SparkSession.builder.appName("fw-magics")
     if remote:
         if remote.startswith("local"):
+            # An in-process Connect server: its JVM starts with these settings (PySpark
+            # reads them from this variable; static ones cannot be set on the session).
             _prepare_local_jvm()
-            for key, value in {**_EMBEDDED_CONF, **(conf or {})}.items():
-                builder = builder.config(key, value)
+            if "PYSPARK_REMOTE_INIT_CONF_LEN" not in os.environ:
+                os.environ["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
+                os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps({**_EMBEDDED_CONF, **(conf or {})})
         return builder.remote(remote).getOrCreate()
     master = os.environ.get("FW_SPARK_MASTER")
     if master:
