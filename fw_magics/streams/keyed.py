@@ -15,7 +15,7 @@ from .datastream import DataStream
 from .plan import Step
 from .windowed import (
     aggregate_columns, analysed, check_callable, describe_sort, function_name,
-    result_schema, sort_columns, sort_specs, writer_for,
+    result_schema, sort_columns, sort_specs, with_key_column, writer_for,
 )
 
 
@@ -56,13 +56,11 @@ class KeyedStream:
         self._in._require_bounded("key_by(...).full_window_partition()")
         return KeyedPartitionWindowedStream(self)
 
-    def exchanged(self):
-        """The input, with the key column for a selector, hash-partitioned on the key."""
-        frame = self._in.to_dataframe()
+    def exchanged(self, frame):
+        """``frame`` with the key column for a selector, hash-partitioned on the key."""
         if self.selector is not None:
             frame = frame.mapInArrow(
-                functools.partial(workers.add_key_column, self.selector),
-                T.StructType(nullable(self._in.schema).fields + [T.StructField(workers.KEY_COLUMN, T.BinaryType())]),
+                functools.partial(workers.add_key_column, self.selector), with_key_column(self._in.schema)
             )
         return frame.repartition(self.parallelism, *[F.col(c) for c in self.columns])
 
@@ -72,27 +70,36 @@ class KeyedStream:
 
 
 class KeyedPartitionWindowedStream:
-    """The four full-window operations, applied once per key."""
+    """The four full-window operations, applied once per key.
+
+    Each operation is a ``transform(frame, partitions)`` that includes the hash exchange,
+    kept on its Step so the runtime can apply it to a materialized input.
+    """
 
     def __init__(self, keyed: KeyedStream):
         self._keyed = keyed
         self._in = keyed._in
 
-    def _derive(self, frame, kind: str, label: str, schema, sorter: bool = True) -> DataStream:
+    def _derive(self, kind: str, label: str, transform, schema, sorter: bool = True) -> DataStream:
+        keyed, parent = self._keyed, self._in
         step = Step(
-            name=f"{kind}({label})" if label else kind, kind=kind, parallelism=self._keyed.parallelism,
-            parent=self._in._step, keyed_by=tuple(self._keyed.names) or (self._keyed.label,),
-            output_only_after_end_of_stream=True, internal_sorter_supported=sorter,
+            name=f"{kind}({label})" if label else kind, kind=kind, parallelism=keyed.parallelism,
+            parent=parent._step, keyed_by=tuple(keyed.names) or (keyed.label,),
+            output_only_after_end_of_stream=True, internal_sorter_supported=sorter, transform=transform,
         )
-        out = self._in._derive(frame, step, schema)
-        out._partitions = self._keyed.parallelism
+        out = parent._derive(lambda: transform(parent.to_dataframe(), parent.num_partitions), step, schema)
+        out._partitions = keyed.parallelism
         return out
 
     def _per_key(self, op, out_schema, with_key: bool = False):
         keyed = self._keyed
-        return keyed.exchanged().groupBy(*[F.col(c) for c in keyed.columns]).applyInArrow(
-            workers.grouped(op, with_key), out_schema
-        )
+        grouped_op = workers.grouped(op, with_key)
+
+        def transform(frame, n):
+            groups = keyed.exchanged(frame).groupBy(*[F.col(c) for c in keyed.columns])
+            return groups.applyInArrow(grouped_op, out_schema)
+
+        return transform
 
     def map_partition(self, fn, schema=None) -> DataStream:
         """Call ``fn(records)`` once per key with that key's records."""
@@ -100,12 +107,11 @@ class KeyedPartitionWindowedStream:
         out = nullable(parse_schema(schema, self._in._spark) if schema is not None else self._in.schema)
         writer = writer_for(out, f"map_partition function {function_name(fn)!r}")
         op = functools.partial(workers.map_partition, fn, writer, self._keyed.helper_columns)
-        return self._derive(self._per_key(op, out), "map_partition", function_name(fn), out)
+        return self._derive("map_partition", function_name(fn), self._per_key(op, out), out)
 
     def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
         """Each key's records as one contiguous group, sorted within it by ``field``."""
         keyed = self._keyed
-        frame = keyed.exchanged()
         key_order = [F.col(c).asc() for c in keyed.columns]
         if callable(field) and not isinstance(field, (list, tuple)):
             if keyed.selector is not None:
@@ -114,37 +120,40 @@ class KeyedPartitionWindowedStream:
                     "supported; key by column names, or sort by a column"
                 )
             direction = Order.parse(order)
-            frame = frame.mapInArrow(
-                functools.partial(workers.add_key_column, field),
-                T.StructType(nullable(self._in.schema).fields + [T.StructField(workers.KEY_COLUMN, T.BinaryType())]),
-            )
-            frame = frame.sortWithinPartitions(*key_order, *sort_columns([(workers.KEY_COLUMN, direction)]))
-            frame = frame.drop(workers.KEY_COLUMN)
+            add_key = functools.partial(workers.add_key_column, field)
+            with_key = with_key_column(self._in.schema)
+
+            def transform(frame, n):
+                frame = keyed.exchanged(frame).mapInArrow(add_key, with_key)
+                frame = frame.sortWithinPartitions(*key_order, *sort_columns([(workers.KEY_COLUMN, direction)]))
+                return frame.drop(workers.KEY_COLUMN)
         else:
-            specs = sort_specs(self._in.schema, field, order)
-            frame = frame.sortWithinPartitions(*key_order, *sort_columns(specs)).drop(*keyed.helper_columns)
-        return self._derive(frame, "sort_partition", describe_sort(field, order), self._in.schema)
+            columns = sort_columns(sort_specs(self._in.schema, field, order))
+
+            def transform(frame, n):
+                return keyed.exchanged(frame).sortWithinPartitions(*key_order, *columns).drop(*keyed.helper_columns)
+
+        return self._derive("sort_partition", describe_sort(field, order), transform, self._in.schema)
 
     def aggregate(self, agg, schema=None) -> DataStream:
         """One record per key: the key columns, then the aggregate's result."""
         keyed = self._keyed
         columns = aggregate_columns(agg)
         if columns is not None:
-            frame, out = analysed(
-                lambda: keyed.exchanged().groupBy(*[F.col(c) for c in keyed.columns])
-                .agg(*columns).drop(*keyed.helper_columns),
-                "aggregate",
-            )
+            def transform(frame, n):
+                groups = keyed.exchanged(frame).groupBy(*[F.col(c) for c in keyed.columns])
+                return groups.agg(*columns).drop(*keyed.helper_columns)
+
+            _, out = analysed(lambda: transform(self._in.to_dataframe(), None), "aggregate")
             label = ", ".join(out.names[len(keyed.names):])
-            return self._derive(frame, "aggregate", label, out)
+            return self._derive("aggregate", label, transform, out)
         agg = as_aggregate_function(agg)
         result = result_schema(agg, schema, self._in._spark)
         key_fields = keyed.key_fields if keyed.selector is None else []
         out = nullable(T.StructType(key_fields + result.fields))
         writer = writer_for(out, f"{type(agg).__name__}.get_result")
         op = functools.partial(workers.aggregate, agg, writer, keyed.helper_columns)
-        frame = self._per_key(op, out, with_key=keyed.selector is None)
-        return self._derive(frame, "aggregate", type(agg).__name__, out)
+        return self._derive("aggregate", type(agg).__name__, self._per_key(op, out, with_key=keyed.selector is None), out)
 
     def reduce(self, fn) -> DataStream:
         """Fold each key's records with ``fn(a, b)``; one record per key."""
@@ -152,4 +161,4 @@ class KeyedPartitionWindowedStream:
         out = nullable(self._in.schema)
         writer = writer_for(out, f"reduce function {function_name(fn)!r}")
         op = functools.partial(workers.reduce, fn, writer, self._keyed.helper_columns)
-        return self._derive(self._per_key(op, out), "reduce", function_name(fn), out)
+        return self._derive("reduce", function_name(fn), self._per_key(op, out), out)

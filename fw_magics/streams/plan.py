@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 
 @dataclass(frozen=True, eq=False)
@@ -17,6 +18,9 @@ class Step:
     output_only_after_end_of_stream: bool = False
     internal_sorter_supported: bool = False
     detail: dict = field(default_factory=dict)
+    # transform(frame, partitions) -> frame: this operator applied to its input DataFrame
+    # (``partitions`` is a zero-argument callable giving the input's partition count).
+    transform: Callable | None = field(default=None, repr=False)
 
     def lineage(self) -> list["Step"]:
         """This step and its ancestors, source first."""

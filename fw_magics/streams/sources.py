@@ -24,7 +24,7 @@ def from_dataframe(df, name: str | None = None) -> DataStream:
         )
     step = Step(
         name=_name(name, "dataframe"), kind="source", parallelism=None,
-        detail={"streaming": bool(df.isStreaming), "source": "dataframe"},
+        detail={"streaming": bool(df.isStreaming), "source": "dataframe"}, transform=lambda _, n: df,
     )
     return DataStream(df, df.sparkSession, step)
 
@@ -68,7 +68,10 @@ def _from_table(spark, table: pa.Table, struct, partitions: int, name: str, sour
     frame = spark.range(0, partitions, 1, partitions).mapInArrow(
         functools.partial(workers.emit_chunk, chunks), struct
     )
-    step = Step(name=name, kind="source", parallelism=partitions, detail={"source": source, "rows": len(table)})
+    step = Step(
+        name=name, kind="source", parallelism=partitions, detail={"source": source, "rows": len(table)},
+        transform=lambda _, n: frame,
+    )
     return DataStream(frame, spark, step, struct)
 
 

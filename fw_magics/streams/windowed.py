@@ -67,6 +67,11 @@ def describe_sort(field, order) -> str:
     return ", ".join(f"{f} {Order.parse(o).value}" for f, o in zip(fields, orders))
 
 
+def with_key_column(schema: T.StructType) -> T.StructType:
+    """The schema plus the binary key column a key selector adds."""
+    return T.StructType(nullable(schema).fields + [T.StructField(workers.KEY_COLUMN, T.BinaryType())])
+
+
 def aggregate_columns(agg) -> list[Column] | None:
     """The Spark aggregate Columns in ``agg``, or None when it is not Columns."""
     if isinstance(agg, Column):
@@ -96,21 +101,24 @@ def analysed(make_frame, what: str):
 
 
 class PartitionWindowedStream:
-    """All records of each partition as one full window (non-keyed)."""
+    """All records of each partition as one full window (non-keyed).
+
+    Each operation is a ``transform(frame, partitions)`` of the input DataFrame (kept on
+    its Step), so the runtime can apply it to a materialized input as well.
+    """
 
     def __init__(self, stream: DataStream):
         self._in = stream
 
-    def _step(self, kind: str, label: str, sorter: bool = False) -> Step:
-        parent = self._in._step
-        return Step(
-            name=f"{kind}({label})" if label else kind, kind=kind, parallelism=parent.parallelism,
-            parent=parent, output_only_after_end_of_stream=True, internal_sorter_supported=sorter,
+    def _derive(self, kind: str, label: str, transform, schema, sorter: bool = False) -> DataStream:
+        parent = self._in
+        step = Step(
+            name=f"{kind}({label})" if label else kind, kind=kind, parallelism=parent._step.parallelism,
+            parent=parent._step, output_only_after_end_of_stream=True, internal_sorter_supported=sorter,
+            transform=transform,
         )
-
-    def _derive(self, frame, step: Step, schema=None) -> DataStream:
-        out = self._in._derive(frame, step, schema)
-        out._partitions = self._in._partitions
+        out = parent._derive(lambda: transform(parent.to_dataframe(), parent.num_partitions), step, schema)
+        out._partitions = parent._partitions
         return out
 
     def map_partition(self, fn, schema=None) -> DataStream:
@@ -119,10 +127,8 @@ class PartitionWindowedStream:
         spark = self._in._spark
         out = nullable(parse_schema(schema, spark) if schema is not None else self._in.schema)
         writer = writer_for(out, f"map_partition function {function_name(fn)!r}")
-        frame = self._in.to_dataframe().mapInArrow(
-            functools.partial(workers.map_partition, fn, writer, (), ()), out
-        )
-        return self._derive(frame, self._step("map_partition", function_name(fn)), out)
+        op = functools.partial(workers.map_partition, fn, writer, (), ())
+        return self._derive("map_partition", function_name(fn), lambda frame, n: frame.mapInArrow(op, out), out)
 
     def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
         """Sort each partition in the JVM (Spark's external sorter; spills, never collects).
@@ -131,18 +137,22 @@ class PartitionWindowedStream:
         (with one order or a list of orders), or a key-selector function of the record.
         Ascending puts nulls first, descending last. The sort is not stable.
         """
-        source = self._in.to_dataframe()
         label = describe_sort(field, order)
         if callable(field) and not isinstance(field, (list, tuple)):
             direction = Order.parse(order)
-            keyed = source.mapInArrow(
-                functools.partial(workers.add_key_column, field),
-                T.StructType(nullable(self._in.schema).fields + [T.StructField(workers.KEY_COLUMN, T.BinaryType())]),
-            )
-            frame = keyed.sortWithinPartitions(*sort_columns([(workers.KEY_COLUMN, direction)])).drop(workers.KEY_COLUMN)
+            with_key = with_key_column(self._in.schema)
+            add_key = functools.partial(workers.add_key_column, field)
+
+            def transform(frame, n):
+                keyed = frame.mapInArrow(add_key, with_key)
+                return keyed.sortWithinPartitions(*sort_columns([(workers.KEY_COLUMN, direction)])).drop(workers.KEY_COLUMN)
         else:
-            frame = source.sortWithinPartitions(*sort_columns(sort_specs(self._in.schema, field, order)))
-        return self._derive(frame, self._step("sort_partition", label, sorter=True), self._in.schema)
+            columns = sort_columns(sort_specs(self._in.schema, field, order))
+
+            def transform(frame, n):
+                return frame.sortWithinPartitions(*columns)
+
+        return self._derive("sort_partition", label, transform, self._in.schema, sorter=True)
 
     def aggregate(self, agg, schema=None) -> DataStream:
         """One record per partition: an fw.AggregateFunction's result, or Spark aggregate Columns."""
@@ -152,31 +162,27 @@ class PartitionWindowedStream:
         agg = as_aggregate_function(agg)
         out = result_schema(agg, schema, self._in._spark)
         writer = writer_for(out, f"{type(agg).__name__}.get_result")
-        frame = self._in.to_dataframe().mapInArrow(
-            functools.partial(workers.aggregate, agg, writer, (), ()), out
-        )
-        return self._derive(frame, self._step("aggregate", type(agg).__name__), out)
+        op = functools.partial(workers.aggregate, agg, writer, (), ())
+        return self._derive("aggregate", type(agg).__name__, lambda frame, n: frame.mapInArrow(op, out), out)
 
     def _aggregate_columns(self, columns: list[Column]) -> DataStream:
-        source = self._in.to_dataframe()
         pid = F.spark_partition_id().alias(workers.PID_COLUMN)
-        grouped, schema = analysed(
-            lambda: source.groupBy(pid).agg(*columns, F.lit(True).alias("__fw_present")), "aggregate"
-        )
+        present = F.lit(True).alias("__fw_present")
+        _, schema = analysed(lambda: self._in.to_dataframe().groupBy(pid).agg(*columns, present), "aggregate")
         names = [f.name for f in schema.fields[1:-1]]
         out = T.StructType(schema.fields[1:-1])
-        stream = self._in
+        spark = self._in._spark
 
-        def build():
+        def transform(frame, partitions):
             # Partition i's aggregate goes back to output partition i. A partition with no
             # records gets the aggregate of nothing (count 0, sum null), as Spark's agg does:
             # one default row per partition joins the aggregates, and each target partition
             # keeps the real row when there is one.
-            n = stream.num_partitions()
-            spark = stream._spark
-            (empty,) = source.limit(0).agg(*columns).collect()
+            n = partitions()
+            grouped = frame.groupBy(pid).agg(*columns, present)
+            (empty,) = frame.limit(0).agg(*columns).collect()
             defaults = spark.createDataFrame(
-                [(pid, *empty, False) for pid in range(n)], T.StructType([schema.fields[0], *out.fields, schema.fields[-1]])
+                [(i, *empty, False) for i in range(n)], T.StructType([schema.fields[0], *out.fields, schema.fields[-1]])
             )
             key = F.element_at(F.lit(list(partition_keys(n))), F.col(workers.PID_COLUMN) + 1)
             values = F.struct(*[F.col(f"`{name}`") for name in names])
@@ -184,15 +190,12 @@ class PartitionWindowedStream:
             best = placed.groupBy(key).agg(F.max_by(values, F.col("__fw_present")).alias("__fw_row"))
             return best.select(*[F.col("__fw_row")[name].alias(name) for name in names])
 
-        label = ", ".join(names)
-        return self._derive(build, self._step("aggregate", label), out)
+        return self._derive("aggregate", ", ".join(names), transform, out)
 
     def reduce(self, fn) -> DataStream:
         """Fold each partition with ``fn(a, b)``, the first record as the seed; empty -> nothing."""
         check_callable(fn, "reduce")
         out = nullable(self._in.schema)
         writer = writer_for(out, f"reduce function {function_name(fn)!r}")
-        frame = self._in.to_dataframe().mapInArrow(
-            functools.partial(workers.reduce, fn, writer, (), ()), out
-        )
-        return self._derive(frame, self._step("reduce", function_name(fn)), out)
+        op = functools.partial(workers.reduce, fn, writer, (), ())
+        return self._derive("reduce", function_name(fn), lambda frame, n: frame.mapInArrow(op, out), out)
