@@ -52,6 +52,8 @@ class DataStream:
         self._spark = spark
         self._step = step
         self._schema = schema
+        if schema is not None:
+            step.detail.setdefault("schema", schema)  # the runtime reads materialized results with it
         self._partitions = step.parallelism
 
     # -- identity ----------------------------------------------------------------

@@ -26,7 +26,7 @@ def from_dataframe(df, name: str | None = None) -> DataStream:
         name=_name(name, "dataframe"), kind="source", parallelism=None,
         detail={"streaming": bool(df.isStreaming), "source": "dataframe"}, transform=lambda _, n: df,
     )
-    return DataStream(df, df.sparkSession, step)
+    return DataStream(df, df.sparkSession, step, df.schema)
 
 
 def from_records(records, schema, partitions: int = 4, name: str | None = None) -> DataStream:

@@ -1,0 +1,22 @@
+"""Observation points of a running job: after each event, when a job vertex starts.
+
+The widgets watch a run through them, and ``fw_magics.testing`` uses them to kill the
+driver at a chosen moment. A hook must not raise.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+EVENT_HOOKS: list[Callable] = []   # fn(store, event) after an event is queued
+VERTEX_HOOKS: list[Callable] = []  # fn(vertex, subtasks, attempt) before a job vertex's Spark job
+
+
+def event_written(store, event: dict) -> None:
+    for hook in list(EVENT_HOOKS):
+        hook(store, event)
+
+
+def vertex_started(vertex, subtasks, attempt: int) -> None:
+    for hook in list(VERTEX_HOOKS):
+        hook(vertex, subtasks, attempt)

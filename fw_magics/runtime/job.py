@@ -1,0 +1,242 @@
+"""execute(): run a stream region by region, with failover, events and resume (FLIP-1, FLIP-383).
+
+The job graph (batch mode) is cut into job vertices (chains of operators); every edge
+between them is BLOCKING, so each job vertex's subtasks are pipelined regions of their
+own. A job vertex runs as one Spark job over the subtasks still to do, each task writing
+its committed result file; a consumer starts only after its producer's results and
+finished events are durable. After a kernel or driver restart, the same call replays the
+event log, keeps every finished subtask whose files are intact, and runs only the rest.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+
+from ..errors import FullWindowError
+from ..failover import FixedDelayRestart, RestartAllStrategy, RestartPipelinedRegionStrategy
+from ..graph import JobGraph
+from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path
+from ..schema import arrow_schema
+from . import hooks
+from .planner import JobVertex, build_graph, job_vertices
+from .results import META_SCHEMA, committed, file_intact, read_results, write_partition
+from .result import JobResult
+from .storage import Storage
+
+RESUME_MODES = ("auto", "never", "require")
+FAILOVER_MODES = ("region", "full")
+
+
+def default_job_dir() -> str:
+    """``$FW_JOB_DIR``, else ``.fw-jobs`` in the working directory (next to the notebook)."""
+    return os.environ.get("FW_JOB_DIR") or os.path.join(os.getcwd(), ".fw-jobs")
+
+
+def execute(stream, job_dir=None, job_name=None, failover="region", restart=None, resume="auto") -> JobResult:
+    """Run ``stream`` as a recoverable batch job; see the module docstring."""
+    if failover not in FAILOVER_MODES:
+        raise FullWindowError(f"unknown failover {failover!r}; accepted: {', '.join(FAILOVER_MODES)}")
+    if resume not in RESUME_MODES:
+        raise FullWindowError(f"unknown resume {resume!r}; accepted: {', '.join(RESUME_MODES)}")
+    job_name = stream.name if job_name is None else job_name
+    root = safe_job_path(job_dir or default_job_dir(), job_name)
+    graph = build_graph(stream)
+    run = _Run(stream, graph, root, job_name, failover, restart or FixedDelayRestart())
+    with JobLock(root):
+        return run.execute(resume)
+
+
+class _Run:
+    def __init__(self, stream, graph: JobGraph, root: str, job_name: str, failover: str, restart):
+        self.stream, self.graph, self.root, self.job_name = stream, graph, root, job_name
+        self.spark = stream._spark
+        self.storage = Storage(root)
+        self.vertices = job_vertices(stream, graph)
+        self.chain_of = {op: v for v in self.vertices for op in v.operators}
+        self.strategy = (RestartPipelinedRegionStrategy if failover == "region" else RestartAllStrategy)(graph)
+        self.restart = restart
+        self.store = JobEventStore(self.storage.path("events"))
+        self.ran: set[tuple[str, int]] = set()
+        self.regions_run: list[frozenset] = []
+        self.attempts = 0
+        self.files: dict[tuple[str, int], dict] = {}
+
+    # -- the job ---------------------------------------------------------------------------
+
+    def execute(self, resume: str) -> JobResult:
+        previous = [] if resume == "never" else self.store.read_events()
+        if resume == "never":
+            self.storage.remove_tree(self.storage.path("results"))
+            self.storage.remove_tree(self.storage.path("events"))
+        if resume == "require" and not previous:
+            raise FullWindowError(
+                f"nothing to resume for job {self.job_name!r} in {self.root}: no event log; "
+                "run with resume='auto' to start it"
+            )
+        state = replay(previous) if previous else None
+        if state is not None and state.fingerprint != self.graph.fingerprint():
+            changes = JobGraph.from_json(state.graph).diff(self.graph) if state.graph else ["unknown graph"]
+            raise FullWindowError(
+                f"job {self.job_name!r} in {self.root} was recorded for a different graph "
+                f"({'; '.join(changes)}); run with resume='never' to start afresh"
+            )
+        todo = self._plan(state)
+        recovered = {(v, i) for v in self.vertices for i in range(v.parallelism) if i not in todo.get(v.index, set())}
+        self.store.start()
+        try:
+            if state is None:
+                self._emit(events.job_submitted(self.job_name, self.graph.to_json(), self.graph.fingerprint()))
+                for v in self.vertices:
+                    inputs = [] if v.upstream is None else [self.vertices[v.upstream].name]
+                    self._emit(events.vertex_initialized(v.name, v.parallelism, inputs))
+            else:
+                for v in self.vertices:
+                    for i in sorted(todo.get(v.index, ())):
+                        if (v.name, i) in state.finished:
+                            self._emit(events.subtask_reset(v.name, i, "result missing or corrupt"))
+            self._run_all(todo)
+            self._emit(events.job_finished())
+            self.store.flush()
+        except BaseException as error:
+            if not isinstance(error, KeyboardInterrupt):
+                self._emit(events.job_failed(_first_line(error)))
+            raise
+        finally:
+            self.store.stop()
+        sink = self.vertices[-1]
+        return JobResult(
+            stream=self.stream, graph=self.graph, root=self.root, job_name=self.job_name,
+            sink=sink, vertices=self.vertices,
+            ran={(op, i) for v, i in self.ran for op in self.vertices[v].operators},
+            recovered={(op, i) for v, i in recovered for op in v.operators},
+            regions_run=self.regions_run, attempts=self.attempts,
+        )
+
+    def _plan(self, state) -> dict[int, set[int]]:
+        """Which subtasks of which job vertex still have to run."""
+        if state is None:
+            return {v.index: set(range(v.parallelism)) for v in self.vertices}
+        vertices = [(v.name, i) for v in self.vertices for i in range(v.parallelism)]
+        producers = {
+            (v.name, i): [] if v.upstream is None else self._inputs(v, i)
+            for v in self.vertices for i in range(v.parallelism)
+        }
+        plan = plan_resume(vertices, producers, state, lambda record: file_intact(self.storage, record) is None)
+        index = {v.name: v.index for v in self.vertices}
+        todo: dict[int, set[int]] = {}
+        for name, i in plan.rerun:
+            todo.setdefault(index[name], set()).add(i)
+        for v in self.vertices:
+            for i in range(v.parallelism):
+                if (v.name, i) in plan.keep:
+                    self.files[(v.name, i)] = state.finished[(v.name, i)]["files"][0]
+        return todo
+
+    def _inputs(self, v: JobVertex, subtask: int) -> list[tuple[str, int]]:
+        up = self.vertices[v.upstream]
+        if v.pattern == "pointwise" and up.parallelism == v.parallelism:
+            return [(up.name, subtask)]
+        return [(up.name, i) for i in range(up.parallelism)]
+
+    # -- scheduling and failover -----------------------------------------------------------------
+
+    def _run_all(self, todo: dict[int, set[int]]) -> None:
+        while any(todo.values()):
+            index = min(i for i, pending in todo.items() if pending)
+            vertex = self.vertices[index]
+            pending = todo.pop(index)
+            try:
+                self._run_vertex(vertex, pending)
+            except Exception as error:
+                done = self._collect_committed(vertex, pending)
+                failed = pending - done
+                restart = self._tasks_to_restart(vertex, failed)
+                self.restart.notify_failure()
+                region = sorted(f"{vertex.name}[{i}]" for i in failed)
+                self._emit(events.region_failed(vertex.name, region, _first_line(error), self.attempts))
+                if not self.restart.can_restart():
+                    self.store.flush()
+                    raise
+                time.sleep(self.restart.backoff)
+                for (name, i) in sorted(restart):
+                    v = next(x for x in self.vertices if x.name == name)
+                    todo.setdefault(v.index, set()).add(i)
+                    self.files.pop((name, i), None)
+                    self._emit(events.subtask_reset(name, i, "restarted by failover"))
+                self._emit(events.region_restarted(vertex.name, sorted(f"{n}[{i}]" for n, i in restart), self.attempts))
+
+    def _tasks_to_restart(self, vertex: JobVertex, failed: set[int]) -> set[tuple[str, int]]:
+        """Chain subtasks to re-run, from the failover strategy's operator-level answer."""
+        unavailable = []
+        if vertex.upstream is not None:
+            up = self.vertices[vertex.upstream]
+            for i in range(up.parallelism):
+                meta = self.files.get((up.name, i))
+                if meta is None or file_intact(self.storage, meta) is not None:
+                    unavailable.append((up.operators[-1], i))
+        tasks: set[tuple[str, int]] = set()
+        for i in failed or range(vertex.parallelism):
+            tasks |= self.strategy.tasks_to_restart((vertex.operators[-1], i), unavailable=tuple(unavailable))
+        return {(self.chain_of[op].name, i) for op, i in tasks}
+
+    def _run_vertex(self, vertex: JobVertex, pending: set[int]) -> None:
+        self.attempts += 1
+        frame, schema = self._output_frame(vertex)
+        only = None if pending == set(range(vertex.parallelism)) else frozenset(pending)
+        write = functools.partial(write_partition, self.root, vertex.name, self.attempts, only, arrow_schema(schema))
+        hooks.vertex_started(vertex, pending, self.attempts)
+        self.regions_run.extend(frozenset((op, i) for op in vertex.operators) for i in sorted(pending))
+        rows = frame.mapInArrow(write, META_SCHEMA).collect()
+        for row in rows:
+            self._finished(vertex, row.asDict() | {"attempt": self.attempts})
+        missing = pending - {row.subtask for row in rows}
+        if missing:  # a partition Spark did not produce (an empty input layout): nothing to write
+            raise RuntimeError(f"job vertex {vertex.label} produced no result for subtasks {sorted(missing)}")
+        self.store.flush()  # durable before any consumer starts
+
+    def _collect_committed(self, vertex: JobVertex, pending: set[int]) -> set[int]:
+        """Subtasks of a failed Spark job that did commit their result in this attempt."""
+        done = set()
+        for subtask, meta in committed(self.storage, vertex.name).items():
+            if subtask in pending and meta.get("attempt") == self.attempts:
+                self._finished(vertex, meta)
+                done.add(subtask)
+        self.store.flush()
+        return done
+
+    def _finished(self, vertex: JobVertex, meta: dict) -> None:
+        subtask = int(meta["subtask"])
+        record = {"path": meta["path"], "size": meta["size"], "sha256": meta["sha256"]}
+        self.files[(vertex.name, subtask)] = record
+        self.ran.add((vertex.index, subtask))
+        self._emit(events.subtask_finished(
+            vertex.name, subtask, meta["attempt"], records_in=None, records_out=meta["records"],
+            bytes=meta["size"], duration=meta["duration"], files=[record],
+        ))
+
+    def _output_frame(self, vertex: JobVertex):
+        """The Spark DataFrame computing this job vertex from its (materialized) input."""
+        steps = list(vertex.steps)
+        if vertex.upstream is None:
+            source = steps.pop(0)
+            frame, partitions = source.transform(None, None), vertex.parallelism
+        else:
+            up = self.vertices[vertex.upstream]
+            paths = [self.files[(up.name, i)]["path"] for i in range(up.parallelism)]
+            frame = read_results(self.spark, self.root, paths, up.steps[-1].detail["schema"])
+            partitions = up.parallelism
+        for step in steps:
+            frame = step.transform(frame, functools.partial(int, partitions))
+            partitions = step.parallelism or partitions
+        return frame, vertex.steps[-1].detail["schema"]
+
+    def _emit(self, event: dict) -> None:
+        self.store.write_event(event)
+        hooks.event_written(self.store, event)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"[:500]

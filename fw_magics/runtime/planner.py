@@ -1,0 +1,89 @@
+"""From a DataStream's lineage to a job graph and the job vertices the runtime executes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..graph import JobGraph, OperatorAttributes
+from ..streams.plan import Step
+
+
+@dataclass(frozen=True)
+class JobVertex:
+    """A chain of operators run as one Spark job, one task per subtask (FLIP-1's job vertex)."""
+
+    index: int
+    name: str  # "v0", "v1", ... : stable, safe as a folder name
+    operators: tuple[str, ...]  # graph operator names, upstream first
+    steps: tuple[Step, ...]
+    parallelism: int
+    upstream: int | None  # index of the job vertex it reads, None for the source
+    pattern: str | None  # "pointwise" | "all_to_all" for the edge from upstream
+
+    @property
+    def label(self) -> str:
+        return " -> ".join(self.operators)
+
+
+def operator_names(steps: list[Step]) -> list[str]:
+    """Unique, recognisable operator names ("sort_partition(price desc)", "reduce#2")."""
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for step in steps:
+        count = seen.get(step.name, 0) + 1
+        seen[step.name] = count
+        names.append(step.name if count == 1 else f"{step.name}#{count}")
+    return names
+
+
+def build_graph(stream, mode: str = "batch") -> JobGraph:
+    """The job graph of a stream: sources, full-window operators and keyed (all-to-all) edges."""
+    steps = stream._step.lineage()
+    parallelism = _parallelisms(stream, steps)
+    graph = JobGraph(mode=mode, chaining=True)
+    names = operator_names(steps)
+    for step, name, p in zip(steps, names, parallelism):
+        graph.add_operator(
+            name, parallelism=p, kind=step.kind, chainable=True,
+            attributes=OperatorAttributes(
+                output_only_after_end_of_stream=step.output_only_after_end_of_stream,
+                internal_sorter_supported=step.internal_sorter_supported,
+            ),
+        )
+    for (parent, child), (src, dst) in zip(zip(steps, steps[1:]), zip(names, names[1:])):
+        graph.connect(src, dst, pattern="all_to_all" if child.keyed_by else "pointwise")
+    return graph
+
+
+def job_vertices(stream, graph: JobGraph) -> list[JobVertex]:
+    """The chains of the graph as job vertices, upstream first (the lineage is linear)."""
+    steps = stream._step.lineage()
+    by_name = dict(zip(operator_names(steps), steps))
+    parallelism = {op.name: op.parallelism for op in graph.operators}
+    vertices: list[JobVertex] = []
+    for index, chain in enumerate(graph.chains()):
+        first = by_name[chain[0]]
+        upstream = None if first.parent is None else index - 1
+        pattern = None if upstream is None else ("all_to_all" if first.keyed_by else "pointwise")
+        vertices.append(JobVertex(
+            index=index, name=f"v{index}", operators=tuple(chain), steps=tuple(by_name[n] for n in chain),
+            parallelism=parallelism[chain[-1]], upstream=upstream, pattern=pattern,
+        ))
+    return vertices
+
+
+def _parallelisms(stream, steps: list[Step]) -> list[int]:
+    """Each step's parallelism; a DataFrame source of unknown layout is counted once (one job)."""
+    from ..streams.datastream import DataStream
+
+    known = [s.parallelism for s in steps]
+    if known[0] is None:
+        source = steps[0]
+        if "partitions" not in source.detail:
+            counter = DataStream(lambda: source.transform(None, None), stream._spark, source)
+            source.detail["partitions"] = counter.num_partitions()
+        known[0] = source.detail["partitions"]
+    out: list[int] = []
+    for p in known:
+        out.append(p if p is not None else out[-1])
+    return out

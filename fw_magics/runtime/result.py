@@ -1,0 +1,55 @@
+"""JobResult: what execute() returns, read back from the committed result files."""
+
+from __future__ import annotations
+
+from ..streams.datastream import DataStream
+from ..streams.plan import Step
+from .results import read_results
+
+
+class JobResult:
+    """The output of a finished job and what ran where.
+
+    ``ran``: the (operator, subtask) execution vertices computed in this process;
+    ``recovered``: those kept from an earlier run because their results were intact;
+    ``regions_run``: the pipelined regions scheduled, in order; ``attempts``: Spark jobs run.
+    """
+
+    def __init__(self, *, stream, graph, root, job_name, sink, vertices, ran, recovered, regions_run, attempts):
+        self.job_name, self.job_dir, self.graph = job_name, root, graph
+        self.ran, self.recovered = frozenset(ran), frozenset(recovered)
+        self.regions_run, self.attempts = list(regions_run), attempts
+        self._stream, self._sink, self._vertices = stream, sink, vertices
+
+    def _result_stream(self) -> DataStream:
+        sink = self._sink
+        paths = [f"results/{sink.name}/{i}.arrow" for i in range(sink.parallelism)]
+        schema = sink.steps[-1].detail["schema"]
+        spark = self._stream._spark
+        step = Step(name=f"{self.job_name} (result)", kind="source", parallelism=sink.parallelism)
+        return DataStream(lambda: read_results(spark, self.job_dir, paths, schema), spark, step, schema)
+
+    def to_dataframe(self):
+        return self._result_stream().to_dataframe()
+
+    def to_pandas(self):
+        return self._result_stream().to_pandas()
+
+    def collect(self):
+        return self._result_stream().collect()
+
+    def collect_partitions(self):
+        return self._result_stream().collect_partitions()
+
+    def events(self) -> list[dict]:
+        """The job's event log, in write order (FLIP-383's job events)."""
+        from ..recovery import JobEventStore
+        from .storage import Storage
+
+        return JobEventStore(Storage(self.job_dir).path("events")).read_events()
+
+    def __repr__(self) -> str:
+        return (
+            f"JobResult({self.job_name!r}: {len(self.ran)} execution vertices ran, "
+            f"{len(self.recovered)} recovered, {self.attempts} Spark jobs)"
+        )

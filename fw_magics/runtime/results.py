@@ -1,0 +1,133 @@
+"""Materialized results: one committed Arrow file per producer subtask (a BLOCKING result).
+
+Executors write them (``write_partition`` runs inside a Spark task), each file with a JSON
+sidecar holding its size, SHA-256 and record count. Reading them back gives a DataFrame
+whose partition ``i`` is exactly producer subtask ``i``'s file, however large the file is.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import json
+import time
+
+import pyarrow as pa
+
+from .storage import Storage
+
+META_SCHEMA = "subtask int, path string, size long, sha256 string, records long, duration double"
+
+
+def result_path(storage: Storage, vertex: str, subtask: int) -> str:
+    return storage.path("results", vertex, f"{subtask}.arrow")
+
+
+def sidecar_path(storage: Storage, vertex: str, subtask: int) -> str:
+    return storage.path("results", vertex, f"{subtask}.json")
+
+
+class _Hashing:
+    """A write-only file that hashes and counts what passes through it."""
+
+    def __init__(self, raw):
+        self.raw, self.sha, self.size, self.closed = raw, hashlib.sha256(), 0, False
+
+    def write(self, data) -> int:
+        data = bytes(data)
+        self.sha.update(data)
+        self.size += len(data)
+        self.raw.write(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    return TaskContext.get().partitionId()
+
+
+def write_partition(root: str, vertex: str, attempt: int, only, empty_schema: pa.Schema, batches):
+    """Inside a task: commit this partition's batches as ``results/<vertex>/<subtask>.arrow``."""
+    subtask = _partition_id()
+    if only is not None and subtask not in only:
+        return  # finished earlier: not recomputed, not rewritten
+    started = time.monotonic()
+    storage = Storage(root)
+    path = result_path(storage, vertex, subtask)
+    records = 0
+    batches = iter(batches)
+    first = next(batches, None)
+    schema = first.schema if first is not None else empty_schema
+    with storage.atomic(path) as raw:
+        sink = _Hashing(raw)
+        with pa.ipc.new_stream(sink, schema) as writer:
+            if first is not None:
+                for batch in itertools.chain([first], batches):
+                    writer.write_batch(batch)
+                    records += batch.num_rows
+    meta = {
+        "subtask": subtask, "attempt": attempt, "path": f"results/{vertex}/{subtask}.arrow",
+        "size": sink.size, "sha256": sink.sha.hexdigest(), "records": records,
+        "duration": round(time.monotonic() - started, 6),
+    }
+    storage.write_bytes(sidecar_path(storage, vertex, subtask), json.dumps(meta, sort_keys=True).encode())
+    yield pa.RecordBatch.from_pylist(
+        [{k: meta[k] for k in ("subtask", "path", "size", "sha256", "records", "duration")}],
+        schema=pa.schema([("subtask", pa.int32()), ("path", pa.string()), ("size", pa.int64()),
+                          ("sha256", pa.string()), ("records", pa.int64()), ("duration", pa.float64())]),
+    )
+
+
+def read_partition(root: str, paths: list[str], batches):
+    """Inside a task: partition ``i`` of ``spark.range(k)`` streams the ``i``-th result file."""
+    storage = Storage(root)
+    for batch in batches:
+        for index in batch.column(0).to_pylist():
+            with storage.open(storage.path(*paths[index].split("/"))) as f:
+                reader = pa.ipc.open_stream(f)
+                yield from reader
+
+
+def read_results(spark, root: str, paths: list[str], schema):
+    """A DataFrame with one partition per file, in order: subtask ``i`` stays partition ``i``."""
+    k = len(paths)
+    return spark.range(0, k, 1, k).mapInArrow(functools.partial(read_partition, root, list(paths)), schema)
+
+
+def committed(storage: Storage, vertex: str) -> dict[int, dict]:
+    """The sidecars of every committed subtask of a vertex (what survived a failure)."""
+    found = {}
+    for name in storage.listdir(storage.path("results", vertex)):
+        if name.endswith(".json") and name[:-5].isdigit():
+            try:
+                with storage.open(storage.path("results", vertex, name)) as f:
+                    meta = json.loads(f.read())
+            except (OSError, ValueError):
+                continue
+            found[int(meta["subtask"])] = meta
+    return found
+
+
+def file_intact(storage: Storage, record: dict) -> str | None:
+    """None when the recorded file exists with its size and SHA-256, else why not."""
+    path = storage.path(*record["path"].split("/"))
+    size = storage.size(path)
+    if size is None:
+        return "result missing"
+    if size != record["size"]:
+        return f"result corrupt: size {size} != {record['size']}"
+    sha = hashlib.sha256()
+    with storage.open(path) as f:
+        while chunk := f.read(1 << 20):
+            sha.update(chunk)
+    if sha.hexdigest() != record["sha256"]:
+        return "result corrupt: checksum differs"
+    return None
