@@ -16,8 +16,32 @@ from .streams import (
 
 __version__ = "0.1.0"
 
+
+def execute(stream, job_dir=None, job_name=None, failover="region", restart=None, resume="auto"):
+    """Run a DataStream as a recoverable batch job; same as ``stream.execute(...)``.
+
+    Regions run one after another on Spark, blocking results are committed per subtask in
+    ``job_dir/<job_name>/results``, job events go to ``job_dir/<job_name>/events``; after a
+    kernel or driver restart the same call resumes without recomputing finished work.
+    """
+    return stream.execute(job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
+
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "KeyedPartitionWindowedStream",
     "KeyedStream", "Order", "PartitionWindowedStream", "Record", "SparkUnavailableError",
-    "from_dataframe", "from_pandas", "from_records", "get_spark",
+    "execute", "from_dataframe", "from_pandas", "from_records", "get_spark",
 ]
+
+
+def load_ipython_extension(shell):
+    """``%load_ext fw_magics``: register the %fullwindow / %%fullwindow magics."""
+    from .magics.magic import load_ipython_extension as load
+
+    load(shell)
+
+
+def unload_ipython_extension(shell):
+    """``%unload_ext fw_magics``: remove the magics again."""
+    from .magics.magic import unload_ipython_extension as unload
+
+    unload(shell)

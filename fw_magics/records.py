@@ -101,6 +101,8 @@ def _column_values(array: pa.Array) -> list:
             flat[offsets[i] - offsets[0] : offsets[i + 1] - offsets[0]] if valid[i] else None
             for i in range(len(array))
         ]
+    if array.null_count == 0 and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        return array.to_numpy().tolist()  # numpy's tolist builds Python numbers faster than Arrow's
     return array.to_pylist()
 
 

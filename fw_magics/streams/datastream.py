@@ -97,6 +97,12 @@ class DataStream:
         parts = self._partitions if self._partitions is not None else "?"
         return f"DataStream {self.name!r} [{fields}] in {parts} partitions"
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Notebook display: a preview of each partition from one Spark job (fw_magics.magics.display)."""
+        from ..magics.display import mimebundle
+
+        return mimebundle(self)
+
     # -- transformations -----------------------------------------------------------
 
     def full_window_partition(self):
@@ -111,6 +117,18 @@ class DataStream:
         from .keyed import KeyedStream
 
         return KeyedStream(self, key)
+
+    def job_graph(self):
+        """The job graph (FLIP-331 attributes, chains, pipelined regions) of this stream."""
+        from ..runtime.planner import build_graph
+
+        return build_graph(self)
+
+    def execute(self, job_dir=None, job_name=None, failover="region", restart=None, resume="auto"):
+        """Run as a recoverable batch job in ``job_dir`` (default ``.fw-jobs/``); see fw.execute."""
+        from ..runtime import execute
+
+        return execute(self, job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
 
     def _require_bounded(self, what: str) -> None:
         if self.is_streaming:

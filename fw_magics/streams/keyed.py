@@ -15,7 +15,7 @@ from .datastream import DataStream
 from .plan import Step
 from .windowed import (
     aggregate_columns, analysed, check_callable, describe_sort, function_name,
-    result_schema, sort_columns, sort_specs, with_key_column, writer_for,
+    input_columns, result_schema, sort_columns, sort_specs, with_key_column, writer_for,
 )
 
 
@@ -153,7 +153,13 @@ class KeyedPartitionWindowedStream:
         out = nullable(T.StructType(key_fields + result.fields))
         writer = writer_for(out, f"{type(agg).__name__}.get_result")
         op = functools.partial(workers.aggregate, agg, writer, keyed.helper_columns)
-        return self._derive("aggregate", type(agg).__name__, self._per_key(op, out, with_key=keyed.selector is None), out)
+        per_key = self._per_key(op, out, with_key=keyed.selector is None)
+        used = None if keyed.selector is not None else input_columns(agg, self._in.schema, keep=keyed.columns)
+
+        def transform(frame, n):
+            return per_key(frame if used is None else frame.select(*used), n)
+
+        return self._derive("aggregate", type(agg).__name__, transform, out)
 
     def reduce(self, fn) -> DataStream:
         """Fold each key's records with ``fn(a, b)``; one record per key."""

@@ -81,6 +81,15 @@ def aggregate_columns(agg) -> list[Column] | None:
     return None
 
 
+def input_columns(agg, schema: T.StructType, keep=()) -> list[Column] | None:
+    """The columns an AggregateFunction declared it reads (plus ``keep``), or None for all."""
+    if agg.columns is None:
+        return None
+    names = [agg.columns] if isinstance(agg.columns, str) else list(agg.columns)
+    refs = [resolve_field(schema, name, what=f"{type(agg).__name__}.columns")[0] for name in names]
+    return [F.col(c) for c in dict.fromkeys([*keep, *refs])]
+
+
 def result_schema(agg, schema, spark) -> T.StructType:
     if schema is not None:
         return nullable(parse_schema(schema, spark))
@@ -163,7 +172,12 @@ class PartitionWindowedStream:
         out = result_schema(agg, schema, self._in._spark)
         writer = writer_for(out, f"{type(agg).__name__}.get_result")
         op = functools.partial(workers.aggregate, agg, writer, (), ())
-        return self._derive("aggregate", type(agg).__name__, lambda frame, n: frame.mapInArrow(op, out), out)
+        used = input_columns(agg, self._in.schema)
+
+        def transform(frame, n):
+            return (frame if used is None else frame.select(*used)).mapInArrow(op, out)
+
+        return self._derive("aggregate", type(agg).__name__, transform, out)
 
     def _aggregate_columns(self, columns: list[Column]) -> DataStream:
         pid = F.spark_partition_id().alias(workers.PID_COLUMN)

@@ -1,0 +1,85 @@
+"""The jobs the runtime tests run, in this process or in a subprocess (python -m tests.runtime.jobs).
+
+A three-vertex job: source -> key_by(k).reduce -> key_by(g).map_partition. Every user
+function is wrapped with count_calls so a test can see which ones ran again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import fw_magics as fw
+from fw_magics import testing
+
+SCHEMA = "id long, k long, g long, v double"
+RECORDS = [(i, i % 5, i % 3, float(i)) for i in range(60)]
+
+
+def add(a, b):
+    return (a.id + b.id, a.k, a.g, a.v + b.v)
+
+
+def summarize(records):
+    rows = list(records)
+    yield (rows[0].g, len(rows), sum(r.v for r in rows))
+
+
+def three_vertex_job(markers: str, kill_in_last: bool = False, fail=None, state_dir: str | None = None):
+    """The stream; ``fail`` = (subtask, attempts) injects failures into the last vertex."""
+    source = fw.from_records(RECORDS, SCHEMA, partitions=4, name="sales")
+    reduced = source.key_by("k").full_window_partition().reduce(testing.count_calls(add, markers))
+    last = testing.count_calls(summarize, markers)
+    if fail is not None:
+        last = testing.fail_on_attempts(last, subtask=fail[0], attempts=fail[1], state_dir=state_dir)
+    if kill_in_last:
+        last = testing.kill_driver_during(last, subtask=0)
+    return reduced.key_by("g").full_window_partition().map_partition(last, "g long, n long, total double")
+
+
+def expected() -> list[tuple]:
+    """The clean result, computed in plain Python."""
+    by_k: dict = {}
+    for r in RECORDS:
+        by_k.setdefault(r[1], []).append(r)
+    reduced = []
+    for rows in by_k.values():
+        acc = rows[0]
+        for r in rows[1:]:
+            acc = (acc[0] + r[0], acc[1], acc[2], acc[3] + r[3])
+        reduced.append(acc)
+    by_g: dict = {}
+    for r in reduced:
+        by_g.setdefault(r[2], []).append(r)
+    return sorted((g, len(rows), sum(r[3] for r in rows)) for g, rows in by_g.items())
+
+
+def main() -> None:
+    """argv: job_dir markers mode [event_type nth]; prints the sorted result as JSON."""
+    job_dir, markers, mode = sys.argv[1:4]
+    fw.get_spark({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"})
+    if mode == "kill-event":
+        event_type, nth = sys.argv[4], int(sys.argv[5])
+        seen = []
+
+        def counting(store, event):
+            if event.get("type") == event_type:
+                seen.append(event)
+                if len(seen) == nth:
+                    store.flush()
+                    os.kill(os.getpid(), 9)
+
+        from fw_magics.runtime import hooks
+
+        hooks.EVENT_HOOKS.append(counting)
+    stream = three_vertex_job(markers, kill_in_last=(mode == "kill-last"))
+    result = fw.execute(stream, job_dir=job_dir, job_name="sales")
+    print(json.dumps({
+        "rows": sorted(tuple(r) for r in result.collect()),
+        "ran": sorted(result.ran), "recovered": sorted(result.recovered),
+    }))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""execute(): region-by-region runs, failover during a run, resume from the event log."""
+
+import json
+import os
+
+import fw_magics as fw
+import pytest
+from fw_magics import testing
+from fw_magics.failover import FixedDelayRestart
+
+from . import jobs
+
+pytestmark = [pytest.mark.spark]
+
+
+def rows(result):
+    return sorted(tuple(r) for r in result.collect())
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    return str(tmp_path / "jobs"), str(tmp_path / "markers")
+
+
+def test_clean_run_equals_the_stream_and_records_events(spark, dirs):
+    job_dir, markers = dirs
+    stream = jobs.three_vertex_job(markers)
+    result = fw.execute(stream, job_dir=job_dir, job_name="sales")
+    assert rows(result) == jobs.expected() == sorted(tuple(r) for r in stream.collect())
+    assert result.recovered == frozenset() and len(result.ran) > 0
+    types = [e["type"] for e in result.events()]
+    assert types[0] == "job_submitted" and types[-1] == "job_finished"
+    assert types.count("vertex_initialized") == 3
+    assert types.count("subtask_finished") == 4 + 4 + 4
+
+
+def test_second_run_recovers_everything_and_calls_nothing(spark, dirs):
+    job_dir, markers = dirs
+    fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    before = testing.calls(markers)
+    again = fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    assert testing.calls(markers) == before
+    assert again.ran == frozenset() and rows(again) == jobs.expected()
+
+
+def test_missing_result_file_reruns_only_its_producer_and_consumers(spark, dirs):
+    job_dir, markers = dirs
+    fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    os.remove(os.path.join(job_dir, "sales", "results", "v1", "2.arrow"))
+    before = testing.calls(markers)
+    again = fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    assert rows(again) == jobs.expected()
+    vertices = {(op.split("(")[0], i) for op, i in again.ran}
+    assert ("reduce", 2) in vertices and not any(v == "reduce" and i != 2 for v, i in vertices)
+    assert not any(op == "sales" for op, _ in again.ran)  # the source is not re-run
+    new_calls = [c for c in testing.calls(markers) if c not in before or testing.calls(markers).count(c) > before.count(c)]
+    assert {name for name, _ in new_calls} <= {"add", "summarize"}
+
+
+def test_truncated_result_file_is_detected(spark, dirs):
+    job_dir, markers = dirs
+    fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    path = os.path.join(job_dir, "sales", "results", "v0", "1.arrow")
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 2)
+    again = fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    assert rows(again) == jobs.expected()
+    assert ("sales", 1) in again.ran and ("sales", 0) not in again.ran
+
+
+def test_changed_graph_is_refused_in_one_line(spark, dirs):
+    job_dir, markers = dirs
+    fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    changed = fw.from_records(jobs.RECORDS, jobs.SCHEMA, partitions=4, name="sales")
+    changed = changed.full_window_partition().sort_partition("v")
+    with pytest.raises(fw.FullWindowError) as caught:
+        fw.execute(changed, job_dir=job_dir, job_name="sales")
+    assert "was recorded for a different graph" in str(caught.value) and "\n" not in str(caught.value)
+    fresh = fw.execute(changed, job_dir=job_dir, job_name="sales", resume="never")
+    assert fresh.recovered == frozenset()
+
+
+def test_resume_require_without_a_log(spark, dirs):
+    job_dir, markers = dirs
+    with pytest.raises(fw.FullWindowError, match="nothing to resume for job 'sales'"):
+        fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales", resume="require")
+
+
+def test_region_failing_twice_then_succeeding_under_fixed_delay_3(spark, dirs, tmp_path):
+    job_dir, markers = dirs
+    stream = jobs.three_vertex_job(markers, fail=(1, {1, 2}), state_dir=str(tmp_path / "state"))
+    result = fw.execute(stream, job_dir=job_dir, job_name="sales", restart=FixedDelayRestart(attempts=3, delay=0.0))
+    assert rows(result) == jobs.expected()
+    kinds = [e["type"] for e in result.events()]
+    assert kinds.count("region_failed") == 2 and kinds.count("region_restarted") == 2
+
+
+def test_exhausted_attempts_fail_with_the_users_exception(spark, dirs, tmp_path):
+    job_dir, markers = dirs
+    stream = jobs.three_vertex_job(markers, fail=(1, {1, 2, 3}), state_dir=str(tmp_path / "state"))
+    with pytest.raises(Exception, match="injected failure in summarize subtask 1"):
+        fw.execute(stream, job_dir=job_dir, job_name="sales", restart=FixedDelayRestart(attempts=1, delay=0.0))
+    log = fw.from_records  # noqa: F841 - the job directory keeps its log for a later resume
+    from fw_magics.recovery import JobEventStore
+
+    kinds = [e["type"] for e in JobEventStore(os.path.join(job_dir, "sales", "events")).read_events()]
+    assert kinds[-1] == "job_failed"
+
+
+def test_a_second_runner_is_locked_out(spark, dirs):
+    job_dir, markers = dirs
+    from fw_magics.recovery import JobLock, JobLockedError
+
+    os.makedirs(os.path.join(job_dir, "sales"), exist_ok=True)
+    with JobLock(os.path.join(job_dir, "sales")):
+        with pytest.raises(JobLockedError):
+            fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", ""])
+def test_job_names_cannot_escape(spark, dirs, name):
+    job_dir, markers = dirs
+    with pytest.raises(fw.FullWindowError):
+        fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name=name)

@@ -1,0 +1,53 @@
+"""kill -9 of the driver (and its JVM) mid-run, then a new process resumes the job."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from fw_magics import testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from . import jobs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pytestmark = [pytest.mark.slow]
+
+
+def run(job_dir, markers, mode, *extra, expect_kill=False):
+    env = dict(os.environ, PYTHONPATH=ROOT, FW_SPARK_LOG_LEVEL="FATAL")
+    env.pop("SPARK_REMOTE", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.runtime.jobs", job_dir, markers, mode, *map(str, extra)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    if expect_kill:
+        assert proc.returncode == -9, proc.stderr[-2000:]
+        return None
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_kill_during_last_region_then_resume(tmp_path):
+    job_dir, markers = str(tmp_path / "jobs"), str(tmp_path / "markers")
+    run(job_dir, markers, "kill-last", expect_kill=True)
+    reduced_calls = [c for c in testing.calls(markers) if c[0] == "add"]
+    assert reduced_calls, "the middle region ran before the kill"
+    out = run(job_dir, markers, "clean")
+    assert [tuple(r) for r in out["rows"]] == jobs.expected()
+    assert [c for c in testing.calls(markers) if c[0] == "add"] == reduced_calls  # not called again
+    assert not any(op.startswith("reduce") or op == "sales" for op, _ in map(tuple, out["ran"]))
+
+
+@settings(max_examples=3, deadline=None)
+@given(event=st.sampled_from(["vertex_initialized", "subtask_finished"]), nth=st.integers(1, 8))
+def test_kill_at_random_points_still_gives_the_clean_output(tmp_path_factory, event, nth):
+    base = tmp_path_factory.mktemp("kill")
+    job_dir, markers = str(base / "jobs"), str(base / "markers")
+    if event == "vertex_initialized":
+        nth = min(nth, 3)
+    run(job_dir, markers, "kill-event", event, nth, expect_kill=True)
+    out = run(job_dir, markers, "clean")
+    assert [tuple(r) for r in out["rows"]] == jobs.expected()
