@@ -95,6 +95,7 @@ def cases(spark, rows: int, partitions: int):
     # -- aggregate with an AggregateFunction (vectorized add_batch) ------------------
     class Revenue(fw.AggregateFunction):
         schema = "revenue double, n long"
+        columns = ("price",)  # only this column is shipped to Python
 
         def create_accumulator(self):
             return (0.0, 0)
