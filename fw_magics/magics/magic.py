@@ -1,0 +1,185 @@
+"""The ``%%fullwindow`` / ``%fullwindow`` magics and the ``%load_ext fw_magics`` hooks."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+
+from IPython.core.displayhook import DisplayHook
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from IPython.display import display
+
+from ..errors import FullWindowError
+from ..session import SparkUnavailableError
+from . import build, grammar, tracebacks
+from . import display as preview
+
+
+@magics_class
+class FullWindowMagics(Magics):
+    """Full-window processing (FLIP-380) of Spark partitions from a notebook cell."""
+
+    @no_var_expand
+    @line_cell_magic
+    def fullwindow(self, line: str, cell: str | None = None):
+        """Full-window processing of each partition (or each key) of a Spark DataFrame,
+        a pandas DataFrame or an fw-magics DataStream, run by Spark.
+
+        Cell form: the value of the cell's last expression is the input.
+
+            %%fullwindow OP ARGS [| OP ARGS ...] [key=COL[,COL...]] [-o NAME] [--show N] [--explain]
+            <Python code; its last expression is the input>
+
+        Line form: the input is a variable.
+
+            %fullwindow OP ARGS [| OP ARGS ...] --in NAME [key=...] [-o NAME] [--show N] [--explain]
+
+        Operations (piped with |, each stage is a full window over the previous stage's output):
+
+            sort field=F [asc|desc] [field=F2 [asc|desc] ...]   F: 0-based position or column name; asc is the default
+            map fn=FN [schema="DDL"]                            FN(records) yields records, once per partition
+            reduce fn=FN                                        FN(a, b) -> record; the first record is the seed
+            aggregate fn=FN [schema="DDL"]                      FN: an fw.AggregateFunction instance or class
+            aggregate sum(c) count() min(c) max(c) avg(c) ...   Spark built-in aggregates, one output column each
+
+            FN is a function in the notebook (top3, mymodule.top3) or a quoted lambda: fn="lambda rs: ...".
+            The schema defaults to the input's. Quote a value that has spaces: schema="customer string, total double".
+
+        Options:
+
+            key=COL[,COL...]   every stage works per key instead of per partition
+            -o NAME            also bind the result to NAME
+            --show N           preview N records per partition (default 5; 0 shows the counts only)
+            --explain          also show the same job as Python API calls, as plain PySpark, and Spark's physical plan
+            --in NAME          the line form's input: a variable
+
+        The result is a DataStream. It is the cell's value, shown as a preview of every partition
+        (its record count and first records, computed in one Spark job) and bound to _. End the
+        cell (or the line) with ; to skip the preview: then nothing runs until you read the result.
+        A mistake in the line is reported in one line naming the bad word, and nothing runs. An
+        error in your own function shows its traceback, cut to your code.
+
+        Examples (each block is one cell, run in order):
+
+            import fw_magics as fw
+            orders = fw.from_records(
+                [(1, "ada", 4.5, 2), (2, "grace", 3.0, 1), (3, "ada", 5.25, 4), (4, "linus", 2.75, 3)],
+                "id long, customer string, price double, qty int", partitions=2)
+
+            %%fullwindow sort field=price desc
+            orders
+
+            %fullwindow sort field=customer field=2 desc --in orders --show 1
+
+            %%fullwindow aggregate sum(qty) count() max(price) key=customer
+            orders
+
+            %%fullwindow map fn=biggest schema="id long, revenue double" -o top
+            def biggest(records):
+                best = max(records, key=lambda r: r.price * r.qty, default=None)
+                if best is not None:
+                    yield (best.id, best.price * best.qty)
+            orders
+
+            %fullwindow reduce fn="lambda a, b: a if a.qty >= b.qty else b" --in orders
+
+            %%fullwindow aggregate fn=Revenue key=customer
+            class Revenue(fw.AggregateFunction):
+                schema = "revenue double"
+                def create_accumulator(self):
+                    return 0.0
+                def add(self, record, total):
+                    return total + record.price * record.qty
+                def get_result(self, total):
+                    return total
+            orders
+
+            %%fullwindow sort field=price desc | map fn=biggest schema="id long, revenue double" --explain
+            orders.to_dataframe()
+        """
+        plan = grammar.parse(line)
+        shell = self.shell
+        if cell is None:
+            if plan.input is None:
+                raise UsageError("%fullwindow needs --in NAME (the variable holding the input), or use %%fullwindow with the input as the cell's last expression")
+            if plan.input not in shell.user_ns:
+                near = grammar.closest(plan.input, [n for n in shell.user_ns if not n.startswith("_")])
+                raise UsageError(f"--in {plan.input}: no such variable" + (f"; did you mean {near!r}?" if near else ""))
+            value, expression, silent = shell.user_ns[plan.input], plan.input, plan.silent
+        else:
+            if plan.input is not None:
+                raise UsageError(f"--in {plan.input} is for the line form %fullwindow; in a %%fullwindow cell the last expression is the input")
+            with _user_errors(shell):
+                value, expression, quiet = self._run_body(cell)
+            silent = plan.silent or quiet
+        what = f"--in {plan.input}" if cell is None else f"the cell's last expression ({expression})"
+        with _user_errors(shell):
+            source = build.as_stream(value, what)
+            built = build.build(plan, source, shell.user_ns, self._cache_source)
+            result = built.result
+            if plan.explain:
+                magic = "%fullwindow" if cell is None else "%%fullwindow"
+                display(self._explanation(f"{magic} {plan}", built, expression, value), raw=True)
+            if not silent:
+                preview.remember(result, preview.preview(result, plan.show))
+        if plan.output is not None:
+            shell.user_ns[plan.output] = result
+        return None if silent else result
+
+    def _run_body(self, cell: str):
+        """Run the cell body in the notebook's namespace; return its last expression's value."""
+        shell = self.shell
+        code = shell.transform_cell(cell)
+        filename = shell.compile.cache(code, shell.execution_count, raw_code=cell)
+        tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST)
+        if not tree.body or not isinstance(tree.body[-1], ast.Expr):
+            raise UsageError(f"the %%fullwindow cell must end with an expression giving the input ({build.ACCEPTED_INPUT})")
+        last = tree.body.pop()
+        exec(compile(tree, filename, "exec"), shell.user_global_ns, shell.user_ns)
+        value = eval(compile(ast.Expression(last.value), filename, "eval"), shell.user_global_ns, shell.user_ns)
+        expression = ast.get_source_segment(code, last.value)
+        return value, expression, DisplayHook.semicolon_at_end_of_expression(code)
+
+    def _cache_source(self, source: str) -> str:
+        return self.shell.compile.cache(source, self.shell.execution_count)
+
+    @staticmethod
+    def _explanation(title: str, built: build.Built, expression: str, value) -> dict[str, str]:
+        return preview.explanation_bundle(
+            title,
+            [
+                ("The same with the fw-magics Python API:", build.python_code(built, expression, value)),
+                ("What it does, in plain PySpark:", build.pyspark_code(built, expression, value)),
+                ("Spark's physical plan:", build.physical_plan(built.result)),
+            ],
+        )
+
+
+@contextlib.contextmanager
+def _user_errors(shell):
+    """fw-magics' one-line errors become UsageError; the user's own errors lose our frames."""
+    try:
+        yield
+    except (FullWindowError, SparkUnavailableError) as error:
+        raise UsageError(str(error)) from None
+    except UsageError:
+        raise
+    except Exception as error:
+        tracebacks.trim(error, shell)
+        raise
+
+
+def load_ipython_extension(shell) -> None:
+    """``%load_ext fw_magics``: register %fullwindow / %%fullwindow."""
+    shell.register_magics(FullWindowMagics)
+
+
+def unload_ipython_extension(shell) -> None:
+    """``%unload_ext fw_magics``: remove what load_ipython_extension registered."""
+    manager = shell.magics_manager
+    for kind in ("line", "cell"):
+        registered = manager.magics[kind].get("fullwindow")
+        if isinstance(getattr(registered, "__self__", None), FullWindowMagics):
+            del manager.magics[kind]["fullwindow"]
+    manager.registry.pop(FullWindowMagics.__name__, None)

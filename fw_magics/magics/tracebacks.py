@@ -1,0 +1,102 @@
+"""Errors from the user's own code, shown with the user's frames only.
+
+An exception raised by a user's function keeps its traceback, minus the frames of
+fw-magics, PySpark, IPython and the standard library. IPython asks an exception for
+``_render_traceback_()`` before formatting it, so the trimmed lines are attached there
+and the exception itself (its type, message and chain) is re-raised unchanged. When the
+function failed inside a Spark worker, its traceback arrives as text in PySpark's
+``PythonException``; the same trimming applies to that text.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sysconfig
+import types
+
+import fw_magics
+
+_LIBRARY_DIRS = tuple(
+    os.path.normcase(os.path.realpath(d)) + os.sep
+    for d in {os.path.dirname(fw_magics.__file__), sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]}
+)
+_LIBRARY_PATTERN = re.compile(r"[\\/](site|dist)-packages[\\/]|pyspark\.zip|^<frozen ")
+_WORKER_TRACEBACK = "Traceback (most recent call last):"
+_FRAME = re.compile(r'^  File "(?P<file>.*)", line (?P<line>\d+), in (?P<name>.*)$')
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether code in ``filename`` is the user's (a notebook cell, a script, their module)."""
+    if _LIBRARY_PATTERN.search(filename):
+        return False
+    if filename.startswith("<"):
+        return True  # <ipython-input-...>, <string>: code typed by the user
+    path = os.path.normcase(os.path.realpath(filename))
+    return not path.startswith(_LIBRARY_DIRS)
+
+
+def trim(error: BaseException, shell) -> bool:
+    """Show ``error`` with the user's frames only, if it came from user code; say whether it did."""
+    lines = _worker_lines(error) or _driver_lines(error, shell)
+    if lines is None:
+        return False
+    error._render_traceback_ = lambda: lines
+    return True
+
+
+def _driver_lines(error: BaseException, shell) -> list[str] | None:
+    """The structured traceback of a driver-side error, cut to the user's frames."""
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        if is_user_file(tb.tb_frame.f_code.co_filename):
+            frames.append(tb)
+        tb = tb.tb_next
+    if not frames:
+        return None
+    trimmed = None
+    for frame in reversed(frames):
+        trimmed = types.TracebackType(trimmed, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    return shell.InteractiveTB.structured_traceback(type(error), error, trimmed, tb_offset=0)
+
+
+def _worker_lines(error: BaseException) -> list[str] | None:
+    """A Spark worker's traceback (text inside PythonException), cut to the user's frames."""
+    from pyspark.errors import PythonException
+
+    if not isinstance(error, PythonException):
+        return None
+    text = str(error)
+    start = text.rfind(_WORKER_TRACEBACK)
+    if start < 0:
+        return None
+    body = text[start + len(_WORKER_TRACEBACK):].strip("\n").splitlines()
+    frames: list[list[str]] = []
+    index = 0
+    while index < len(body) and _FRAME.match(body[index]):
+        frame = [body[index]]
+        index += 1
+        while index < len(body) and body[index].startswith("    "):
+            frame.append(body[index])
+            index += 1
+        frames.append(frame)
+    user = [frame for frame in frames if is_user_file(_FRAME.match(frame[0])["file"])]
+    if not user:
+        return None
+    message = [line for line in body[index:] if line.strip()]
+    message = message[: next((i for i, line in enumerate(message) if line.startswith("JVM stacktrace")), len(message))]
+    if message:
+        message[-1] = re.sub(r"\s*SQLSTATE: \w+$", "", message[-1])
+    out = ["Traceback (most recent call last), from a Spark worker running your function:"]
+    for frame in user:
+        out += frame if len(frame) > 1 else [frame[0], *_source(frame[0])]
+    return out + message
+
+
+def _source(frame_line: str) -> list[str]:
+    """The source line of a frame from the driver's line cache (workers have no IPython cells)."""
+    match = _FRAME.match(frame_line)
+    line = linecache.getline(match["file"], int(match["line"])).strip()
+    return [f"    {line}"] if line else []
