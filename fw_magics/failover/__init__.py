@@ -1,0 +1,9 @@
+"""Failover (FLIP-1): which tasks restart, and when. Pure Python, no Spark."""
+
+from .region_strategy import RestartAllStrategy, RestartPipelinedRegionStrategy
+from .restart_strategies import ExponentialDelayRestart, FailureRateRestart, FixedDelayRestart
+
+__all__ = [
+    "ExponentialDelayRestart", "FailureRateRestart", "FixedDelayRestart",
+    "RestartAllStrategy", "RestartPipelinedRegionStrategy",
+]
