@@ -23,7 +23,7 @@ from . import hooks
 from .planner import JobVertex, build_graph, job_vertices
 from .results import META_SCHEMA, committed, file_intact, read_results, write_partition
 from .result import JobResult
-from .storage import Storage
+from ..recovery.storage import Storage
 
 RESUME_MODES = ("auto", "never", "require")
 FAILOVER_MODES = ("region", "full")

@@ -44,7 +44,7 @@ class JobResult:
     def events(self) -> list[dict]:
         """The job's event log, in write order (FLIP-383's job events)."""
         from ..recovery import JobEventStore
-        from .storage import Storage
+        from ..recovery.storage import Storage
 
         return JobEventStore(Storage(self.job_dir).path("events")).read_events()
 

@@ -1,0 +1,12 @@
+"""Job recovery (FLIP-383): the event log, its replay, resume planning, locks. No Spark."""
+
+from . import events
+from .lock import JobLock, JobLockedError
+from .paths import safe_job_path
+from .replay import JobState, ResumePlan, plan_resume, replay
+from .store import JobEventStore
+
+__all__ = [
+    "JobEventStore", "JobLock", "JobLockedError", "JobState", "ResumePlan", "events",
+    "plan_resume", "replay", "safe_job_path",
+]
