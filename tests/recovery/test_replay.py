@@ -1,0 +1,90 @@
+"""Replay and resume planning on synthetic event logs (no Spark)."""
+
+import os
+import time
+
+import pytest
+from fw_magics.errors import FullWindowError
+from fw_magics.recovery import JobLock, JobLockedError, events, plan_resume, replay, safe_job_path
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def finished(v, i, ok=True):
+    return events.subtask_finished(v, i, 1, None, 1, 10, 0.1, [{"path": f"{v}/{i}", "size": 10, "sha256": "ok" if ok else "bad"}])
+
+
+def test_replay_tracks_finished_reset_and_status():
+    log = [events.job_submitted("j", "{}", "f1"), events.vertex_initialized("v0", 2, []),
+           finished("v0", 0), finished("v0", 1), events.subtask_reset("v0", 1, "lost"),
+           {"type": "mystery"}, events.job_failed("boom")]
+    with pytest.warns(UserWarning, match="unknown event type"):
+        state = replay(log)
+    assert state.fingerprint == "f1" and state.parallelism == {"v0": 2}
+    assert set(state.finished) == {("v0", 0)} and state.status == "failed"
+
+
+@st.composite
+def logs(draw):
+    n = draw(st.integers(1, 5))
+    widths = [draw(st.integers(1, 3)) for _ in range(n)]
+    vertices = [(f"v{k}", i) for k in range(n) for i in range(widths[k])]
+    producers = {}
+    for k in range(n):
+        for i in range(widths[k]):
+            producers[(f"v{k}", i)] = [] if k == 0 else [(f"v{k - 1}", j) for j in range(widths[k - 1])
+                                                          if draw(st.booleans()) or j == i % widths[k - 1]]
+    done = {v for v in vertices if draw(st.booleans())}
+    bad = {v for v in done if draw(st.integers(0, 4)) == 0}
+    return vertices, producers, [finished(v, i, (v, i) not in bad) for v, i in sorted(done)], done, bad
+
+
+@settings(max_examples=300, deadline=None)
+@given(logs())
+def test_resume_plan_properties(case):
+    vertices, producers, log, done, bad = case
+    plan = plan_resume(vertices, producers, replay(log), lambda f: f["sha256"] == "ok")
+    assert plan.keep | plan.rerun == set(vertices) and not plan.keep & plan.rerun
+    assert set(vertices) - done <= plan.rerun  # every unfinished vertex runs
+    assert plan.keep <= done - bad  # every kept vertex finished with intact files
+    for v in plan.rerun:  # a re-run vertex can read all its inputs
+        for p in producers[v]:
+            assert p in plan.keep or p in plan.rerun
+    for v in done - bad:  # intact work is never redone
+        assert v in plan.keep
+
+
+def test_job_names_cannot_escape():
+    assert safe_job_path("/jobs", "sales 2024-01") == "/jobs/sales 2024-01"
+    for name in ["..", "../x", "a/b", "a\\b", "", ".hidden", "x" * 201, "nul\x00"]:
+        with pytest.raises(FullWindowError, match="is not allowed"):
+            safe_job_path("/jobs", name)
+
+
+def test_lock_excludes_a_second_holder_and_releases(tmp_path):
+    with JobLock(str(tmp_path)):
+        with pytest.raises(JobLockedError, match="is being run by pid"):
+            JobLock(str(tmp_path)).acquire()
+    assert not (tmp_path / "LOCK").exists()
+
+
+def test_lock_of_a_dead_process_is_taken_over(tmp_path):
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    (tmp_path / "LOCK").write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "heartbeat": time.time()}))
+    with pytest.warns(UserWarning, match="stale lock"):
+        with JobLock(str(tmp_path)):
+            assert json.loads((tmp_path / "LOCK").read_text())["pid"] == os.getpid()
+
+
+def test_lock_with_an_old_heartbeat_is_stale(tmp_path):
+    import json
+
+    (tmp_path / "LOCK").write_text(json.dumps({"pid": 1, "host": "elsewhere", "heartbeat": time.time() - 100}))
+    with pytest.warns(UserWarning, match="stale lock"):
+        JobLock(str(tmp_path), stale_after=10).acquire().release()
