@@ -30,6 +30,18 @@ def print_fullwindow(results) -> None:
         print(f"| {r['case']} | {ours:.2f} s | {hand:.2f} s | {naive:.2f} s | {ours / hand:.2f}x | {naive / ours:.1f}x |")
 
 
+def print_recovery(results) -> None:
+    r = results[0]
+    print("\n| measure | time | ratio |")
+    print("|---|---|---|")
+    print(f"| plain PySpark, straight to Parquet | {r['plain']:.2f} s | 1.00x |")
+    print(f"| execute() with committed results and events | {r['execute']:.2f} s | {r['execute'] / r['plain']:.2f}x |")
+    print(f"| last job vertex's share of a clean execute() | {r['last_vertex_share']:.2f} s | |")
+    print(f"| resume after a kill during the last job vertex | {r['resume']:.2f} s | "
+          f"{r['resume'] / r['last_vertex_share']:.2f}x of that share |")
+    print(f"| driver time writing events | {r['events_share'] * 100:.2f} % of the job | |")
+
+
 def print_rows(title: str, results) -> None:
     print(f"\n| {title} | median | runs | note |")
     print("|---|---|---|---|")
@@ -55,6 +67,11 @@ def main() -> None:
         if graph is not None:
             print("\njob graph model (pure Python, no Spark):")
             print_rows("graph case", graph.run())
+    if not only or "recovery" in only:
+        from benchmarks import recovery
+
+        print(f"\nexecute() with recovery: a 3-job-vertex pipeline on {args.rows:,} rows, median of 3 runs")
+        print_recovery(recovery.run(args.rows, args.partitions))
     if not only or "fullwindow" in only:
         from benchmarks import fullwindow
 
