@@ -7,20 +7,9 @@ timed ``runs`` times and reported by its median. Results are forced with Spark's
 
 from __future__ import annotations
 
-import statistics
-import time
 from typing import Callable
 
-
-def _median(fn: Callable[[], object], runs: int) -> float:
-    fn()  # warm-up (twice): Python workers started, JVM code paths compiled
-    fn()
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+from .timing import median_time
 
 
 def _noop(frame) -> Callable[[], None]:
@@ -149,7 +138,8 @@ def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None) -
     spark = spark or fw.get_spark()
     results = []
     for case, variants in cases(spark, rows, partitions):
-        medians = {name: _median(thunk, runs) for name, thunk in variants.items()}
+        # warm-up twice: Python workers started, JVM code paths compiled
+        medians = {name: median_time(thunk, runs, warmups=2) for name, thunk in variants.items()}
         results.append({"case": case, "medians": medians, "runs": runs, "rows": rows, "partitions": partitions})
         print(f"  {case}: " + ", ".join(f"{k} {v:.2f}s" for k, v in medians.items()), flush=True)
     return results

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import statistics
-import time
-
 from fw_magics.failover import RestartAllStrategy, RestartPipelinedRegionStrategy
 from fw_magics.graph import JobGraph, OperatorAttributes
+
+from .timing import median_time
 
 
 def _shapes():
@@ -26,15 +25,6 @@ def _shapes():
     yield "100 operators x 1,000 (streaming, blocking every 10th)", deep, ("op50", 3)
 
 
-def _median(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def run(runs: int = 5) -> list[dict]:
     results = []
     for label, graph, failed in _shapes():
@@ -44,12 +34,12 @@ def run(runs: int = 5) -> list[dict]:
             graph._cache.clear()
             return graph.pipelined_regions()
 
-        results.append({"case": f"regions: {label}", "median_s": _median(regions, runs), "runs": runs,
+        results.append({"case": f"regions: {label}", "median_s": median_time(regions, runs), "runs": runs,
                         "note": f"{vertices:,} execution vertices, {len(regions()):,} regions"})
         strategy = RestartPipelinedRegionStrategy(graph)
         restart = strategy.tasks_to_restart(failed)
         results.append({"case": f"region restart set: {label}", "runs": runs,
-                        "median_s": _median(lambda: strategy.tasks_to_restart(failed), runs),
+                        "median_s": median_time(lambda: strategy.tasks_to_restart(failed), runs),
                         "note": f"{len(restart):,} of {vertices:,} tasks restart "
                                 f"(restart-all: {len(RestartAllStrategy(graph).tasks_to_restart(failed)):,})"})
     return results
