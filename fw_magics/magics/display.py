@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-DEFAULT_SHOW = 5
+DEFAULT_SHOW = 5  # records previewed per partition
 _ROW, _PID, _COUNT, _ROWS = "__fw_row", "__fw_pid", "__fw_count", "__fw_rows"
 _CELL_WIDTH = 60
 

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 
 from IPython.core.error import UsageError
 
+from .display import DEFAULT_SHOW
+
 OPERATIONS = ("sort", "map", "reduce", "aggregate")
 OPTIONS = ("-o", "--show", "--explain", "--in")
 ORDERS = ("asc", "desc")
-DEFAULT_SHOW = 5
 
 #: Spark's built-in aggregate functions the ``aggregate`` stage accepts by name; each is a
 #: function of ``pyspark.sql.functions`` (a test checks that against the installed PySpark).

@@ -14,7 +14,7 @@ from .conftest import Jobs
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 
 
-@settings(SPARK_SETTINGS, max_examples=10)
+@settings(SPARK_SETTINGS, max_examples=8)
 @given(st.lists(record(), max_size=12), st.integers(1, 4), st.integers(0, 4))
 def test_preview_shows_each_partitions_count_and_first_records(spark, rows, partitions, show):
     shown = display.preview(fw.from_records(rows, SCHEMA, partitions=partitions), show)

@@ -95,7 +95,7 @@ last = st.one_of(
 pipelines = st.tuples(st.lists(middle, max_size=2), last, st.sampled_from([None, "customer"]))
 
 
-@settings(SPARK_SETTINGS, max_examples=12)
+@settings(SPARK_SETTINGS, max_examples=8)
 @given(pipelines)
 def test_generated_lines_build_the_api_job(shell, names, pipeline):
     stages, final, key = pipeline

@@ -2,7 +2,6 @@
 
 import re
 
-import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
