@@ -43,8 +43,8 @@ AGGREGATES = (
 
 _ARGUMENTS = {"sort": ("field",), "map": ("fn", "schema"), "reduce": ("fn",), "aggregate": ("fn", "schema")}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_INTEGER = re.compile(r"[+-]?\d+\Z")
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
+_INTEGER = re.compile(r"[+-]?\d+\Z", re.ASCII)
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z", re.ASCII)
 _PIPE = object()  # the token between stages
 
 
@@ -457,7 +457,7 @@ _OPTION_VALUE = {
 
 def _option_value(name: str, value: str) -> str | int:
     if name == "--show":
-        if not value.isdigit():
+        if not (value.isascii() and value.isdigit()):
             raise UsageError(f"--show takes {_OPTION_VALUE[name]}; got {value!r}")
         return int(value)
     if not _IDENTIFIER.match(value) or keyword.iskeyword(value):

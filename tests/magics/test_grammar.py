@@ -93,6 +93,7 @@ ERRORS = [
     ("sort field=a -o class", "-o takes a Python variable name; got 'class'"),
     ("sort field=a --show many", "--show takes how many records"),
     ("sort field=a --show -1", "--show takes how many records"),
+    ("sort field=a --show ²", "--show takes how many records"),
     ("sort field=a key=", "key= needs column name(s)"),
     ("sort field=a key=b key=c", "key= given twice"),
     ("sort field=a key=b,,c", "empty item in"),
