@@ -158,9 +158,10 @@ def test_unload_and_load_again(shell):
     ok(shell, "%unload_ext fw_magics")
     assert "fullwindow" not in shell.magics_manager.magics["line"]
     assert "fullwindow" not in shell.magics_manager.magics["cell"]
-    assert isinstance(run(shell, "%fullwindow sort field=0 --in orders").error_in_exec, UsageError)
+    assert isinstance(run(shell, "%fullwindow sort field=0 --in orders -o again;").error_in_exec, UsageError)
     ok(shell, "%load_ext fw_magics")
-    assert isinstance(ok(shell, "%fullwindow sort field=0 --in orders"), fw.DataStream)
+    ok(shell, "%fullwindow sort field=0 --in orders -o again;")
+    assert isinstance(shell.user_ns["again"], fw.DataStream)
 
 
 def test_the_input_is_read_once_from_the_expression(shell):
