@@ -76,7 +76,7 @@ def main() -> None:
         from benchmarks import fullwindow
 
         print(f"\nfull-window operations: {args.rows:,} rows in {args.partitions} partitions, "
-              f"median of {args.runs} runs after two warm-ups, embedded Spark local[*]")
+              f"median of {args.runs} runs after one warm-up, embedded Spark local[*]")
         print_fullwindow(fullwindow.run(args.rows, args.partitions, args.runs))
 
 

@@ -138,8 +138,8 @@ def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None) -
     spark = spark or fw.get_spark()
     results = []
     for case, variants in cases(spark, rows, partitions):
-        # warm-up twice: Python workers started, JVM code paths compiled
-        medians = {name: median_time(thunk, runs, warmups=2) for name, thunk in variants.items()}
+        # a warm-up first: Python workers started, JVM code paths compiled
+        medians = {name: median_time(thunk, runs, warmups=1) for name, thunk in variants.items()}
         results.append({"case": case, "medians": medians, "runs": runs, "rows": rows, "partitions": partitions})
         print(f"  {case}: " + ", ".join(f"{k} {v:.2f}s" for k, v in medians.items()), flush=True)
     return results

@@ -40,9 +40,9 @@ def arrow_schema(schema: T.StructType):
 
 
 def suggest(word: str, choices) -> str:
-    """'; did you mean X?' when a choice is close to the misspelled word, else ''."""
+    """' (did you mean X?)' when a choice is close to the misspelled word, else ''."""
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def resolve_field(schema: T.StructType, field, what: str = "field") -> tuple[str, T.DataType]:

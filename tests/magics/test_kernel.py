@@ -37,7 +37,7 @@ def test_a_notebook_shows_previews_one_line_mistakes_and_user_tracebacks(tmp_pat
     (usage,) = mistake
     assert usage.output_type == "stream" and usage.name == "stderr"
     assert usage.text.strip() == (
-        "UsageError: no column 'prize'; did you mean 'price'?; columns are: id, price"
+        "UsageError: no column 'prize' (did you mean 'price'?); columns are: id, price"
     )
 
     (error,) = failing
