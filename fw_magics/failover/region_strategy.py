@@ -1,94 +1,109 @@
-"""Which tasks restart when one fails: all of them, or its pipelined region (FLIP-1).
+"""Which tasks restart when one fails: all of them, or the regions involved (FLIP-1).
 
-Region failover follows Flink's RestartPipelinedRegionFailoverStrategy: restart the failed
-task's region; add the producer region of every input whose result is unavailable,
-recursively; then add every region consuming the output of a region being restarted,
-transitively (their inputs are being recomputed).
+``RestartPipelinedRegionStrategy`` follows Flink's ``RestartPipelinedRegionFailoverStrategy``:
+a breadth-first walk over pipelined regions, starting from the failed task's region, where
+every region reached is restarted and, in turn,
+
+1. adds the producer region of every input it consumes whose result is unavailable
+   (the producer must run again to recompute it), and
+2. adds every region consuming its output (their input is being recomputed, and may come
+   out different if the producer is not deterministic).
+
+Both rules apply to every region reached, consumers included, so a consumer that also reads
+a lost result pulls that result's producer in as well. An all-to-all edge is visited once,
+however many subtasks read it (Flink's consumed-partition and consumer-vertex groups), which
+keeps the walk linear in the vertices of the regions restarted.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-from ..errors import FullWindowError
+from ..graph.connections import pointwise_consumers, pointwise_producers
 
 
 class RestartAllStrategy:
-    """Every execution vertex restarts (Flink's full failover)."""
+    """Every execution vertex restarts (Flink's ``RestartAllFailoverStrategy``)."""
 
     def __init__(self, graph):
         self.graph = graph
 
-    def tasks_to_restart(self, failed, unavailable=()) -> set:
-        _check_vertex(self.graph, failed)
+    def tasks_to_restart(self, failed, unavailable=()) -> set[tuple[str, int]]:
+        """All (operator, subtask) pairs of the graph; ``failed`` and ``unavailable`` are checked only."""
+        self.graph._check_vertex(failed)
+        for vertex in unavailable:
+            self.graph._check_vertex(vertex)
         return set(self.graph.execution_vertices())
 
 
 class RestartPipelinedRegionStrategy:
-    """Only the failed region, producers of lost results, and downstream consumers restart."""
+    """The failed region, producers of unavailable results and all downstream consumers restart."""
 
     def __init__(self, graph):
         self.graph = graph
-        self.regions = graph.pipelined_regions()
-        self.region_index = {v: k for k, region in enumerate(self.regions) for v in region}
-        self._op_regions: dict[str, frozenset] = {}
-        for k, region in enumerate(self.regions):
-            for name, _ in region:
-                self._op_regions.setdefault(name, set()).add(k)
-        # per operator: its outgoing edges, with producer subtask -> consumer subtasks for pointwise ones
-        self._out_edges: dict[str, list] = {}
-        for edge in graph.edges:
-            readers = None
-            if edge.pattern == "pointwise":
-                readers = {}
-                for i, j in graph._pairs(edge):
-                    readers.setdefault(i, []).append(j)
-            self._out_edges.setdefault(edge.source, []).append((edge, readers))
 
-    def tasks_to_restart(self, failed, unavailable=()) -> set:
-        failed = _check_vertex(self.graph, failed)
-        lost = {tuple(v) for v in unavailable}
-        start = self.region_index[failed]
-        queue, chosen = deque([start]), {start}
+    def tasks_to_restart(self, failed, unavailable=()) -> set[tuple[str, int]]:
+        """The (operator, subtask) pairs to restart when ``failed`` fails.
 
-        def visit(k):
-            if k not in chosen:
-                chosen.add(k)
-                queue.append(k)
+        ``unavailable`` lists producer subtasks whose results are gone (a lost or corrupt
+        blocking result); a region reading one of them brings its producer's region back.
+        """
+        graph = self.graph
+        name, index = graph._check_vertex(failed)
+        lost: dict[str, set[int]] = {}
+        for vertex in unavailable:
+            producer, subtask = graph._check_vertex(vertex)
+            lost.setdefault(producer, set()).add(subtask)
+        layout, regions = graph._layout(), graph._regions()
+        region, offset, parallelism = layout.region, layout.offset, layout.parallelism
+        inputs, outputs = _edges_by_operator(graph)
 
-        # 1. the failed region and, recursively, producers whose results are unavailable
-        readers = {v: self._consumer_regions([v]) for v in lost if v in self.region_index}
+        start = region[offset[name] + index]
+        chosen, queue = {start}, deque([start])
+        seen_all_to_all: set = set()
+
+        def involve(r: int) -> None:
+            if r not in chosen:
+                chosen.add(r)
+                queue.append(r)
+
         while queue:
-            k = queue.popleft()
-            for vertex, regions in readers.items():
-                if k in regions:
-                    visit(self.region_index[vertex])
-        # 2. every consumer region of a region that restarts, transitively
-        queue.extend(chosen)
-        while queue:
-            k = queue.popleft()
-            for j in self._consumer_regions(self.regions[k]) - {k}:
-                visit(j)
-        return {v for k in chosen for v in self.regions[k]}
+            for op, i in regions[queue.popleft()]:
+                for edge in inputs[op]:  # 1. producers of unavailable results
+                    gone = lost.get(edge.source)
+                    if not gone:
+                        continue
+                    p, q = parallelism[edge.source], parallelism[op]
+                    if edge.pattern == "all_to_all":
+                        if ("in", edge) in seen_all_to_all:
+                            continue
+                        seen_all_to_all.add(("in", edge))
+                        needed = gone
+                    else:
+                        needed = [k for k in pointwise_producers(i, p, q) if k in gone]
+                    for k in needed:
+                        involve(region[offset[edge.source] + k])
+                for edge in outputs[op]:  # 2. every consumer
+                    if edge.pattern == "all_to_all":
+                        if ("out", edge) not in seen_all_to_all:
+                            seen_all_to_all.add(("out", edge))
+                            for r in layout.operator_regions[edge.target]:
+                                involve(r)
+                    else:
+                        first = offset[edge.target]
+                        for j in pointwise_consumers(i, parallelism[op], parallelism[edge.target]):
+                            involve(region[first + j])
+        tasks: set[tuple[str, int]] = set()
+        for r in chosen:
+            tasks |= regions[r]
+        return tasks
 
-    def _consumer_regions(self, vertices) -> set[int]:
-        """Regions reading the output of these execution vertices (all-to-all edges unexpanded)."""
-        found = set()
-        for name, i in vertices:
-            for edge, readers in self._out_edges.get(name, ()):
-                if readers is None:  # all-to-all: every region of the target operator
-                    found |= self._op_regions[edge.target]
-                else:
-                    found.update(self.region_index[(edge.target, j)] for j in readers.get(i, ()))
-        return found
 
-
-def _check_vertex(graph, vertex) -> tuple:
-    vertex = tuple(vertex)
-    names = {o.name: o.parallelism for o in graph.operators}
-    if len(vertex) != 2 or vertex[0] not in names or not 0 <= vertex[1] < names[vertex[0]]:
-        raise FullWindowError(
-            f"unknown execution vertex {vertex!r}; expected (operator, subtask) with an operator "
-            f"among: {', '.join(names)}"
-        )
-    return vertex
+def _edges_by_operator(graph) -> tuple[dict, dict]:
+    """Each operator's input edges and output edges."""
+    inputs: dict[str, list] = {o.name: [] for o in graph.operators}
+    outputs: dict[str, list] = {o.name: [] for o in graph.operators}
+    for edge in graph.edges:
+        outputs[edge.source].append(edge)
+        inputs[edge.target].append(edge)
+    return inputs, outputs

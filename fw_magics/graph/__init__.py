@@ -1,5 +1,15 @@
-"""The job graph model (FLIP-331 operator attributes, chains, pipelined regions). No Spark."""
+"""The job graph model: FLIP-331 operator attributes, chains, result types, pipelined regions.
 
-from .model import Edge, JobGraph, Operator, OperatorAttributes
+Pure Python, no Spark::
 
-__all__ = ["Edge", "JobGraph", "Operator", "OperatorAttributes"]
+    from fw_magics.graph import JobGraph, OperatorAttributes
+    g = JobGraph(mode="batch")
+    g.add_operator("source", 4, kind="source")
+    g.add_operator("sort", 4, OperatorAttributes(output_only_after_end_of_stream=True))
+    g.connect("source", "sort")
+    g.chains(), g.result_type("source", "sort"), g.pipelined_regions()
+"""
+
+from .model import MODES, PATTERNS, RESULTS, Edge, JobGraph, Operator, OperatorAttributes
+
+__all__ = ["MODES", "PATTERNS", "RESULTS", "Edge", "JobGraph", "Operator", "OperatorAttributes"]

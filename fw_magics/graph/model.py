@@ -1,304 +1,470 @@
 """The job graph: operators with FLIP-331 attributes, edges, chains and result types.
 
-Pure Python, no Spark. The rules follow Apache Flink (StreamingJobGraphGenerator):
-operators joined by a pointwise edge of equal parallelism are chained when both are
-chainable and chaining is on; all-to-all edges never chain. An operator whose output
-comes only after end of input makes its outputs, and those of its whole chain, BLOCKING;
-in batch mode every edge that is not chained is BLOCKING; in streaming mode the rest is
-PIPELINED; an explicit ``result=`` on an edge wins.
+Pure Python, no Spark. The rules are Apache Flink's (``StreamingJobGraphGenerator``):
+
+* **Chaining.** An edge is chained (its two operators fused into one task) when chaining is
+  on, the edge is pointwise with equal parallelism on both sides (Flink's forward edge),
+  both operators are chainable, no explicit ``result="blocking"`` is set on it, the
+  downstream operator has exactly one input and the upstream operator exactly one consumer.
+  The last condition is stricter than Flink, which lets a chain fan out into a tree; here a
+  chain is a path, so each chain has one output operator. All-to-all edges never chain.
+* **Result types (FLIP-331).** An edge that is not chained carries its explicit ``result=``
+  if one was given. Otherwise it is BLOCKING when any operator of the producer's chain has
+  ``output_only_after_end_of_stream`` (Flink marks the whole chain), or when the graph runs
+  in batch mode; else, in streaming mode, it is PIPELINED.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import FullWindowError
+from .connections import consumers, producers
 
 MODES = ("batch", "streaming")
 PATTERNS = ("pointwise", "all_to_all")
 RESULTS = ("pipelined", "blocking")
 
-Vertex = tuple  # (operator name, subtask index)
+_OPERATOR_KEYS = ("name", "parallelism", "kind", "chainable", "output_only_after_end_of_stream",
+                  "internal_sorter_supported")
+_EDGE_KEYS = ("source", "target", "pattern", "result")
+_GRAPH_KEYS = ("mode", "chaining", "operators", "edges")
+
+
+def _one_of(value, accepted, what: str) -> None:
+    if isinstance(value, bool) or value not in accepted:
+        raise FullWindowError(f"unknown {what} {value!r}; accepted: {', '.join(map(str, accepted))}")
+
+
+def _flag(value, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise FullWindowError(f"{what} must be True or False; got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
 class OperatorAttributes:
-    """FLIP-331's operator attributes."""
+    """FLIP-331's operator attributes.
+
+    ``output_only_after_end_of_stream``: the operator emits records only after all its inputs
+    have ended (a sort, a full-window aggregate); its outputs, and those of every operator
+    chained with it, become BLOCKING. ``internal_sorter_supported``: the operator sorts its
+    input itself, so the runtime need not insert a sort in front of it.
+    """
 
     output_only_after_end_of_stream: bool = False
     internal_sorter_supported: bool = False
 
+    def __post_init__(self):
+        _flag(self.output_only_after_end_of_stream, "output_only_after_end_of_stream")
+        _flag(self.internal_sorter_supported, "internal_sorter_supported")
 
-@dataclass
+
+@dataclass(frozen=True)
 class Operator:
+    """One operator: its unique name, parallelism (subtask count), attributes and kind."""
+
     name: str
     parallelism: int
-    attributes: OperatorAttributes
+    attributes: OperatorAttributes = OperatorAttributes()
     chainable: bool = True
     kind: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Edge:
+    """A data exchange from ``source`` to ``target``; ``result`` is the explicit type, if any."""
+
     source: str
     target: str
-    pattern: str
-    result: str | None = None  # the explicit result type, if any
+    pattern: str = "pointwise"
+    result: str | None = None
 
 
-def _one_of(value, accepted, what):
-    if value not in accepted:
-        raise FullWindowError(f"unknown {what} {value!r}; accepted: {', '.join(map(str, accepted))}")
-
-
-@dataclass
 class JobGraph:
-    """Operators and edges; derived views (chains, result types, regions) are computed on demand."""
+    """Operators and edges; chains, result types and regions are derived on demand and cached.
 
-    mode: str = "batch"
-    chaining: bool = True
-    _operators: dict = field(default_factory=dict, repr=False)
-    _edges: list = field(default_factory=list, repr=False)
+    Build it with ``add_operator`` and ``connect``; both check their arguments and raise
+    ``FullWindowError`` with a one-line message on misuse, leaving the graph unchanged.
+    """
 
-    def __post_init__(self):
-        _one_of(self.mode, MODES, "mode")
+    def __init__(self, mode: str = "batch", chaining: bool = True):
+        _one_of(mode, MODES, "mode")
+        self._mode = mode
+        self._chaining = _flag(chaining, "chaining")
+        self._operators: dict[str, Operator] = {}
+        self._edges: dict[tuple[str, str], Edge] = {}
+        self._inputs: dict[str, list[Edge]] = {}
+        self._outputs: dict[str, list[Edge]] = {}
         self._cache: dict = {}
 
-    # -- building ---------------------------------------------------------------------------
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @property
+    def chaining(self) -> bool:
+        return self._chaining
+
+    # -- building ------------------------------------------------------------------------------
 
     def add_operator(self, name, parallelism=1, attributes=None, chainable=True, kind=None) -> Operator:
+        """Add an operator and return it; names are unique."""
         if not isinstance(name, str) or not name:
-            raise FullWindowError(f"operator name must be a non-empty string; got {name!r}")
+            raise FullWindowError(f"operator name {name!r}; accepted: a non-empty string")
         if name in self._operators:
-            raise FullWindowError(f"operator {name!r} already exists; operator names are unique")
+            raise FullWindowError(
+                f"duplicate operator name {name!r}; accepted: a name not yet used "
+                f"(existing: {', '.join(self._operators)})"
+            )
         if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
-            raise FullWindowError(f"parallelism of {name!r} must be a positive integer; got {parallelism!r}")
-        operator = Operator(name, parallelism, attributes or OperatorAttributes(), bool(chainable), kind)
+            raise FullWindowError(f"parallelism {parallelism!r} of operator {name!r}; accepted: an integer >= 1")
+        if attributes is None:
+            attributes = OperatorAttributes()
+        elif not isinstance(attributes, OperatorAttributes):
+            raise FullWindowError(
+                f"attributes of operator {name!r} are a {type(attributes).__name__}; accepted: OperatorAttributes(...)"
+            )
+        _flag(chainable, f"chainable of operator {name!r}")
+        if kind is not None and not isinstance(kind, str):
+            raise FullWindowError(f"kind {kind!r} of operator {name!r}; accepted: a string or None")
+        operator = Operator(name, parallelism, attributes, chainable, kind)
         self._operators[name] = operator
+        self._inputs[name], self._outputs[name] = [], []
         self._cache.clear()
         return operator
 
     def connect(self, src, dst, pattern="pointwise", result=None) -> Edge:
+        """Add the edge ``src -> dst`` and return it; the graph must stay acyclic."""
         for name in (src, dst):
-            if name not in self._operators:
+            if not isinstance(name, str) or name not in self._operators:
                 raise FullWindowError(
-                    f"unknown operator {name!r}; operators are: {', '.join(self._operators) or '(none)'}"
+                    f"unknown operator {name!r}; accepted: {', '.join(self._operators) or '(no operators yet)'}"
                 )
         _one_of(pattern, PATTERNS, "pattern")
         if result is not None:
             _one_of(result, RESULTS, "result")
-        if src == dst or self._reaches(dst, src):
-            raise FullWindowError(f"edge {src} -> {dst} would make a cycle; a job graph is acyclic")
+        if (src, dst) in self._edges:
+            raise FullWindowError(f"edge {src}->{dst} already exists; accepted: one edge per pair of operators")
+        path = self._path(dst, src)
+        if path is not None:
+            raise FullWindowError(
+                f"edge {src}->{dst} would close the cycle {'->'.join([src, *path])}; "
+                "accepted: edges that keep the graph acyclic"
+            )
         edge = Edge(src, dst, pattern, result)
-        self._edges.append(edge)
+        self._edges[(src, dst)] = edge
+        self._outputs[src].append(edge)
+        self._inputs[dst].append(edge)
         self._cache.clear()
         return edge
 
-    def _reaches(self, start, goal) -> bool:
-        stack, seen = [start], set()
+    def _path(self, start: str, goal: str) -> list[str] | None:
+        """A path of operator names from ``start`` to ``goal`` along edges, or None."""
+        parent = {start: None}
+        stack = [start]
         while stack:
             node = stack.pop()
             if node == goal:
-                return True
-            if node in seen:
-                continue
-            seen.add(node)
-            stack.extend(e.target for e in self._edges if e.source == node)
-        return False
+                path = []
+                while node is not None:
+                    path.append(node)
+                    node = parent[node]
+                return path[::-1]
+            for edge in self._outputs[node]:
+                if edge.target not in parent:
+                    parent[edge.target] = node
+                    stack.append(edge.target)
+        return None
 
-    # -- views ------------------------------------------------------------------------------
+    # -- operator level ----------------------------------------------------------------------------
 
     @property
     def operators(self) -> list[Operator]:
+        """The operators, in the order they were added."""
         return list(self._operators.values())
 
     @property
     def edges(self) -> list[Edge]:
-        return list(self._edges)
+        """The edges, in the order they were added."""
+        return list(self._edges.values())
 
-    def operator(self, name) -> Operator:
+    def operator(self, name: str) -> Operator:
+        """The operator called ``name``."""
+        if not isinstance(name, str) or name not in self._operators:
+            raise FullWindowError(f"unknown operator {name!r}; accepted: {', '.join(self._operators)}")
         return self._operators[name]
 
-    def topological_order(self) -> list[str]:
-        indegree = {n: 0 for n in self._operators}
-        for e in self._edges:
-            indegree[e.target] += 1
-        ready = [n for n in self._operators if indegree[n] == 0]
-        order = []
-        while ready:
-            node = ready.pop(0)
-            order.append(node)
-            for e in self._edges:
-                if e.source == node:
-                    indegree[e.target] -= 1
-                    if indegree[e.target] == 0:
-                        ready.append(e.target)
-        return order
-
-    def _is_chained(self, edge: Edge) -> bool:
-        if not self.chaining or edge.pattern != "pointwise" or edge.result == "blocking":
-            return False
-        up, down = self._operators[edge.source], self._operators[edge.target]
-        if not (up.chainable and down.chainable) or up.parallelism != down.parallelism:
-            return False
-        outs = [e for e in self._edges if e.source == edge.source]
-        ins = [e for e in self._edges if e.target == edge.target]
-        return len(outs) == 1 and len(ins) == 1
-
-    def chains(self) -> list[list[str]]:
-        """Operator names fused into one job vertex, in topological order."""
-        if "chains" not in self._cache:
-            head = {}
-            for name in self.topological_order():
-                ins = [e for e in self._edges if e.target == name]
-                head[name] = head[ins[0].source] if len(ins) == 1 and self._is_chained(ins[0]) else name
-            chains: dict[str, list[str]] = {}
-            for name in self.topological_order():
-                chains.setdefault(head[name], []).append(name)
-            self._cache["chains"] = list(chains.values())
-        return [list(c) for c in self._cache["chains"]]
-
-    def chain_of(self, name) -> list[str]:
-        return next(c for c in self.chains() if name in c)
-
-    def _edge(self, src, dst) -> Edge:
-        for e in self._edges:
-            if e.source == src and e.target == dst:
-                return e
-        raise FullWindowError(f"no edge {src} -> {dst}")
-
-    def result_type(self, src, dst) -> str:
-        """"chained", "pipelined" or "blocking" for the edge src -> dst."""
-        edge = self._edge(src, dst)
-        if self._is_chained(edge):
-            return "chained"
-        if edge.result is not None:
-            return edge.result
-        if self.mode == "batch":
-            return "blocking"
-        chain = self.chain_of(src)
-        if any(self._operators[n].attributes.output_only_after_end_of_stream for n in chain):
-            return "blocking"
-        return "pipelined"
-
-    # -- execution level ------------------------------------------------------------------------
-
-    def execution_vertices(self) -> list[Vertex]:
-        return [(n, i) for n in self.topological_order() for i in range(self._operators[n].parallelism)]
-
-    def _pairs(self, edge: Edge) -> list[tuple[int, int]]:
-        """(producer, consumer) subtask pairs of a pointwise edge, as Flink connects them."""
-        from .regions import pointwise_pairs
-
-        key = ("pairs", edge.source, edge.target)
+    def _cached(self, key: str, compute):
         if key not in self._cache:
-            p, q = self._operators[edge.source].parallelism, self._operators[edge.target].parallelism
-            self._cache[key] = pointwise_pairs(p, q)
+            self._cache[key] = compute()
         return self._cache[key]
 
-    def _neighbours(self, vertex, downstream: bool) -> list[tuple[Vertex, str]]:
-        name, index = vertex
-        found = []
-        for edge in self._edges:
-            if (edge.source if downstream else edge.target) != name:
-                continue
-            other = edge.target if downstream else edge.source
-            kind = self.result_type(edge.source, edge.target)
-            if edge.pattern == "all_to_all":
-                found.extend(((other, k), kind) for k in range(self._operators[other].parallelism))
+    def topological_order(self) -> list[str]:
+        """Operator names, every producer before its consumers; ties keep the order of adding."""
+        return list(self._cached("order", self._topological_order))
+
+    def _topological_order(self) -> tuple[str, ...]:
+        rank = {name: k for k, name in enumerate(self._operators)}
+        waiting = {name: len(edges) for name, edges in self._inputs.items()}
+        ready = [rank[name] for name, count in waiting.items() if count == 0]
+        names = list(self._operators)
+        order = []
+        while ready:
+            name = names[heapq.heappop(ready)]
+            order.append(name)
+            for edge in self._outputs[name]:
+                waiting[edge.target] -= 1
+                if waiting[edge.target] == 0:
+                    heapq.heappush(ready, rank[edge.target])
+        return tuple(order)
+
+    def _is_chained(self, edge: Edge) -> bool:
+        if not self._chaining or edge.pattern != "pointwise" or edge.result == "blocking":
+            return False
+        up, down = self._operators[edge.source], self._operators[edge.target]
+        return (up.chainable and down.chainable and up.parallelism == down.parallelism
+                and len(self._outputs[edge.source]) == 1 and len(self._inputs[edge.target]) == 1)
+
+    def chains(self) -> list[list[str]]:
+        """Operator names fused into one job vertex (a task), each chain upstream first.
+
+        Chains are listed in topological order of their first operator.
+        """
+        return [list(chain) for chain in self._cached("chains", self._chains)]
+
+    def _chains(self) -> tuple[tuple[str, ...], ...]:
+        found: dict[str, list[str]] = {}
+        head: dict[str, str] = {}
+        for name in self.topological_order():
+            inputs = self._inputs[name]
+            head[name] = head[inputs[0].source] if len(inputs) == 1 and self._is_chained(inputs[0]) else name
+            found.setdefault(head[name], []).append(name)
+        return tuple(tuple(chain) for chain in found.values())
+
+    def chain_of(self, name: str) -> list[str]:
+        """The chain holding operator ``name``."""
+        self.operator(name)
+        return next(list(chain) for chain in self._cached("chains", self._chains) if name in chain)
+
+    def result_type(self, src: str, dst: str) -> str:
+        """How the edge ``src -> dst`` exchanges data: "chained", "pipelined" or "blocking"."""
+        types = self._cached("result_types", self._result_types)
+        if (src, dst) not in types:
+            raise FullWindowError(
+                f"no edge {src}->{dst}; accepted: {', '.join(f'{s}->{t}' for s, t in types) or '(no edges yet)'}"
+            )
+        return types[(src, dst)]
+
+    def _result_types(self) -> dict[tuple[str, str], str]:
+        ends_only = {}
+        for chain in self._cached("chains", self._chains):
+            marked = any(self._operators[n].attributes.output_only_after_end_of_stream for n in chain)
+            ends_only.update((n, marked) for n in chain)
+        types = {}
+        for key, edge in self._edges.items():
+            if self._is_chained(edge):
+                types[key] = "chained"
+            elif edge.result is not None:
+                types[key] = edge.result
+            elif ends_only[edge.source] or self._mode == "batch":
+                types[key] = "blocking"
             else:
-                mine, theirs = (0, 1) if downstream else (1, 0)
-                found.extend(((other, pair[theirs]), kind) for pair in self._pairs(edge) if pair[mine] == index)
+                types[key] = "pipelined"
+        return types
+
+    # -- execution level ---------------------------------------------------------------------------
+
+    def _layout(self):
+        from .regions import build_layout
+
+        return self._cached("layout", lambda: build_layout(self))
+
+    def _vertices(self) -> tuple[tuple[str, int], ...]:
+        return self._cached("vertices", lambda: tuple(
+            (name, i) for name in self.topological_order() for i in range(self._operators[name].parallelism)
+        ))
+
+    def execution_vertices(self) -> list[tuple[str, int]]:
+        """Every (operator, subtask) pair, operators in topological order."""
+        return list(self._vertices())
+
+    def _check_vertex(self, vertex) -> tuple[str, int]:
+        """``vertex`` as an (operator, subtask) tuple, or a one-line error naming it."""
+        try:
+            name, index = vertex
+        except (TypeError, ValueError):
+            name = index = None
+        operator = self._operators.get(name) if isinstance(name, str) else None
+        if operator is None or isinstance(index, bool) or not isinstance(index, int):
+            raise FullWindowError(
+                f"unknown execution vertex {vertex!r}; accepted: (operator, subtask) with an operator "
+                f"among {', '.join(self._operators)}"
+            )
+        if not 0 <= index < operator.parallelism:
+            raise FullWindowError(
+                f"subtask {index} of operator {name!r}; accepted: 0 to {operator.parallelism - 1}"
+            )
+        return name, index
+
+    def producers_of(self, vertex) -> list[tuple[tuple[str, int], str]]:
+        """The execution vertices ``vertex`` reads from, each with the result type of the connection."""
+        name, j = self._check_vertex(vertex)
+        q = self._operators[name].parallelism
+        found = []
+        for edge in self._inputs[name]:
+            kind = self.result_type(edge.source, name)
+            p = self._operators[edge.source].parallelism
+            found.extend(((edge.source, i), kind) for i in producers(edge.pattern, j, p, q))
         return found
 
-    def producers_of(self, vertex) -> list[tuple[Vertex, str]]:
-        """The execution vertices ``vertex`` reads from, with the result type of each connection."""
-        return self._neighbours(tuple(vertex), downstream=False)
+    def consumers_of(self, vertex) -> list[tuple[tuple[str, int], str]]:
+        """The execution vertices reading ``vertex``'s output, each with the result type of the connection."""
+        name, i = self._check_vertex(vertex)
+        p = self._operators[name].parallelism
+        found = []
+        for edge in self._outputs[name]:
+            kind = self.result_type(name, edge.target)
+            q = self._operators[edge.target].parallelism
+            found.extend(((edge.target, j), kind) for j in consumers(edge.pattern, i, p, q))
+        return found
 
-    def consumers_of(self, vertex) -> list[tuple[Vertex, str]]:
-        """The execution vertices reading ``vertex``'s output, with the result type of each connection."""
-        return self._neighbours(tuple(vertex), downstream=True)
+    def _regions(self) -> tuple[frozenset, ...]:
+        return self._cached("regions", lambda: tuple(self._layout().region_sets(self._vertices())))
 
     def pipelined_regions(self) -> list[frozenset]:
-        from .regions import compute_regions
-
-        if "regions" not in self._cache:
-            self._cache["regions"] = compute_regions(self)
-        return list(self._cache["regions"])
+        """The pipelined regions: frozensets of (operator, subtask), ordered by their first vertex."""
+        return list(self._regions())
 
     def region_of(self, vertex) -> frozenset:
-        if "region_index" not in self._cache:
-            self._cache["region_index"] = {v: r for r in self.pipelined_regions() for v in r}
-        return self._cache["region_index"][tuple(vertex)]
+        """The pipelined region holding ``vertex``."""
+        name, index = self._check_vertex(vertex)
+        layout = self._layout()
+        return self._regions()[layout.region[layout.offset[name] + index]]
 
-    # -- serialisation ----------------------------------------------------------------------------
+    # -- serialisation and comparison ---------------------------------------------------------------
 
-    def to_dict(self) -> dict:
+    def _document(self) -> dict:
         return {
-            "mode": self.mode, "chaining": self.chaining,
+            "mode": self._mode,
+            "chaining": self._chaining,
             "operators": [
                 {"name": o.name, "parallelism": o.parallelism, "kind": o.kind, "chainable": o.chainable,
                  "output_only_after_end_of_stream": o.attributes.output_only_after_end_of_stream,
                  "internal_sorter_supported": o.attributes.internal_sorter_supported}
                 for o in self._operators.values()
             ],
-            "edges": [{"source": e.source, "target": e.target, "pattern": e.pattern, "result": e.result} for e in self._edges],
+            "edges": [{"source": e.source, "target": e.target, "pattern": e.pattern, "result": e.result}
+                      for e in self._edges.values()],
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """Canonical JSON (sorted keys, no spaces); operators and edges in the order they were added."""
+        return json.dumps(self._document(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> "JobGraph":
-        data = json.loads(text)
+        """The graph ``to_json`` wrote; anything else is refused with a one-line error."""
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as error:
+            raise FullWindowError(f"job graph JSON does not parse ({error}); accepted: the text of to_json()") from None
+        _expect_keys(data, _GRAPH_KEYS, "the job graph")
+        if not isinstance(data["operators"], list) or not isinstance(data["edges"], list):
+            raise FullWindowError(
+                "job graph JSON: 'operators' and 'edges' must be lists; accepted: the text of to_json()"
+            )
         graph = cls(mode=data["mode"], chaining=data["chaining"])
-        for o in data["operators"]:
+        for k, o in enumerate(data["operators"]):
+            _expect_keys(o, _OPERATOR_KEYS, f"operator {k}")
             graph.add_operator(
                 o["name"], o["parallelism"], chainable=o["chainable"], kind=o["kind"],
                 attributes=OperatorAttributes(o["output_only_after_end_of_stream"], o["internal_sorter_supported"]),
             )
-        for e in data["edges"]:
+        for k, e in enumerate(data["edges"]):
+            _expect_keys(e, _EDGE_KEYS, f"edge {k}")
             graph.connect(e["source"], e["target"], e["pattern"], e["result"])
         return graph
 
     def fingerprint(self) -> str:
-        return hashlib.sha256(self.to_json().encode()).hexdigest()
+        """SHA-256 (hex) of ``to_json()``: equal graphs, in any process, have equal fingerprints."""
+        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, JobGraph) and self.to_dict() == other.to_dict()
+        return isinstance(other, JobGraph) and self._document() == other._document()
+
+    __hash__ = None  # mutable
 
     def diff(self, other: "JobGraph") -> list[str]:
-        """What changed from this graph to ``other``, one phrase per change."""
-        changes = []
-        if self.mode != other.mode:
-            changes.append(f"mode {self.mode} -> {other.mode}")
+        """What changed from this graph to ``other``, one short phrase per change; [] iff equal."""
+        if not isinstance(other, JobGraph):
+            raise FullWindowError(f"cannot diff a JobGraph with a {type(other).__name__}; accepted: a JobGraph")
+        changes = [f"{what} {_show(getattr(self, what))} -> {_show(getattr(other, what))}"
+                   for what in ("mode", "chaining") if getattr(self, what) != getattr(other, what)]
         mine, theirs = self._operators, other._operators
         changes += [f"operator {n!r} removed" for n in mine if n not in theirs]
         changes += [f"operator {n!r} added" for n in theirs if n not in mine]
-        for n in mine:
-            if n in theirs:
-                a, b = mine[n], theirs[n]
-                for attr in ("parallelism", "kind", "chainable", "attributes"):
-                    if getattr(a, attr) != getattr(b, attr):
-                        changes.append(f"operator {n!r} {attr} {getattr(a, attr)} -> {getattr(b, attr)}")
-        ea = {(e.source, e.target): e for e in self._edges}
-        eb = {(e.source, e.target): e for e in other._edges}
-        changes += [f"edge {s} -> {t} removed" for s, t in ea if (s, t) not in eb]
-        changes += [f"edge {s} -> {t} added" for s, t in eb if (s, t) not in ea]
-        for key in ea:
-            if key in eb and (ea[key].pattern, ea[key].result) != (eb[key].pattern, eb[key].result):
-                changes.append(f"edge {key[0]} -> {key[1]} changed")
+        for n in (n for n in mine if n in theirs):
+            a, b = _operator_fields(mine[n]), _operator_fields(theirs[n])
+            changes += [f"operator {n!r} {k} {_show(a[k])} -> {_show(b[k])}" for k in a if a[k] != b[k]]
+        kept, kept_there = [n for n in mine if n in theirs], [n for n in theirs if n in mine]
+        if kept != kept_there:
+            changes.append(f"operator order {', '.join(kept)} -> {', '.join(kept_there)}")
+        ea, eb = self._edges, other._edges
+        changes += [f"edge {s}->{t} removed" for s, t in ea if (s, t) not in eb]
+        changes += [f"edge {s}->{t} added" for s, t in eb if (s, t) not in ea]
+        for s, t in (key for key in ea if key in eb):
+            for k in ("pattern", "result"):
+                a, b = getattr(ea[(s, t)], k), getattr(eb[(s, t)], k)
+                if a != b:
+                    changes.append(f"edge {s}->{t} {k} {_show(a)} -> {_show(b)}")
+        kept, kept_there = [key for key in ea if key in eb], [key for key in eb if key in ea]
+        if kept != kept_there:
+            changes.append("edge order changed")
         return changes
 
+    def __repr__(self) -> str:
+        return (f"JobGraph(mode={self._mode!r}, chaining={self._chaining}, "
+                f"operators={len(self._operators)}, edges={len(self._edges)})")
+
+    # -- drawing ------------------------------------------------------------------------------------
+
     def to_dot(self) -> str:
-        """Graphviz DOT: chains boxed, blocking edges dashed, regions coloured and numbered."""
+        """Graphviz DOT at operator level: chains boxed, blocking edges dashed, regions coloured and numbered."""
         from .render import to_dot
 
         return to_dot(self)
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
+    def to_svg(self) -> str:
+        """The drawing as SVG, rendered by Graphviz's ``dot`` (which must be installed)."""
+        from .render import to_svg
+
+        return to_svg(self)
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
         from .render import mimebundle
 
-        return mimebundle(self)
+        return mimebundle(self, include, exclude)
+
+
+def _expect_keys(obj, keys, where: str) -> None:
+    if not isinstance(obj, dict):
+        raise FullWindowError(f"job graph JSON: {where} is not an object; accepted: the text of to_json()")
+    missing = [k for k in keys if k not in obj]
+    extra = sorted(k for k in obj if k not in keys)
+    if missing or extra:
+        culprit = f"lacks {missing[0]!r}" if missing else f"has unexpected key {extra[0]!r}"
+        raise FullWindowError(f"job graph JSON: {where} {culprit}; accepted keys: {', '.join(keys)}")
+
+
+def _operator_fields(o: Operator) -> dict:
+    return {"parallelism": o.parallelism, "kind": o.kind, "chainable": o.chainable,
+            "output_only_after_end_of_stream": o.attributes.output_only_after_end_of_stream,
+            "internal_sorter_supported": o.attributes.internal_sorter_supported}
+
+
+def _show(value) -> str:
+    return repr(value) if isinstance(value, str) else str(value)

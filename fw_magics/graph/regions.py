@@ -1,145 +1,118 @@
-"""Pipelined regions (FLIP-1), computed in time linear in vertices plus edges.
+"""Pipelined regions (FLIP-1), computed in time near-linear in the execution vertices.
 
-Execution vertices joined by chained or pipelined connections form one region (union-find);
-regions that depend on each other cyclically through blocking edges are merged (strongly
-connected components, as Flink's SchedulingPipelinedRegionComputeUtil does). An all-to-all
-edge is never expanded into its p x q pairs: it is one hub node in the region graph.
+Execution vertices are numbered ``0 .. n-1`` in topological order of their operators. Those
+joined by chained or pipelined connections are unioned into raw regions; then raw regions
+that depend on each other cyclically through blocking results are merged, as Flink's
+``SchedulingPipelinedRegionComputeUtil`` does (strongly connected components of the region
+graph, FLINK-17330). An all-to-all edge is never expanded into its p x q connections: a
+pipelined one unions both operators' subtasks in p + q steps, and a blocking one becomes a
+single hub node of the region graph that every producer region points to and that points to
+every consumer region (the same reachability, p + q edges). The components are computed only
+when some blocking connection leads back to an earlier region, which is when a cycle is possible.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
-class _UnionFind:
-    def __init__(self, n: int):
-        self.parent = list(range(n))
-
-    def find(self, x: int) -> int:
-        parent = self.parent
-        root = x
-        while parent[root] != root:
-            root = parent[root]
-        while parent[x] != root:
-            parent[x], x = root, parent[x]
-        return root
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            if ra < rb:
-                self.parent[rb] = ra
-            else:
-                self.parent[ra] = rb
+from .components import DisjointSets, strongly_connected
+from .connections import pointwise_consumers
 
 
-def pointwise_pairs(p: int, q: int):
-    """Flink's pointwise connection between parallelisms p and q: contiguous ranges."""
-    if p == q:
-        return [(i, i) for i in range(p)]
-    pairs = []
-    if p > q:
-        for j in range(q):
-            pairs.extend((i, j) for i in range(j * p // q, (j + 1) * p // q))
-    else:
-        for i in range(p):
-            pairs.extend((i, j) for j in range(i * q // p, (i + 1) * q // p))
-    return pairs
+@dataclass(frozen=True)
+class Layout:
+    """The numbered execution vertices of a graph and the pipelined region of each.
+
+    Regions are numbered by their first vertex, so in topological order.
+    """
+
+    operators: tuple[str, ...]  # in topological order
+    offset: dict  # operator name -> its first vertex id
+    parallelism: dict  # operator name -> parallelism
+    region: list  # vertex id -> region number
+    count: int  # number of regions
+    operator_regions: dict  # operator name -> region numbers holding its subtasks, ascending
+
+    def region_sets(self, vertices) -> list[frozenset]:
+        """Every region as a frozenset of the ``vertices`` (numbered in order) it holds, in region order."""
+        found: list[list] = [[] for _ in range(self.count)]
+        for vertex, r in zip(vertices, self.region):
+            found[r].append(vertex)
+        return [frozenset(members) for members in found]
 
 
-def compute_regions(graph) -> list[frozenset]:
-    order = graph.topological_order()
+def build_layout(graph) -> Layout:
+    """Number the execution vertices of ``graph`` and compute their pipelined regions."""
+    order = tuple(graph.topological_order())
+    parallelism = {name: graph.operator(name).parallelism for name in order}
     offset, total = {}, 0
     for name in order:
         offset[name] = total
-        total += graph.operator(name).parallelism
-    names = [name for name in order for _ in range(graph.operator(name).parallelism)]
-    subtask = [i for name in order for i in range(graph.operator(name).parallelism)]
+        total += parallelism[name]
 
-    uf = _UnionFind(total)
+    joined = DisjointSets(total)
     blocking = []
     for edge in graph.edges:
-        kind = graph.result_type(edge.source, edge.target)
-        p, q = graph.operator(edge.source).parallelism, graph.operator(edge.target).parallelism
         a, b = offset[edge.source], offset[edge.target]
-        if kind == "blocking":
-            blocking.append((edge, a, b, p, q))
+        p, q = parallelism[edge.source], parallelism[edge.target]
+        if graph.result_type(edge.source, edge.target) == "blocking":
+            blocking.append((edge.pattern, a, b, p, q))
         elif edge.pattern == "all_to_all":
-            for i in range(p):
-                uf.union(a, a + i)
-            for j in range(q):
-                uf.union(a, b + j)
+            joined.union_range(a, a + p)
+            joined.union_range(b, b + q)
+            joined.union(a, b)
         else:
-            for i, j in pointwise_pairs(p, q):
-                uf.union(a + i, b + j)
+            for i in range(p):
+                for j in pointwise_consumers(i, p, q):
+                    joined.union(a + i, b + j)
+    raw, count = _number_sets(joined, total)
+    if _may_have_cycles(raw, blocking):
+        raw, count = _merge_cycles(raw, count, blocking)
+    operator_regions = {
+        name: sorted(set(raw[offset[name]: offset[name] + parallelism[name]])) for name in order
+    }
+    return Layout(order, offset, parallelism, raw, count, operator_regions)
 
-    # Regions, then the region graph over blocking edges (all-to-all edges as hub nodes).
-    root_index: dict[int, int] = {}
-    region_of = [0] * total
-    for v in range(total):
-        root = uf.find(v)
-        region_of[v] = root_index.setdefault(root, len(root_index))
-    count = len(root_index)
+
+def _number_sets(sets: DisjointSets, total: int) -> tuple[list[int], int]:
+    """Number the disjoint sets 0, 1, ... by their first member: the number of each integer, and the count."""
+    number: dict[int, int] = {}
+    return [number.setdefault(sets.find(v), len(number)) for v in range(total)], len(number)
+
+
+def _may_have_cycles(raw: list[int], blocking: list) -> bool:
+    """False when no blocking connection leads back to a lower region number.
+
+    Regions are numbered in topological order of their first vertex. If every connection
+    between two regions goes from a lower to a higher number, the region graph is acyclic and
+    its strongly connected components need not be computed; that is the usual case, and a
+    connection inside one region cannot make a cycle between regions.
+    """
+    for pattern, a, b, p, q in blocking:
+        if pattern == "all_to_all":
+            if max(raw[a: a + p]) > min(raw[b: b + q]):
+                return True
+        else:
+            for i in range(p):
+                if any(raw[a + i] > raw[b + j] for j in pointwise_consumers(i, p, q)):
+                    return True
+    return False
+
+
+def _merge_cycles(raw: list[int], count: int, blocking: list) -> tuple[list[int], int]:
+    """Merge regions that reach each other through blocking connections (Flink's FLINK-17330)."""
     successors: list[set] = [set() for _ in range(count)]
-    for edge, a, b, p, q in blocking:
-        if edge.pattern == "all_to_all":
+    for pattern, a, b, p, q in blocking:
+        if pattern == "all_to_all":  # one hub node instead of p x q edges
             hub = len(successors)
-            successors.append({region_of[b + j] for j in range(q)})
+            successors.append({raw[b + j] for j in range(q)})
             for i in range(p):
-                successors[region_of[a + i]].add(hub)
+                successors[raw[a + i]].add(hub)
         else:
-            for i, j in pointwise_pairs(p, q):
-                successors[region_of[a + i]].add(region_of[b + j])
-
-    component = _strongly_connected(successors)
-    merged: dict[int, list] = {}
-    for v in range(total):
-        merged.setdefault(component[region_of[v]], []).append((names[v], subtask[v]))
-    return [frozenset(vs) for vs in sorted(merged.values(), key=lambda vs: offset[vs[0][0]] + vs[0][1])]
-
-
-def _strongly_connected(successors: list[set]) -> list[int]:
-    """Iterative Tarjan: the component id of every node (no recursion limit)."""
-    n = len(successors)
-    index = [-1] * n
-    low = [0] * n
-    on_stack = [False] * n
-    component = [-1] * n
-    stack: list[int] = []
-    counter = 0
-    comp_id = 0
-    for start in range(n):
-        if index[start] != -1:
-            continue
-        work = [(start, iter(successors[start]))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack[start] = True
-        while work:
-            node, children = work[-1]
-            advanced = False
-            for child in children:
-                if index[child] == -1:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack[child] = True
-                    work.append((child, iter(successors[child])))
-                    advanced = True
-                    break
-                if on_stack[child]:
-                    low[node] = min(low[node], index[child])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                while True:
-                    member = stack.pop()
-                    on_stack[member] = False
-                    component[member] = comp_id
-                    if member == node:
-                        break
-                comp_id += 1
-    return component
+            for i in range(p):
+                for j in pointwise_consumers(i, p, q):
+                    successors[raw[a + i]].add(raw[b + j])
+    component = strongly_connected(successors)
+    number: dict[int, int] = {}
+    merged = [number.setdefault(component[r], len(number)) for r in raw]
+    return merged, len(number)

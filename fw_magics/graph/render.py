@@ -1,104 +1,172 @@
-"""Drawing the job graph: DOT text for Graphviz, and SVG for notebooks.
+"""Drawing the job graph: DOT text for Graphviz, SVG for notebooks, a plain-text summary.
 
-Blocking edges are dashed and labelled, pipelined edges solid, chained operators boxed
-together; each pipelined region has a colour AND a number in the node label (colour is
-never the only cue); attributes are in each label and tooltip; a legend explains it all.
+The drawing stays at operator level however many subtasks there are. Chained operators are
+boxed together; blocking edges are dashed and labelled "blocking", pipelined edges solid and
+labelled "pipelined", chained edges bold. Operators whose subtasks lie in the same pipelined
+regions share a fill colour, and every label also spells the region numbers out, so colour
+is never the only cue. Each label carries the operator's kind, parallelism and FLIP-331
+attributes (the tooltip has them all); a legend explains the styles and colours.
 """
 
 from __future__ import annotations
 
+import html
 import shutil
 import subprocess
 
-PALETTE = ["#cfe8ff", "#ffe0b3", "#d5f5d5", "#f8d0e0", "#e6dcff", "#fff3b0", "#d0f0f0", "#f0d8c8"]
+# ColorBrewer "Set3": light fills that keep black text readable.
+PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462",
+           "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f")
+EDGE_STYLES = {"blocking": "dashed", "pipelined": "solid", "chained": "bold"}
+LEGEND_EDGES = (
+    ("blocking", "blocking: the consumer starts after the producer finished"),
+    ("pipelined", "pipelined: records stream while both run"),
+    ("chained", "chained: fused into one task"),
+)
+LEGEND_COLOURS = len(PALETTE)  # region swatches shown in the legend at most
+SPAN_RUNS = 4  # runs of region numbers spelled out in a label before it is shortened
 
 
-def _quote(text: str) -> str:
-    """A DOT string; label line breaks are written as the two characters \\n by the caller."""
-    return '"' + str(text).replace('"', '\\"') + '"'
+def _escape(text: str) -> str:
+    """Text for a double-quoted DOT string (backslashes, quotes and newlines escaped)."""
+    return str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _region_numbers(graph) -> dict[str, list[int]]:
-    numbers: dict[str, set[int]] = {}
-    for k, region in enumerate(graph.pipelined_regions(), start=1):
-        for name, _ in region:
-            numbers.setdefault(name, set()).add(k)
-    return {name: sorted(ks) for name, ks in numbers.items()}
+def _label(*lines: str) -> str:
+    return '"' + "\\n".join(_escape(line) for line in lines) + '"'
 
 
-def _span(ks: list[int]) -> str:
-    if len(ks) == 1:
-        return f"region {ks[0]}"
-    if ks == list(range(ks[0], ks[-1] + 1)):
-        return f"regions {ks[0]}-{ks[-1]}"
-    return "regions " + ",".join(map(str, ks))
+def region_span(numbers) -> str:
+    """Region numbers in words: "region 3", "regions 1-4", "regions 1-3,7 (5 in all)"."""
+    numbers = sorted(numbers)
+    if len(numbers) == 1:
+        return f"region {numbers[0]}"
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    text = ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs[:SPAN_RUNS])
+    if len(runs) > SPAN_RUNS:
+        text += f",... ({len(numbers):,} in all)"
+    return f"regions {text}"
+
+
+def _count(n: int, word: str) -> str:
+    """"1 chain", "3 chains", "100,000 subtasks"."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _colours(graph) -> tuple[dict, dict]:
+    """Each operator's region span, and one fill colour per distinct span, in topological order."""
+    layout = graph._layout()
+    span = {name: region_span(r + 1 for r in layout.operator_regions[name]) for name in layout.operators}
+    colour: dict[str, str] = {}
+    for name in layout.operators:
+        colour.setdefault(span[name], PALETTE[len(colour) % len(PALETTE)])
+    return span, colour
 
 
 def to_dot(graph) -> str:
-    regions = _region_numbers(graph)
+    """The graph as Graphviz DOT text."""
+    span, colour = _colours(graph)
+    node = {o.name: f"op{k}" for k, o in enumerate(graph.operators)}
+    chains = graph.chains()
+    regions = len(graph.pipelined_regions())
+    title = (f"{graph.mode} job: {_count(len(node), 'operator')} in {_count(len(chains), 'chain')}, "
+             f"{_count(len(graph.execution_vertices()), 'subtask')} in {_count(regions, 'pipelined region')}")
     lines = [
         "digraph job {",
-        '  rankdir=LR; node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
+        '  graph [rankdir=LR, fontname="Helvetica", fontsize=12];',
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
         '  edge [fontname="Helvetica", fontsize=10];',
     ]
-    for index, chain in enumerate(graph.chains()):
-        lines.append(f'  subgraph cluster_chain{index} {{ label="chain {index + 1}"; style=dashed; color="#888888";')
+    for k, chain in enumerate(chains):
+        indent = "  "
+        if len(chain) > 1:
+            lines.append(f"  subgraph cluster_chain{k} {{")
+            lines.append(f'    label={_label("chain: " + " + ".join(chain))}; style="dashed,rounded"; color="#555555";')
+            indent = "    "
         for name in chain:
-            op = graph.operator(name)
-            a = op.attributes
-            ks = regions.get(name, [])
-            flags = []
-            if a.output_only_after_end_of_stream:
-                flags.append("output only after end of input")
-            if a.internal_sorter_supported:
-                flags.append("internal sorter")
-            label = "\\n".join([name, f"{op.kind or 'operator'} x{op.parallelism}", _span(ks), *flags])
-            tooltip = (f"{name}: kind={op.kind}, parallelism={op.parallelism}, "
-                       f"output_only_after_end_of_stream={a.output_only_after_end_of_stream}, "
-                       f"internal_sorter_supported={a.internal_sorter_supported}, chainable={op.chainable}")
-            colour = PALETTE[(ks[0] - 1) % len(PALETTE)] if len(ks) == 1 else "#eeeeee"
-            lines.append(f"    {_quote(name)} [label={_quote(label)}, tooltip={_quote(tooltip)}, fillcolor={_quote(colour)}];")
-        lines.append("  }")
+            lines.append(indent + _operator_node(graph.operator(name), node[name], span[name], colour[span[name]]))
+        if len(chain) > 1:
+            lines.append("  }")
     for edge in graph.edges:
         kind = graph.result_type(edge.source, edge.target)
-        style = {"blocking": "dashed", "pipelined": "solid", "chained": "bold"}[kind]
-        label = f"{kind}\\n{edge.pattern.replace('_', '-')}"
-        lines.append(f"  {_quote(edge.source)} -> {_quote(edge.target)} [style={style}, label={_quote(label)}];")
-    lines += [
-        '  subgraph cluster_legend { label="legend"; style=solid; color="#bbbbbb"; fontsize=10;',
-        '    l1 [shape=plaintext, style="", label=""]; l2 [shape=plaintext, style="", label=""];',
-        '    l3 [shape=plaintext, style="", label=""]; l4 [shape=plaintext, style="", label=""];',
-        '    l5 [shape=plaintext, style="", label=""]; l6 [shape=plaintext, style="", label=""];',
-        '    l1 -> l2 [style=dashed, label="blocking: consumer starts after producer finished"];',
-        '    l3 -> l4 [style=solid, label="pipelined: records stream while both run"];',
-        '    l5 -> l6 [style=bold, label="chained: fused into one task"];',
-        "  }",
-        "}",
-    ]
+        p, q = graph.operator(edge.source).parallelism, graph.operator(edge.target).parallelism
+        pattern = edge.pattern.replace("_", "-") + (f" {p}->{q}" if p != q else "")
+        lines.append(f"  {node[edge.source]} -> {node[edge.target]} "
+                     f"[style={EDGE_STYLES[kind]}, label={_label(kind, pattern)}];")
+    lines += _legend(colour)
+    lines.append(f"  labelloc=t; label={_label(title)};")  # set last, so no cluster inherits it
+    lines.append("}")
     return "\n".join(lines)
 
 
-def to_svg(graph) -> str | None:
-    """SVG from Graphviz's dot, or None when dot is not installed."""
+def _operator_node(op, node_id: str, span: str, fill: str) -> str:
+    a = op.attributes
+    flags = [text for text, on in (("output only after end of input", a.output_only_after_end_of_stream),
+                                   ("internal sorter", a.internal_sorter_supported),
+                                   ("not chainable", not op.chainable)) if on]
+    label = _label(op.name, f"{op.kind or 'operator'}, parallelism {op.parallelism}", span, *flags)
+    tooltip = _label(f"{op.name}: kind={op.kind}, parallelism={op.parallelism}, "
+                     f"output_only_after_end_of_stream={a.output_only_after_end_of_stream}, "
+                     f"internal_sorter_supported={a.internal_sorter_supported}, chainable={op.chainable}; {span}")
+    return f'{node_id} [label={label}, tooltip={tooltip}, fillcolor="{fill}"];'
+
+
+def _legend(colour: dict) -> list[str]:
+    """One node holding a table: a sample line per edge style, a swatch per region colour."""
+    cell = '<TD WIDTH="36" BORDER="{width}" SIDES="B" STYLE="{style}" COLOR="black"></TD>'
+    rows = ['<TR><TD COLSPAN="2"><B>legend</B></TD></TR>']
+    for kind, text in LEGEND_EDGES:
+        width, style = (3, "solid") if kind == "chained" else (1, EDGE_STYLES[kind])
+        rows.append(f'<TR>{cell.format(width=width, style=style)}<TD ALIGN="LEFT">{html.escape(text)}</TD></TR>')
+    for span, fill in list(colour.items())[:LEGEND_COLOURS]:
+        rows.append(f'<TR><TD BGCOLOR="{fill}" BORDER="1" STYLE="rounded" COLOR="black"></TD>'
+                    f'<TD ALIGN="LEFT">fill: {html.escape(span)}</TD></TR>')
+    if len(colour) > LEGEND_COLOURS:
+        rows.append(f'<TR><TD></TD><TD ALIGN="LEFT">... {len(colour) - LEGEND_COLOURS} more colours</TD></TR>')
+    table = ('<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="4" CELLPADDING="2" STYLE="rounded" COLOR="#999999">'
+             + "".join(rows) + "</TABLE>")
+    return [f'  legend [shape=plain, style="", fontsize=10, label=<{table}>];']
+
+
+def to_svg(graph) -> str:
+    """SVG rendered by Graphviz's ``dot``; a one-line RuntimeError if it is missing or fails."""
     dot = shutil.which("dot")
     if dot is None:
-        return None
-    done = subprocess.run([dot, "-Tsvg"], input=to_dot(graph), capture_output=True, text=True, timeout=120)
-    return done.stdout if done.returncode == 0 else None
+        raise RuntimeError("Graphviz's 'dot' is not installed (apt-get install graphviz, or brew install "
+                           "graphviz); JobGraph.to_dot() gives the DOT text without it")
+    done = subprocess.run([dot, "-Tsvg"], input=to_dot(graph), capture_output=True, text=True,
+                          encoding="utf-8", timeout=120, check=False)
+    if done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or ["no message"])[0]
+        raise RuntimeError(f"Graphviz's dot failed with exit code {done.returncode}: {first}")
+    return done.stdout
 
 
 def summary(graph) -> str:
-    regions = graph.pipelined_regions()
-    lines = [f"JobGraph ({graph.mode}): {len(graph.operators)} operators, {len(graph.chains())} chains, "
-             f"{len(regions)} pipelined regions"]
+    """A plain-text description: counts, then one line per edge with its result type."""
+    lines = [f"JobGraph ({graph.mode}, chaining {'on' if graph.chaining else 'off'}): "
+             f"{_count(len(graph.operators), 'operator')} in {_count(len(graph.chains()), 'chain')}, "
+             f"{_count(len(graph.execution_vertices()), 'subtask')} in "
+             f"{_count(len(graph.pipelined_regions()), 'pipelined region')}"]
     for edge in graph.edges:
-        lines.append(f"  {edge.source} -> {edge.target}: {graph.result_type(edge.source, edge.target)} ({edge.pattern})")
+        lines.append(f"  {edge.source} -> {edge.target}: {graph.result_type(edge.source, edge.target)} "
+                     f"({edge.pattern})")
     return "\n".join(lines)
 
 
-def mimebundle(graph) -> dict:
-    bundle = {"text/plain": summary(graph), "text/vnd.graphviz": to_dot(graph)}
-    svg = to_svg(graph)
-    if svg is not None:
-        bundle["image/svg+xml"] = svg
-    return bundle
+def mimebundle(graph, include=None, exclude=None) -> dict:
+    """IPython's rich display: SVG when Graphviz is installed, else the DOT text; always a summary."""
+    wanted = {"text/plain", "text/vnd.graphviz"}
+    if shutil.which("dot") is not None:
+        wanted.add("image/svg+xml")
+    if include is not None:
+        wanted &= set(include)
+    if exclude is not None:
+        wanted -= set(exclude)
+    render = {"text/plain": summary, "text/vnd.graphviz": to_dot, "image/svg+xml": to_svg}
+    return {mime: render[mime](graph) for mime in sorted(wanted)}
