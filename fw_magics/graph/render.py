@@ -54,7 +54,7 @@ def region_span(numbers) -> str:
 
 
 def _count(n: int, word: str) -> str:
-    """"1 chain", "3 chains", "100,000 subtasks"."""
+    """A counted word: 1 chain, 3 chains, 100,000 subtasks."""
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
