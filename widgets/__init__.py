@@ -1,1 +1,30 @@
-"""fw_magics.widgets: the widget layer (installed from the top-level widgets/ folder)."""
+"""fw_magics.widgets: the job-graph widget and the recovery panel (ipywidgets + anywidget).
+
+Installed as ``fw_magics.widgets`` from the top-level folder ``widgets/``. Graphviz lays the
+graph out in Python; the front-end code (``static/``) ships in the package: no CDN.
+"""
+
+from .graph_view import GraphView
+from .recovery_panel import RecoveryPanel
+
+
+def show_graph(value, title: str | None = None) -> GraphView:
+    """A GraphView of a DataStream, a JobResult or a JobGraph."""
+    from fw_magics.graph import JobGraph
+    from fw_magics.runtime.planner import build_graph
+    from fw_magics.runtime.result import JobResult
+    from fw_magics.streams.datastream import DataStream
+
+    if isinstance(value, DataStream):
+        return GraphView(build_graph(value), stream=value, title=title or value.name)
+    if isinstance(value, JobResult):
+        view = GraphView(value.graph, stream=value._stream, title=title or f"job {value.job_name!r}")
+        vertex = view.vertex_of
+        view.show_events(value.events(), recovered={(vertex[op], i) for op, i in value.recovered})
+        return view
+    if isinstance(value, JobGraph):
+        return GraphView(value, title=title)
+    raise TypeError(f"cannot draw a {type(value).__name__}; accepted: a DataStream, a JobResult or a JobGraph")
+
+
+__all__ = ["GraphView", "RecoveryPanel", "show_graph"]

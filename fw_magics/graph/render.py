@@ -68,10 +68,15 @@ def _colours(graph) -> tuple[dict, dict]:
     return span, colour
 
 
+def node_ids(graph) -> dict[str, str]:
+    """Each operator's DOT node id ("op0", "op1", ...), also the <title> of its SVG group."""
+    return {o.name: f"op{k}" for k, o in enumerate(graph.operators)}
+
+
 def to_dot(graph) -> str:
     """The graph as Graphviz DOT text."""
     span, colour = _colours(graph)
-    node = {o.name: f"op{k}" for k, o in enumerate(graph.operators)}
+    node = node_ids(graph)
     chains = graph.chains()
     regions = len(graph.pipelined_regions())
     title = (f"{graph.mode} job: {_count(len(node), 'operator')} in {_count(len(chains), 'chain')}, "

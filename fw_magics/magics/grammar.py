@@ -11,7 +11,7 @@ where one is close, suggests the valid word.
              | reduce fn=FN
              | aggregate fn=FN [schema=DDL]
              | aggregate CALL+                             CALL: sum(price), count(), ...
-    option  := key=COL[,COL...] | -o NAME | --show N | --explain | --in NAME
+    option  := key=COL[,COL...] | -o NAME | --show N | --explain | --graph | --in NAME
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from IPython.core.error import UsageError
 from .display import DEFAULT_SHOW
 
 OPERATIONS = ("sort", "map", "reduce", "aggregate")
-OPTIONS = ("-o", "--show", "--explain", "--in")
+OPTIONS = ("-o", "--show", "--explain", "--graph", "--in")
+FLAGS = ("--explain", "--graph")  # options without a value
 ORDERS = ("asc", "desc")
 
 #: Spark's built-in aggregate functions the ``aggregate`` stage accepts by name; each is a
@@ -129,6 +130,7 @@ class Plan:
     output: str | None = None
     show: int = DEFAULT_SHOW
     explain: bool = False
+    graph: bool = False
     input: str | None = None
     silent: bool = False  # the line ended in ';'
 
@@ -144,6 +146,8 @@ class Plan:
             parts.append(f"--show {self.show}")
         if self.explain:
             parts.append("--explain")
+        if self.graph:
+            parts.append("--graph")
         return " ".join(parts) + (";" if self.silent else "")
 
 
@@ -172,11 +176,11 @@ def parse(line: str) -> Plan:
             name, equals, inline = token.partition("=")
             if name not in OPTIONS:
                 raise _unknown(f"unknown option {token!r}", name, OPTIONS, "options are: key=COL, " + ", ".join(OPTIONS))
-            if name == "--explain":
+            if name in FLAGS:
                 if equals:
-                    raise UsageError(f"--explain takes no value; got {token!r}")
-                _once(options, "explain", token)
-                options["explain"] = True
+                    raise UsageError(f"{name} takes no value; got {token!r}")
+                _once(options, name, token)
+                options[name] = True
                 continue
             if inline:
                 value = inline
@@ -192,7 +196,8 @@ def parse(line: str) -> Plan:
     stages = tuple(_stage(group) for group in _split_stages(words))
     return Plan(
         stages=stages, key=options.get("key"), output=options.get("-o"),
-        show=options.get("--show", DEFAULT_SHOW), explain=options.get("explain", False),
+        show=options.get("--show", DEFAULT_SHOW), explain=options.get("--explain", False),
+        graph=options.get("--graph", False),
         input=options.get("--in"), silent=silent,
     )
 

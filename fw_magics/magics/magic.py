@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import os
 
 from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.display import display
 
 from ..errors import FullWindowError
@@ -52,6 +53,7 @@ class FullWindowMagics(Magics):
             -o NAME            also bind the result to NAME
             --show N           preview N records per partition (default 5; 0 shows the counts only)
             --explain          also show the same job as Python API calls, as plain PySpark, and Spark's physical plan
+            --graph            also show the interactive job graph (see %fw_graph)
             --in NAME          the line form's input: a variable
 
         The result is a DataStream. It is the cell's value, shown as a preview of every partition
@@ -121,11 +123,48 @@ class FullWindowMagics(Magics):
             if plan.explain:
                 magic = "%fullwindow" if cell is None else "%%fullwindow"
                 display(self._explanation(f"{magic} {plan}", built, expression, value), raw=True)
+            if plan.graph:
+                display(_graph_view(result))
             if not silent:
                 preview.remember(result, preview.preview(result, plan.show))
         if plan.output is not None:
             shell.user_ns[plan.output] = result
         return None if silent else result
+
+    @line_magic
+    def fw_graph(self, line: str):
+        """Show the interactive job graph of a DataStream, a JobResult or a JobGraph.
+
+            %fw_graph NAME
+
+        Click an operator to see its attributes (FLIP-331's output only after end of input,
+        internal sorter, its chain, parallelism and the Spark plan fragment it runs). Pick a
+        subtask to fail to see what region failover and restart-all restart (FLIP-1). While
+        execute() runs the same job in this kernel, operators show their live state.
+        """
+        name = line.strip()
+        if not name.isidentifier():
+            raise UsageError(f"%fw_graph needs one variable name; got {line.strip()!r}")
+        if name not in self.shell.user_ns:
+            near = grammar.closest(name, [n for n in self.shell.user_ns if not n.startswith("_")])
+            raise UsageError(f"%fw_graph {name}: no such variable" + (f"; did you mean {near!r}?" if near else ""))
+        with _user_errors(self.shell):
+            return _graph_view(self.shell.user_ns[name])
+
+    @line_magic
+    def fw_recover(self, line: str):
+        """The recovery panel: jobs in a job directory, their event logs replayed, Resume and Discard.
+
+            %fw_recover [JOB_DIR]
+
+        JOB_DIR defaults to $FW_JOB_DIR, else .fw-jobs next to the notebook.
+        """
+        from ..widgets import RecoveryPanel
+
+        job_dir = line.strip().strip("'\"") or None
+        if job_dir is not None and not os.path.isdir(job_dir) and "://" not in job_dir:
+            raise UsageError(f"%fw_recover {job_dir}: no such directory")
+        return RecoveryPanel(job_dir, namespace=self.shell.user_ns)
 
     def _run_body(self, cell: str):
         """Run the cell body in the notebook's namespace; return its last expression's value."""
@@ -156,6 +195,15 @@ class FullWindowMagics(Magics):
         )
 
 
+def _graph_view(value):
+    from ..widgets import show_graph
+
+    try:
+        return show_graph(value)
+    except TypeError as error:
+        raise UsageError(str(error)) from None
+
+
 @contextlib.contextmanager
 def _user_errors(shell):
     """fw-magics' one-line errors become UsageError; the user's own errors lose our frames."""
@@ -171,7 +219,7 @@ def _user_errors(shell):
 
 
 def load_ipython_extension(shell) -> None:
-    """``%load_ext fw_magics``: register %fullwindow / %%fullwindow."""
+    """``%load_ext fw_magics``: register %fullwindow / %%fullwindow, %fw_graph and %fw_recover."""
     shell.register_magics(FullWindowMagics)
 
 
@@ -179,7 +227,8 @@ def unload_ipython_extension(shell) -> None:
     """``%unload_ext fw_magics``: remove what load_ipython_extension registered."""
     manager = shell.magics_manager
     for kind in ("line", "cell"):
-        registered = manager.magics[kind].get("fullwindow")
-        if isinstance(getattr(registered, "__self__", None), FullWindowMagics):
-            del manager.magics[kind]["fullwindow"]
+        for name in ("fullwindow", "fw_graph", "fw_recover"):
+            registered = manager.magics[kind].get(name)
+            if isinstance(getattr(registered, "__self__", None), FullWindowMagics):
+                del manager.magics[kind][name]
     manager.registry.pop(FullWindowMagics.__name__, None)

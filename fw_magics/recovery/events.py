@@ -24,8 +24,10 @@ def _event(kind: str, **fields) -> dict:
     return {"type": kind, "time": round(_time.time(), 6), **fields}
 
 
-def job_submitted(job, graph_json, fingerprint):
-    return _event("job_submitted", job=job, graph=graph_json, fingerprint=fingerprint)
+def job_submitted(job, graph_json, fingerprint, cell=None):
+    """``cell``: the notebook cell that submitted the job, if any (the recovery panel quotes it)."""
+    extra = {} if cell is None else {"cell": cell}
+    return _event("job_submitted", job=job, graph=graph_json, fingerprint=fingerprint, **extra)
 
 
 def vertex_initialized(vertex, parallelism, inputs):

@@ -48,14 +48,14 @@ class JobLock:
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                holder = self._holder()
-                if holder is not None and not self._stale(holder):
+                holder = self.held_by()
+                if holder is not None:
                     since = time.strftime("%H:%M:%S", time.localtime(holder.get("started", 0)))
                     raise JobLockedError(
                         f"job in {os.path.dirname(self.path)} is being run by pid {holder.get('pid')} on host "
                         f"{holder.get('host')} since {since}; wait for it, or remove LOCK if that process is gone"
                     ) from None
-                warnings.warn(f"taking over a stale lock {self.path} left by {holder}")
+                warnings.warn(f"taking over a stale lock {self.path} left by {self._holder()}")
                 try:
                     os.remove(self.path)
                 except FileNotFoundError:
@@ -68,6 +68,11 @@ class JobLock:
             self._thread.start()
             return self
         raise JobLockedError(f"could not take the lock {self.path}; another process keeps taking it")
+
+    def held_by(self) -> dict | None:
+        """The live holder's pid, host and times, or None when the job is not locked (or stale)."""
+        holder = self._holder()
+        return holder if holder is not None and not self._stale(holder) else None
 
     def _holder(self) -> dict | None:
         try:

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+JOB_HOOKS: list[Callable] = []     # fn(run, recovered) when a run starts; recovered: (vertex, subtask) kept
 EVENT_HOOKS: list[Callable] = []   # fn(store, event) after an event is queued
 VERTEX_HOOKS: list[Callable] = []  # fn(vertex, subtasks, attempt) before a job vertex's Spark job
+
+
+def job_started(run, recovered) -> None:
+    for hook in list(JOB_HOOKS):
+        hook(run, recovered)
 
 
 def event_written(store, event: dict) -> None:

@@ -85,9 +85,11 @@ class _Run:
         todo = self._plan(state)
         recovered = {(v, i) for v in self.vertices for i in range(v.parallelism) if i not in todo.get(v.index, set())}
         self.store.start()
+        hooks.job_started(self, {(v.name, i) for v, i in recovered})
         try:
             if state is None:
-                self._emit(events.job_submitted(self.job_name, self.graph.to_json(), self.graph.fingerprint()))
+                self._emit(events.job_submitted(self.job_name, self.graph.to_json(), self.graph.fingerprint(),
+                                                cell=_current_cell()))
                 for v in self.vertices:
                     inputs = [] if v.upstream is None else [self.vertices[v.upstream].name]
                     self._emit(events.vertex_initialized(v.name, v.parallelism, inputs))
@@ -235,6 +237,17 @@ class _Run:
     def _emit(self, event: dict) -> None:
         self.store.write_event(event)
         hooks.event_written(self.store, event)
+
+
+def _current_cell() -> str | None:
+    """The source of the notebook cell running now, when inside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    history = shell.user_ns.get("_ih") if shell is not None else None
+    return history[-1] if history else None
 
 
 def _first_line(error: BaseException) -> str:

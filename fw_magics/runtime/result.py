@@ -41,6 +41,12 @@ class JobResult:
     def collect_partitions(self):
         return self._result_stream().collect_partitions()
 
+    def show_graph(self, title=None):
+        """The job-graph widget, each operator coloured by what ran and what was recovered."""
+        from ..widgets import show_graph
+
+        return show_graph(self, title)
+
     def events(self) -> list[dict]:
         """The job's event log, in write order (FLIP-383's job events)."""
         from ..recovery import JobEventStore

@@ -124,6 +124,12 @@ class DataStream:
 
         return build_graph(self)
 
+    def show_graph(self, title=None):
+        """The interactive job-graph widget (fw_magics.widgets.GraphView) of this stream."""
+        from ..widgets import show_graph
+
+        return show_graph(self, title)
+
     def execute(self, job_dir=None, job_name=None, failover="region", restart=None, resume="auto"):
         """Run as a recoverable batch job in ``job_dir`` (default ``.fw-jobs/``); see fw.execute."""
         from ..runtime import execute

@@ -1,0 +1,23 @@
+"""GraphCanvas: the clickable SVG of a job graph, an anywidget whose files ship in the package."""
+
+from __future__ import annotations
+
+import pathlib
+
+import anywidget
+import traitlets
+
+STATIC = pathlib.Path(__file__).parent / "static"
+
+
+class GraphCanvas(anywidget.AnyWidget):
+    """Draws Graphviz's SVG; clicks set ``selected``; Python sets ``highlighted`` and ``states``."""
+
+    _esm = (STATIC / "graph.js").read_text(encoding="utf-8")
+    _css = (STATIC / "graph.css").read_text(encoding="utf-8")
+
+    svg = traitlets.Unicode("").tag(sync=True)
+    operators = traitlets.Dict().tag(sync=True)  # SVG node id -> operator name
+    selected = traitlets.Unicode("").tag(sync=True)
+    highlighted = traitlets.Dict().tag(sync=True)  # operator -> badge text
+    states = traitlets.Dict().tag(sync=True)  # operator -> {"state": ..., "text": ...}

@@ -1,0 +1,174 @@
+"""GraphView: the job-graph widget (canvas, attributes panel, what-if control, live state)."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from fw_magics.graph.render import mimebundle, node_ids, summary, to_svg
+
+from . import live
+from .canvas import GraphCanvas
+from .model import operator_info, operator_states, vertex_states, what_if
+
+STATE_LEGEND = (
+    "Outline and badge give each operator's state in a run: "
+    "<b>pending</b> grey dotted, <b>running</b> blue, <b>finished</b> green, "
+    "<b>failed</b> red dotted, <b>recovered</b> (kept from an earlier run) purple dashed; "
+    "a what-if restart is a red dashed outline with a 'restarts n/p' badge."
+)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+class GraphView(W.VBox):
+    """The job graph of a DataStream, a JobResult or a JobGraph, drawn by Graphviz.
+
+    Click an operator (or ``select(name)``) to see its attributes; pick a subtask to fail
+    (or ``what_if(name, subtask)``) to see what region failover and restart-all restart.
+    While ``execute()`` runs a job with this graph in this kernel, operators show their
+    live state and record counts.
+    """
+
+    def __init__(self, graph, stream=None, title: str | None = None, follow: bool = True):
+        self.graph = graph
+        self._stream = stream
+        self._fragments: dict[str, str] | None = None
+        self.vertex_of = {op: f"v{k}" for k, chain in enumerate(graph.chains()) for op in chain}
+        ids = node_ids(graph)
+        self.canvas = GraphCanvas(svg=to_svg(graph), operators={ids[name]: name for name in ids})
+        self.header = W.HTML(f"<b>{html.escape(title or 'job graph')}</b> &mdash; "
+                             f"{html.escape(summary(graph).splitlines()[0])}")
+        self.details = W.HTML("<i>Click an operator to see its attributes.</i>")
+        self.details.add_class("fw-details")
+        names = [op.name for op in graph.operators]
+        self.fail_operator = W.Dropdown(options=names, description="fail", layout=W.Layout(width="auto"))
+        self.fail_subtask = W.BoundedIntText(value=0, min=0, max=graph.operator(names[0]).parallelism - 1,
+                                             description="subtask", layout=W.Layout(width="160px"))
+        self.mode = W.ToggleButtons(options=[("region failover", "region"), ("restart all", "all")],
+                                    value="region", tooltips=["FLIP-1: restart the failed pipelined region",
+                                                              "restart every task of the job"])
+        self.fail_button = W.Button(description="What restarts?", button_style="warning")
+        self.fail_button.add_class("fw-whatif-fail")
+        self.clear_button = W.Button(description="clear")
+        self.whatif_text = W.HTML("")
+        self.whatif_text.add_class("fw-whatif-result")
+        self.legend = W.HTML(f"<small>{STATE_LEGEND}</small>")
+        self.last_what_if = None
+        self.fail_operator.observe(self._on_fail_operator, "value")
+        self.fail_button.on_click(lambda _: self.what_if(self.fail_operator.value, self.fail_subtask.value))
+        self.clear_button.on_click(lambda _: self.clear())
+        self.mode.observe(lambda _: self._show_what_if(), "value")
+        self.canvas.observe(self._on_select, "selected")
+        controls = W.HBox([self.fail_operator, self.fail_subtask, self.mode, self.fail_button, self.clear_button])
+        super().__init__([self.header, self.canvas, self.details, controls, self.whatif_text, self.legend])
+        self.add_class("fw-graph-view")
+        if follow:
+            live.watch(self)
+
+    # -- selection ------------------------------------------------------------------------
+
+    @property
+    def selected(self) -> str:
+        return self.canvas.selected
+
+    def select(self, name: str) -> None:
+        self.graph.operator(name)  # a clear error for an unknown name
+        self.canvas.selected = name
+
+    def _on_select(self, change) -> None:
+        name = change["new"]
+        self.details.value = self._details_html(name) if name else ""
+
+    def attributes(self, name: str) -> dict:
+        """What the attributes panel shows for ``name``, the Spark plan fragment included."""
+        info = operator_info(self.graph, name)
+        info["plan"] = self.plan_fragment(name)
+        return info
+
+    def plan_fragment(self, name: str) -> str:
+        if self._stream is None:
+            return "(no DataStream here: the graph was read from an event log)"
+        if self._fragments is None:
+            from .plans import plan_fragments
+
+            try:
+                self._fragments = plan_fragments(self._stream, self.graph)
+            except Exception as error:  # the drawing must not break because planning did
+                return f"(Spark could not plan it: {type(error).__name__}: {str(error).splitlines()[0][:200]})"
+        return self._fragments.get(name, "")
+
+    def _details_html(self, name: str) -> str:
+        a = self.attributes(name)
+        rows = [
+            ("operator", a["name"]), ("kind", a["kind"]), ("parallelism", a["parallelism"]),
+            ("output only after end of input", _yes(a["output_only_after_end_of_stream"])),
+            ("internal sorter", _yes(a["internal_sorter_supported"])),
+            ("chainable", _yes(a["chainable"])),
+            ("chain", " + ".join(a["chain"])), ("pipelined regions", a["regions"]),
+            ("inputs", ", ".join(f"{s} ({r}, {p})" for s, r, p in a["inputs"]) or "none (a source)"),
+            ("outputs", ", ".join(f"{t} ({r}, {p})" for t, r, p in a["outputs"]) or "none (a sink)"),
+        ]
+        table = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+                        f"<td style='text-align:left' data-key='{html.escape(k)}'>{html.escape(str(v))}</td></tr>"
+                        for k, v in rows)
+        return (f"<div class='fw-attributes'><table>{table}</table>"
+                f"<div><b>Spark plan fragment</b></div><pre>{html.escape(a['plan'])}</pre></div>")
+
+    # -- what if ----------------------------------------------------------------------------
+
+    def _on_fail_operator(self, change) -> None:
+        self.fail_subtask.max = self.graph.operator(change["new"]).parallelism - 1
+
+    def what_if(self, operator: str, subtask: int = 0, mode: str | None = None):
+        """Highlight what restarts if ``operator[subtask]`` fails; returns the WhatIf."""
+        if mode is not None:
+            self.mode.value = mode
+        self.last_what_if = what_if(self.graph, operator, int(subtask))
+        self._show_what_if()
+        return self.last_what_if
+
+    def _show_what_if(self) -> None:
+        w = self.last_what_if
+        if w is None:
+            return
+        mode = self.mode.value
+        counts = w.per_operator(mode)
+        self.canvas.highlighted = {op: f"restarts {n}/{self.graph.operator(op).parallelism}"
+                                   for op, n in counts.items()}
+        shown = "region failover" if mode == "region" else "restart-all"
+        self.whatif_text.value = (f"<span class='fw-whatif-sentence'>{html.escape(w.sentence())}</span> "
+                                  f"Highlighted ({shown}): <b class='fw-whatif-count'>{len(w.restarted(mode)):,}</b> "
+                                  f"subtasks in {len(counts):,} operators.")
+
+    @property
+    def highlighted(self) -> dict:
+        return dict(self.canvas.highlighted)
+
+    def clear(self) -> None:
+        self.last_what_if = None
+        self.canvas.highlighted = {}
+        self.whatif_text.value = ""
+
+    # -- states -----------------------------------------------------------------------------
+
+    def show_events(self, events, recovered=(), running=None) -> None:
+        """Colour operators by the state the events leave them in (see model.vertex_states)."""
+        self.canvas.states = operator_states(self.graph, vertex_states(self.graph, events, recovered, running))
+
+    @property
+    def states(self) -> dict:
+        return {op: s["state"] for op, s in self.canvas.states.items()}
+
+    # -- static fallback ----------------------------------------------------------------------
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """The live widget where widgets render; SVG and a text summary everywhere else."""
+        bundle = mimebundle(self.graph)
+        bundle.update(super()._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle["text/plain"] = summary(self.graph)
+        return bundle
+

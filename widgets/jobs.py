@@ -1,0 +1,110 @@
+"""The jobs in a job directory, as their event logs tell them (no Spark, no widgets)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fw_magics.graph import JobGraph
+from fw_magics.recovery import JobEventStore, JobLock, replay
+from fw_magics.recovery.replay import JobState
+from fw_magics.recovery.storage import Storage
+
+
+@dataclass
+class Job:
+    name: str
+    root: str
+    events: list
+    state: JobState
+    holder: dict | None  # the live process running it, if any
+
+    @property
+    def status(self) -> str:
+        """finished | failed | running | interrupted (the process died without a last word)."""
+        if self.holder is not None:
+            return "running"
+        if self.state.status == "running":
+            return "interrupted"
+        return self.state.status
+
+    @property
+    def graph(self) -> JobGraph | None:
+        return JobGraph.from_json(self.state.graph) if self.state.graph else None
+
+    @property
+    def cell(self) -> str | None:
+        """The notebook cell that submitted the job, if it was submitted from one."""
+        first = next((e for e in self.events if e["type"] == "job_submitted"), None)
+        return None if first is None else first.get("cell")
+
+    def label(self) -> str:
+        graph = self.graph
+        total = sum(graph.operator(chain[-1]).parallelism for chain in graph.chains()) if graph else 0
+        return f"{self.name}: {self.status}, {len(self.state.finished)}/{total} subtasks finished"
+
+    def subtasks(self) -> list[dict]:
+        """One row per job-vertex subtask: what a resume would keep, what it would re-run, and why."""
+        from fw_magics.runtime.results import file_intact
+
+        graph = self.graph
+        if graph is None:
+            return []
+        storage = Storage(self.root)
+        rows = []
+        for k, chain in enumerate(graph.chains()):
+            vertex = f"v{k}"
+            for subtask in range(graph.operator(chain[-1]).parallelism):
+                event = self.state.finished.get((vertex, subtask))
+                files = [] if event is None else event.get("files", [])
+                problems = [why for why in (file_intact(storage, f) for f in files) if why is not None]
+                if event is None:
+                    verdict = "re-run: unfinished"
+                elif problems:
+                    verdict = f"re-run: {problems[0]}"
+                else:
+                    verdict = "keep: finished, result intact"
+                rows.append({"vertex": vertex, "operators": " + ".join(chain), "subtask": subtask,
+                             "verdict": verdict, "files": ", ".join(f["path"] for f in files),
+                             "records": None if event is None else event.get("records_out")})
+        return rows
+
+
+def read_job(root: str, name: str) -> Job:
+    events = JobEventStore(Storage(root).path("events")).read_events()
+    return Job(name=name, root=root, events=events, state=replay(events), holder=JobLock(root).held_by())
+
+
+def list_jobs(job_dir: str) -> list[Job]:
+    """Every job with an event log under ``job_dir``, by name."""
+    storage = Storage(job_dir)
+    jobs = []
+    for name in sorted(storage.listdir(job_dir)):
+        root = storage.path(name)
+        if storage.exists(Storage(root).path("events")):
+            jobs.append(read_job(root, name))
+    return jobs
+
+
+def discard(job: Job) -> None:
+    """Delete a job's folder: its event log and results. Refused while a live process runs it."""
+    holder = JobLock(job.root).held_by()
+    if holder is not None:
+        raise RuntimeError(f"job {job.name!r} is being run by pid {holder.get('pid')} on {holder.get('host')}; "
+                           "not discarded")
+    Storage(job.root).remove_tree(job.root)
+
+
+def find_stream(namespace: dict, job: Job):
+    """A DataStream in ``namespace`` whose job graph is the one recorded for ``job``, or None."""
+    from fw_magics.runtime.planner import build_graph
+    from fw_magics.streams.datastream import DataStream
+
+    candidates = [v for v in namespace.values() if isinstance(v, DataStream)]
+    candidates.sort(key=lambda s: s.name != job.name)  # same-named streams first
+    for stream in candidates:
+        try:
+            if build_graph(stream).fingerprint() == job.state.fingerprint:
+                return stream
+        except Exception:  # a stream that cannot be planned is simply not this job's
+            continue
+    return None

@@ -1,0 +1,59 @@
+"""Live state: graph views follow every execute() of their graph in this kernel.
+
+One set of runtime hooks (fw_magics.runtime.hooks) feeds all views; a view is held weakly,
+so a view that is no longer displayed or referenced stops following.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+
+from fw_magics.runtime import hooks
+
+_views: "weakref.WeakSet" = weakref.WeakSet()
+_runs: dict[int, dict] = {}  # id(store) -> {"fingerprint", "events", "recovered", "running", "store"}
+
+
+def watch(view) -> None:
+    """Let ``view`` follow runs of its graph (matched by fingerprint)."""
+    if not _views and _on_job not in hooks.JOB_HOOKS:
+        hooks.JOB_HOOKS.append(_on_job)
+        hooks.EVENT_HOOKS.append(_on_event)
+        hooks.VERTEX_HOOKS.append(_on_vertex)
+    view._fingerprint = view.graph.fingerprint()
+    _views.add(view)
+
+
+def _refresh(run: dict) -> None:
+    for view in list(_views):
+        if view._fingerprint == run["fingerprint"]:
+            try:
+                view.show_events(run["events"], run["recovered"], run["running"])
+            except Exception as error:  # a drawing problem must never fail the job
+                warnings.warn(f"graph view not updated: {type(error).__name__}: {error}")
+
+
+def _on_job(run, recovered) -> None:
+    _runs.clear()  # one run at a time per kernel (the job lock sees to that per job)
+    state = {"fingerprint": run.graph.fingerprint(), "events": [], "recovered": set(recovered),
+             "running": None, "store": run.store}
+    _runs[id(run.store)] = state
+    _refresh(state)
+
+
+def _on_vertex(vertex, subtasks, attempt) -> None:
+    for state in _runs.values():
+        state["running"] = vertex.name
+        _refresh(state)
+
+
+def _on_event(store, event) -> None:
+    state = _runs.get(id(store))
+    if state is None or state["store"] is not store:
+        return
+    state["events"].append(event)
+    if event["type"] in ("job_finished", "job_failed", "region_failed"):
+        state["running"] = None
+    if event["type"] in ("subtask_finished", "subtask_reset", "region_failed", "job_finished", "job_failed"):
+        _refresh(state)
