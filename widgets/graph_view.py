@@ -91,7 +91,7 @@ class GraphView(W.VBox):
 
     def plan_fragment(self, name: str) -> str:
         if self._stream is None:
-            return "(no DataStream here: the graph was read from an event log)"
+            return "(no DataStream here: only the job graph was given, e.g. read from an event log)"
         if self._fragments is None:
             from .plans import plan_fragments
 

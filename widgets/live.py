@@ -1,7 +1,8 @@
 """Live state: graph views follow every execute() of their graph in this kernel.
 
-One set of runtime hooks (fw_magics.runtime.hooks) feeds all views; a view is held weakly,
-so a view that is no longer displayed or referenced stops following.
+One set of runtime hooks (fw_magics.runtime.hooks) feeds all views. A view is held weakly,
+but ipywidgets itself keeps every widget alive until it is closed: ``view.close()`` is what
+makes a view stop following.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ def watch(view) -> None:
 
 def _refresh(run: dict) -> None:
     for view in list(_views):
+        if getattr(view, "comm", None) is None:  # closed: it follows no more
+            _views.discard(view)
+            continue
         if view._fingerprint == run["fingerprint"]:
             try:
                 view.show_events(run["events"], run["recovered"], run["running"])

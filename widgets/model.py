@@ -86,7 +86,12 @@ class VertexState:
     state: str = "pending"
     finished: set = field(default_factory=set)
     recovered: set = field(default_factory=set)
-    records: int = 0
+    outputs: dict = field(default_factory=dict)  # subtask -> records out of its latest finished attempt
+
+    @property
+    def records(self) -> int:
+        """Records out of the subtasks finished now (a re-run subtask counts once)."""
+        return sum(self.outputs.values())
 
     def text(self) -> str:
         done = len(self.finished | self.recovered)
@@ -112,9 +117,12 @@ def vertex_states(graph, events, recovered=(), running=None) -> dict[str, Vertex
         kind, state = event["type"], states.get(event.get("vertex") or event.get("region"))
         if kind == "subtask_finished" and state is not None:
             state.finished.add(event["subtask"])
-            state.records += int(event.get("records_out") or 0)
+            state.outputs[event["subtask"]] = int(event.get("records_out") or 0)
+            if state.state == "failed":  # it runs again (a restart or a resume): the failure is history
+                state.state = "pending"
         elif kind == "subtask_reset" and state is not None:
             state.finished.discard(event["subtask"])
+            state.outputs.pop(event["subtask"], None)
             state.state = "pending"
         elif kind == "region_failed" and state is not None:
             state.state = "failed"

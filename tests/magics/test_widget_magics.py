@@ -1,0 +1,134 @@
+"""%fw_graph, %fw_recover and %%fullwindow --graph through a real IPython InteractiveShell."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+import fw_magics as fw
+from fw_magics.runtime.planner import build_graph
+from fw_magics.magics.grammar import FLAGS, Plan, Sort, parse
+from fw_magics.widgets import GraphView, RecoveryPanel
+
+from .conftest import ok, run
+from .test_grammar import plans
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def usage_error(shell, source: str) -> str:
+    result = run(shell, source)
+    assert isinstance(result.error_in_exec, UsageError), repr(result.error_in_exec or result.error_before_exec)
+    message = str(result.error_in_exec)
+    assert "\n" not in message
+    return message
+
+
+def widget_ids(outputs) -> list[str]:
+    """The model ids of the widgets a cell displayed."""
+    return [o.data[WIDGET_MIME]["model_id"] for o in outputs if WIDGET_MIME in o.data]
+
+
+# -- the grammar (pure) --------------------------------------------------------------------
+
+
+def test_graph_is_a_flag_and_reads_back():
+    assert "--graph" in FLAGS
+    plan = parse("sort field=price desc --graph -o top")
+    assert plan == Plan((Sort((("price", "desc"),)),), output="top", graph=True)
+    assert str(plan) == "sort field=price desc -o top --graph" and parse(str(plan)) == plan
+    assert parse("sort field=price").graph is False
+
+
+@pytest.mark.parametrize("line, message", [
+    ("sort field=a --graph=yes", "--graph takes no value"),
+    ("sort field=a --graph --graph", "--graph given twice"),
+    ("sort field=a --grahp", "did you mean '--graph'?"),
+])
+def test_graph_flag_mistakes_are_one_line(line, message):
+    with pytest.raises(UsageError, match=message):
+        parse(line)
+
+
+@settings(max_examples=150, deadline=None)
+@given(plans, st.booleans())
+def test_plans_with_or_without_graph_read_back(plan, graph):
+    plan = Plan(plan.stages, plan.key, plan.output, plan.show, plan.explain, graph, plan.input, plan.silent)
+    assert parse(str(plan)) == plan
+
+
+# -- through the shell ---------------------------------------------------------------------
+
+@pytest.mark.spark
+def test_fw_graph_shows_a_streams_graph(shell):
+    ok(shell, "ranked = orders.full_window_partition().sort_partition('price')")
+    view = ok(shell, "%fw_graph ranked")
+    assert isinstance(view, GraphView) and view.graph.chains() == [["records", "sort_partition(price asc)"]]
+    assert {o.name for o in view.graph.operators} == set(view.canvas.operators.values())
+    assert ok(shell, "%fw_graph  ranked ").graph == view.graph  # spaces around the name are fine
+
+
+@pytest.mark.spark
+def test_fw_graph_of_a_job_graph(shell):
+    ok(shell, "from fw_magics.graph import JobGraph\njg = JobGraph()\njg.add_operator('a', 2);")
+    view = ok(shell, "%fw_graph jg")
+    assert isinstance(view, GraphView) and view.graph is shell.user_ns["jg"]
+
+
+@pytest.mark.spark
+def test_fw_graph_mistakes_are_one_line(shell):
+    assert usage_error(shell, "%fw_graph ordrs") == "%fw_graph ordrs: no such variable; did you mean 'orders'?"
+    assert usage_error(shell, "%fw_graph zzqqxx") == "%fw_graph zzqqxx: no such variable"
+    shell.user_ns["answer"] = 42
+    assert usage_error(shell, "%fw_graph answer") == (
+        "cannot draw a int; accepted: a DataStream, a JobResult or a JobGraph")
+    assert "needs one variable name" in usage_error(shell, "%fw_graph orders ranked")
+    assert "needs one variable name" in usage_error(shell, "%fw_graph")
+
+
+@pytest.mark.spark
+def test_fw_recover_opens_the_panel_on_a_directory(shell, tmp_path):
+    panel = ok(shell, f"%fw_recover {tmp_path}")
+    assert isinstance(panel, RecoveryPanel) and panel.job_dir == str(tmp_path)
+    assert panel.namespace is shell.user_ns  # Resume looks for the job's stream in the notebook
+    assert ok(shell, f"%fw_recover '{tmp_path}'").job_dir == str(tmp_path)
+
+
+@pytest.mark.spark
+def test_fw_recover_on_a_missing_directory_is_a_usage_error(shell, tmp_path):
+    missing = tmp_path / "nowhere"
+    assert usage_error(shell, f"%fw_recover {missing}") == f"%fw_recover {missing}: no such directory"
+
+
+@pytest.mark.spark
+def test_fullwindow_graph_displays_the_graph_view(shell, monkeypatch):
+    from fw_magics.magics import magic
+
+    shown = []
+    real = magic.display
+    monkeypatch.setattr(magic, "display", lambda obj, **kw: (shown.append(obj), real(obj, **kw)))
+    with capture_output() as captured:
+        ok(shell, "%%fullwindow sort field=price desc --graph -o graphed\norders;")  # ; : no preview job
+    result = shell.user_ns["graphed"]
+    views = [obj for obj in shown if isinstance(obj, GraphView)]
+    assert len(views) == 1 and isinstance(result, fw.DataStream)
+    assert widget_ids(captured.outputs) == [views[0].model_id]  # the notebook receives the widget itself
+    assert views[0].graph == build_graph(result) and views[0]._stream is result
+    assert [o.name for o in views[0].graph.operators] == ["records", "sort_partition(price desc)"]
+    shown.clear()
+    with capture_output() as captured:
+        ok(shell, "%%fullwindow sort field=price desc\norders;")
+    assert shown == [] and widget_ids(captured.outputs) == []  # no --graph, no graph view
+
+
+@pytest.mark.spark
+def test_unload_removes_the_widget_magics(shell):
+    ok(shell, "%unload_ext fw_magics")
+    try:
+        for name in ("fw_graph", "fw_recover", "fullwindow"):
+            assert name not in shell.magics_manager.magics["line"]
+        assert run(shell, "%fw_graph orders").error_in_exec is not None
+    finally:
+        ok(shell, "%load_ext fw_magics")
+    assert isinstance(ok(shell, "%fw_graph orders"), GraphView)
