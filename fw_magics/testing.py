@@ -114,3 +114,17 @@ def kill_driver_on_event(event_type: str, **match):
 
     hooks.EVENT_HOOKS.append(hook)
     return hook
+
+
+_SESSION_VARIABLES = ("SPARK_REMOTE", "SPARK_LOCAL_REMOTE", "SPARK_CONNECT_MODE_ENABLED",
+                      "SPARK_CONNECT_AUTHENTICATE_TOKEN", "PYSPARK_REMOTE_INIT_CONF")
+
+
+def embedded_spark_env() -> dict:
+    """This process's environment for a child Python that must start its own embedded Spark.
+
+    Under Spark Connect, PySpark leaves variables in ``os.environ`` (the remote, the local
+    server's token, its settings) that would make a child try to start a second server on
+    the same port; they are left out.
+    """
+    return {k: v for k, v in os.environ.items() if not k.startswith(_SESSION_VARIABLES)}

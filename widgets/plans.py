@@ -8,7 +8,7 @@ import io
 import re
 
 _TREE = re.compile(r"^[\s:+\-]*")
-_IDS = re.compile(r"#\d+L?")
+_IDS = re.compile(r"#\d+L?|\*\(\d+\)\s*|,?\s*\[plan_id=\d+\]")  # ids, codegen stage and plan numbers
 
 
 def _explain(frame) -> list[str]:

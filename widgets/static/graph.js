@@ -23,6 +23,7 @@ function render({ model, el }) {
 
   function draw() {
     box.innerHTML = model.get("svg");
+    fit();
     nodes = {};
     const operators = model.get("operators");
     for (const g of box.querySelectorAll("g.node")) {
@@ -41,6 +42,16 @@ function render({ model, el }) {
       });
     }
     decorate();
+  }
+
+  // Shrink a drawing up to 2.5 times wider than the cell to fit it; scroll a bigger one.
+  function fit() {
+    const svg = box.querySelector("svg");
+    if (!svg) return;
+    const width = parseFloat(svg.getAttribute("width")) || 0;  // Graphviz writes "612pt"
+    const room = box.clientWidth;
+    if (!room) { requestAnimationFrame(() => { if (box.isConnected) fit(); }); return; }
+    svg.style.maxWidth = width * 4 / 3 <= room * 2.5 ? "100%" : "none";
   }
 
   function badge(g, text) {

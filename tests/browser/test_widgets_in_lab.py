@@ -1,0 +1,125 @@
+"""Tutorial 5 in a real JupyterLab and Chromium: click, what-if, Resume a killed job.
+
+Marked slow; runs once on the embedded classic Spark and once under Spark Connect (the
+kernel inherits SPARK_REMOTE from the server).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+
+import pytest
+
+from fw_magics.graph import JobGraph
+from fw_magics.widgets.jobs import read_job
+from fw_magics.widgets.model import what_if
+
+from .conftest import REPO, run_all_cells, shot, start_lab, stop_lab
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+TUTORIAL = "05_reading_the_graph.ipynb"
+MODES = {"classic": {}, "connect": {"SPARK_REMOTE": "local[2]"}}
+
+
+@pytest.fixture(scope="module", params=list(MODES))
+def tour(request, tmp_path_factory, browser):
+    """Tutorial 5 opened and run top to bottom in JupyterLab; yields (page, root, mode)."""
+    mode = request.param
+    root = tmp_path_factory.mktemp(f"lab-{mode}")
+    shutil.copy(REPO / "tutorials" / TUTORIAL, root / TUTORIAL)
+    process, base, token = start_lab(root, MODES[mode])
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    try:
+        page.goto(f"{base}/lab/tree/{TUTORIAL}?token={token}")
+        try:
+            run_all_cells(page)
+        finally:
+            shot(page, f"{mode}-0-ran")
+        yield page, root, mode
+    finally:
+        page.close()
+        stop_lab(process)
+
+
+def _graph(root: pathlib.Path) -> JobGraph:
+    """The tour's job graph, read from the event log the notebook's own execute() wrote."""
+    return read_job(str(root / "fw-jobs-tour" / "tour"), "tour").graph
+
+
+def test_no_cell_failed(tour):
+    page, _, _ = tour
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+                          has_text="Traceback")
+    assert errors.count() == 0, errors.first.inner_text()[:2000]
+
+
+def test_click_operator_shows_its_attributes(tour):
+    page, _, mode = tour
+    view = page.locator(".fw-graph-view").first
+    node = view.locator("g.fw-op[data-operator='reduce(bigger)']")
+    node.click()
+    details = view.locator(".fw-details")
+    details.locator("td[data-key='operator']", has_text="reduce(bigger)").wait_for(timeout=30_000)
+    assert details.locator("td[data-key='output only after end of input']").inner_text() == "yes"
+    assert details.locator("td[data-key='kind']").inner_text() == "reduce"
+    assert "blocking" in details.locator("td[data-key='inputs']").inner_text()
+    assert "reduce(bigger)" in node.get_attribute("class") or "fw-selected" in node.get_attribute("class")
+    assert details.locator("pre").inner_text().strip()  # the Spark plan fragment
+    shot(page, f"{mode}-1-attributes")
+
+
+def test_what_if_highlights_the_restart_set(tour):
+    page, root, mode = tour
+    expected = what_if(_graph(root), "orders", 1)
+    view = page.locator(".fw-graph-view").first
+    view.locator("select").first.select_option("orders")
+    subtask = view.locator("input[type='number']").first
+    subtask.fill("1")
+    subtask.press("Enter")
+    view.get_by_role("button", name="region failover").click()
+    view.locator("button.fw-whatif-fail").click()
+    count = view.locator(".fw-whatif-count")
+    count.filter(has_text=f"{len(expected.region):,}").wait_for(timeout=30_000)
+    highlighted = view.locator("g.fw-op.fw-highlighted")
+    assert highlighted.count() == len(expected.per_operator("region"))
+    assert "orders[1] fails" in view.locator(".fw-whatif-result").inner_text()
+    shot(page, f"{mode}-2-what-if-region")
+    view.get_by_role("button", name="restart all").click()
+    count.filter(has_text=f"{len(expected.all):,}").wait_for(timeout=30_000)
+    page.wait_for_function(
+        "n => document.querySelectorAll('.fw-graph-view')[0].querySelectorAll('g.fw-op.fw-highlighted').length === n",
+        arg=len(_graph(root).operators), timeout=30_000)
+    shot(page, f"{mode}-3-what-if-all")
+
+
+def test_recovery_panel_resumes_the_killed_job(tour):
+    page, root, mode = tour
+    panel = page.locator(".fw-recovery-panel").first
+    panel.scroll_into_view_if_needed()
+    panel.locator(".fw-status[data-status='interrupted']").wait_for(timeout=30_000)
+    before = read_job(str(root / "fw-jobs-tour" / "tour-killed"), "tour-killed")
+    assert before.status == "interrupted"
+    rerun = [row for row in before.subtasks() if not row["verdict"].startswith("keep")]
+    assert rerun and len(rerun) < len(before.subtasks())  # something finished before the kill
+    # scrub the timeline back to the start: the graph shows nothing finished yet
+    slider = panel.locator(".fw-timeline")
+    assert panel.locator(".fw-event").inner_text().startswith(f"{len(before.events)}/")
+    panel.get_by_role("button", name="◀ step").click()
+    panel.locator(".fw-event", has_text=f"{len(before.events) - 1}/").wait_for(timeout=30_000)
+    assert slider.count() == 1
+    shot(page, f"{mode}-4-recovery-panel")
+    resume = panel.locator("button.fw-resume")
+    assert resume.is_enabled()
+    resume.click()
+    panel.locator(".fw-resumed").wait_for(timeout=240_000)
+    panel.locator(".fw-status[data-status='finished']").wait_for(timeout=30_000)
+    shot(page, f"{mode}-5-resumed")
+    after = read_job(str(root / "fw-jobs-tour" / "tour-killed"), "tour-killed")
+    assert after.status == "finished"
+    assert all(row["verdict"].startswith("keep") for row in after.subtasks())
+    # only what the panel said would re-run ran again: kept subtasks were not re-finished
+    kept = {(r["vertex"], r["subtask"]) for r in before.subtasks() if r["verdict"].startswith("keep")}
+    refinished = {(e["vertex"], e["subtask"]) for e in after.events[len(before.events):]
+                  if e["type"] == "subtask_finished"}
+    assert refinished and not (refinished & kept)
