@@ -11,7 +11,8 @@ STAMP   = $(VENV)/.fw-installed
 deps: $(STAMP)
 
 $(STAMP): pyproject.toml scripts/system-deps.sh
-	bash scripts/system-deps.sh chromium:chromium || echo "no Chromium: the browser tests will be skipped (CI marks them failed)"
+	bash scripts/system-deps.sh
+	bash scripts/system-deps.sh chromium:chromium || echo "no Chromium: the browser tests will be skipped (under CI they fail)"
 	@$(PYTHON) -c 'import sys; sys.exit("fw-magics needs Python >= 3.10; found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

@@ -36,7 +36,8 @@ def tour(request, tmp_path_factory, browser):
             run_all_cells(page)
         finally:
             shot(page, f"{mode}-0-ran")
-        yield page, root, mode
+        # other notebooks open in a workspace of their own, so only they are on their page
+        yield page, root, mode, f"{base}/lab/workspaces/{{0}}/tree/{{0}}.ipynb?reset&token={token}"
     finally:
         page.close()
         stop_lab(process)
@@ -48,14 +49,14 @@ def _graph(root: pathlib.Path) -> JobGraph:
 
 
 def test_no_cell_failed(tour):
-    page, _, _ = tour
+    page, *_ = tour
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
                           has_text="Traceback")
     assert errors.count() == 0, errors.first.inner_text()[:2000]
 
 
 def test_click_operator_shows_its_attributes(tour):
-    page, _, mode = tour
+    page, _, mode, _ = tour
     view = page.locator(".fw-graph-view").first
     node = view.locator("g.fw-op[data-operator='reduce(bigger)']")
     node.click()
@@ -70,7 +71,7 @@ def test_click_operator_shows_its_attributes(tour):
 
 
 def test_what_if_highlights_the_restart_set(tour):
-    page, root, mode = tour
+    page, root, mode, _ = tour
     expected = what_if(_graph(root), "orders", 1)
     view = page.locator(".fw-graph-view").first
     view.locator("select").first.select_option("orders")
@@ -94,7 +95,7 @@ def test_what_if_highlights_the_restart_set(tour):
 
 
 def test_recovery_panel_resumes_the_killed_job(tour):
-    page, root, mode = tour
+    page, root, mode, _ = tour
     panel = page.locator(".fw-recovery-panel").first
     panel.scroll_into_view_if_needed()
     panel.locator(".fw-status[data-status='interrupted']").wait_for(timeout=30_000)
@@ -123,3 +124,50 @@ def test_recovery_panel_resumes_the_killed_job(tour):
     refinished = {(e["vertex"], e["subtask"]) for e in after.events[len(before.events):]
                   if e["type"] == "subtask_finished"}
     assert refinished and not (refinished & kept)
+
+
+BIG = """
+from fw_magics.graph import JobGraph, OperatorAttributes
+from fw_magics.widgets import GraphView
+
+g = JobGraph(mode="batch")
+for k in range(500):
+    g.add_operator(f"op{k}", parallelism=2 + k % 3, kind=["map", "sort", "reduce"][k % 3],
+                   attributes=OperatorAttributes(output_only_after_end_of_stream=k % 3 == 1))
+    if k:
+        g.connect(f"op{k - 1}", f"op{k}", pattern="all_to_all" if k % 5 == 0 else "pointwise")
+big = GraphView(g, title="500 operators")
+big
+"""
+
+
+def test_a_500_operator_graph_stays_usable(tour, browser):
+    """Draws, answers a click and a what-if within Playwright's ordinary waits (no timing asserted)."""
+    _, root, mode, url = tour
+    if mode != "classic":
+        pytest.skip("no Spark involved: once is enough")
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BIG)],
+                                  metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nbformat.write(nb, root / "big.ipynb")
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    try:
+        page.goto(url.format("big"))
+        run_all_cells(page, timeout_ms=120_000)
+        view = page.locator(".fw-graph-view").first
+        nodes = view.locator("g.fw-op")
+        nodes.nth(499).wait_for(state="attached", timeout=30_000)
+        assert nodes.count() == 500
+        view.locator("g.fw-op[data-operator='op250']").click()
+        view.locator(".fw-details td[data-key='operator']", has_text="op250").wait_for(timeout=30_000)
+        view.locator("select").first.select_option("op250")
+        view.locator("input[type='number']").first.fill("1")
+        view.locator("input[type='number']").first.press("Enter")
+        view.locator("button.fw-whatif-fail").click()
+        view.locator(".fw-whatif-count", has_text="739").wait_for(timeout=30_000)
+        assert view.locator("g.fw-op.fw-highlighted").count() == 250
+        shot(page, "classic-6-500-operators")
+    finally:
+        page.close()
