@@ -1,6 +1,6 @@
 """Run every benchmark in one process and print medians and ratios.
 
-    python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only fullwindow,graph]
+    python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,widgets,recovery,fullwindow]
 """
 
 from __future__ import annotations
@@ -67,6 +67,11 @@ def main() -> None:
         if graph is not None:
             print("\njob graph model (pure Python, no Spark):")
             print_rows("graph case", graph.run())
+    if not only or "widgets" in only:
+        from benchmarks import widgets
+
+        print("\njob-graph widget (pure Python, no Spark, no browser):")
+        print_rows("widget case", widgets.run())
     if not only or "recovery" in only:
         from benchmarks import recovery
 
