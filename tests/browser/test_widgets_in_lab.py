@@ -36,8 +36,7 @@ def tour(request, tmp_path_factory, browser):
             run_all_cells(page)
         finally:
             shot(page, f"{mode}-0-ran")
-        # other notebooks open in a workspace of their own, so only they are on their page
-        yield page, root, mode, f"{base}/lab/workspaces/{{0}}/tree/{{0}}.ipynb?reset&token={token}"
+        yield page, root, mode, (base, token)
     finally:
         page.close()
         stop_lab(process)
@@ -141,9 +140,17 @@ big
 """
 
 
-def test_a_500_operator_graph_stays_usable(tour, browser):
-    """Draws, answers a click and a what-if within Playwright's ordinary waits (no timing asserted)."""
-    _, root, mode, url = tour
+FRONTENDS = {  # JupyterLab opens it in a workspace of its own, so only it is on the page
+    "jupyterlab": "{base}/lab/workspaces/big/tree/big.ipynb?reset&token={token}",
+    "notebook7": "{base}/notebooks/big.ipynb?token={token}",
+}
+
+
+@pytest.mark.parametrize("frontend", list(FRONTENDS))
+def test_a_500_operator_graph_stays_usable(tour, browser, frontend):
+    """In JupyterLab 4 and Notebook 7: draws, answers a click and a what-if within Playwright's
+    ordinary waits (no timing asserted)."""
+    _, root, mode, (base, token) = tour
     if mode != "classic":
         pytest.skip("no Spark involved: once is enough")
     import nbformat
@@ -154,7 +161,7 @@ def test_a_500_operator_graph_stays_usable(tour, browser):
     nbformat.write(nb, root / "big.ipynb")
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     try:
-        page.goto(url.format("big"))
+        page.goto(FRONTENDS[frontend].format(base=base, token=token))
         run_all_cells(page, timeout_ms=120_000)
         view = page.locator(".fw-graph-view").first
         nodes = view.locator("g.fw-op")
@@ -168,6 +175,6 @@ def test_a_500_operator_graph_stays_usable(tour, browser):
         view.locator("button.fw-whatif-fail").click()
         view.locator(".fw-whatif-count", has_text="739").wait_for(timeout=30_000)
         assert view.locator("g.fw-op.fw-highlighted").count() == 250
-        shot(page, "classic-6-500-operators")
+        shot(page, f"classic-6-500-operators-{frontend}")
     finally:
         page.close()
