@@ -6,7 +6,7 @@ import html
 
 import ipywidgets as W
 
-from fw_magics.graph.render import mimebundle, node_ids, summary, to_svg
+from fw_magics.graph.render import node_ids, summary, to_svg
 
 from . import live
 from .canvas import GraphCanvas
@@ -167,8 +167,7 @@ class GraphView(W.VBox):
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         """The live widget where widgets render; SVG and a text summary everywhere else."""
-        bundle = mimebundle(self.graph)
-        bundle.update(super()._repr_mimebundle_(include=include, exclude=exclude) or {})
-        bundle["text/plain"] = summary(self.graph)
+        bundle = dict(super()._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle.update({"image/svg+xml": self.canvas.svg, "text/plain": summary(self.graph)})
         return bundle
 
