@@ -6,6 +6,8 @@ import html
 
 import ipywidgets as W
 
+from fw_magics.errors import error_summary
+
 from .graph_view import GraphView
 from .jobs import Job, discard, find_stream, list_jobs, read_job
 from .model import describe_event
@@ -184,9 +186,9 @@ class RecoveryPanel(W.VBox):
         try:
             result = self.stream.execute(job_dir=self.job_dir, job_name=job.name, resume="require")
         except Exception as error:
+            self.refresh()  # the log now has the failed attempt; then say why, over refresh's hint
             self.message.value = (f"<span class='fw-resume-failed'>Resume failed: "
-                                  f"{html.escape(type(error).__name__)}: {html.escape(str(error).splitlines()[0])}</span>")
-            self.refresh()
+                                  f"{html.escape(error_summary(error))}</span>")
             raise
         self.refresh()
         self.message.value = (f"<span class='fw-resumed'>Resumed: {len(result.ran)} execution vertices ran, "

@@ -14,7 +14,7 @@ import functools
 import os
 import time
 
-from ..errors import FullWindowError
+from ..errors import FullWindowError, error_summary
 from ..failover import FixedDelayRestart, RestartAllStrategy, RestartPipelinedRegionStrategy
 from ..graph import JobGraph
 from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path
@@ -103,7 +103,7 @@ class _Run:
             self.store.flush()
         except BaseException as error:
             if not isinstance(error, KeyboardInterrupt):
-                self._emit(events.job_failed(_first_line(error)))
+                self._emit(events.job_failed(error_summary(error)))
             raise
         finally:
             self.store.stop()
@@ -157,7 +157,7 @@ class _Run:
                 restart = self._tasks_to_restart(vertex, failed)
                 self.restart.notify_failure()
                 region = sorted(f"{vertex.name}[{i}]" for i in failed)
-                self._emit(events.region_failed(vertex.name, region, _first_line(error), self.attempts))
+                self._emit(events.region_failed(vertex.name, region, error_summary(error), self.attempts))
                 if not self.restart.can_restart():
                     self.store.flush()
                     raise
@@ -249,7 +249,3 @@ def _current_cell() -> str | None:
     history = shell.user_ns.get("_ih") if shell is not None else None
     return history[-1] if history else None
 
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"[:500]

@@ -87,3 +87,15 @@ def test_resume_from_the_panel_then_the_result_shows_what_was_recovered(spark, t
     text = view.canvas.states["sales"]["text"]
     assert text.startswith("recovered 4/4") and text.endswith("4 recovered")
     assert os.path.isdir(os.path.join(job_dir, "sales", "results"))
+
+
+def test_a_resume_that_fails_says_why_and_leaves_the_job_resumable(spark, tmp_path):
+    job_dir, markers, state = str(tmp_path / "jobs"), str(tmp_path / "markers"), str(tmp_path / "state")
+    stream = jobs.three_vertex_job(markers, fail=(1, set(range(1, 100))), state_dir=state)  # always fails
+    with pytest.raises(Exception, match="injected failure"):
+        stream.execute(job_dir=job_dir, job_name="sales", restart=FixedDelayRestart(attempts=0, delay=0.0))
+    panel = RecoveryPanel(job_dir, namespace={"pipeline": stream})
+    with pytest.raises(Exception, match="injected failure"):
+        panel.resume()
+    assert "fw-resume-failed" in panel.message.value and "injected failure" in panel.message.value
+    assert panel.job.status == "failed" and not panel.resume_button.disabled
