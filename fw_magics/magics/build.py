@@ -201,7 +201,7 @@ def _pyspark_stage(stage: Stage, stream: DataStream, output: DataStream, key) ->
     if isinstance(stage, AggregateCalls):
         columns = ", ".join(aggregate_column(call, stream)[1] for call in stage.calls)
         if key is not None:
-            return [f"df = df{keyed}.groupBy({keys}).agg({columns})"]
+            return [f"df = df.groupBy({keys}).agg({columns}){keyed}"]
         return [
             "# one row per partition; fw-magics also gives an empty partition its row and",
             "# puts partition i's row back in partition i (a repartition of one row each)",

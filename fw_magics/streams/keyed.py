@@ -56,13 +56,31 @@ class KeyedStream:
         self._in._require_bounded("key_by(...).full_window_partition()")
         return KeyedPartitionWindowedStream(self)
 
+    def with_key(self, frame):
+        """``frame`` with the key column a key-selector function computes (as is for columns)."""
+        if self.selector is None:
+            return frame
+        return frame.mapInArrow(
+            functools.partial(workers.add_key_column, self.selector), with_key_column(self._in.schema)
+        )
+
+    def placed(self, frame, after_grouping: bool = False):
+        """``frame`` hash-partitioned on the key into the keyed stream's parallelism.
+
+        After a groupBy on the key, Spark would drop a repartition on the same columns when
+        the groupBy's own exchange has as many partitions, leaving that exchange free for
+        adaptive execution to coalesce. Hashing ``struct(key...)`` instead is the same hash
+        (Spark's murmur3 folds a struct's fields in order, as it folds several columns), so
+        rows land where ``repartition(n, key...)`` puts them, and the count is kept.
+        """
+        columns = [F.col(c) for c in self.columns]
+        if after_grouping:
+            columns = [F.struct(*columns)]
+        return frame.repartition(self.parallelism, *columns)
+
     def exchanged(self, frame):
-        """``frame`` with the key column for a selector, hash-partitioned on the key."""
-        if self.selector is not None:
-            frame = frame.mapInArrow(
-                functools.partial(workers.add_key_column, self.selector), with_key_column(self._in.schema)
-            )
-        return frame.repartition(self.parallelism, *[F.col(c) for c in self.columns])
+        """``frame`` with its key, hash-partitioned on the key."""
+        return self.placed(self.with_key(frame))
 
     @property
     def helper_columns(self) -> tuple[str, ...]:
@@ -141,8 +159,10 @@ class KeyedPartitionWindowedStream:
         columns = aggregate_columns(agg)
         if columns is not None:
             def transform(frame, n):
-                groups = keyed.exchanged(frame).groupBy(*[F.col(c) for c in keyed.columns])
-                return groups.agg(*columns).drop(*keyed.helper_columns)
+                # Spark's own groupBy combines each partition before its exchange; only the
+                # (small) result moves again, to the partition of its key.
+                groups = keyed.with_key(frame).groupBy(*[F.col(c) for c in keyed.columns])
+                return keyed.placed(groups.agg(*columns), after_grouping=True).drop(*keyed.helper_columns)
 
             _, out = analysed(lambda: transform(self._in.to_dataframe(), None), "aggregate")
             label = ", ".join(out.names[len(keyed.names):])

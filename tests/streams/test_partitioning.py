@@ -6,7 +6,7 @@ import fw_magics as fw
 import pytest
 from pyspark.sql import functions as F
 
-from .helpers import plan_text
+from .helpers import SCHEMA, plan_text
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 
@@ -133,3 +133,32 @@ def test_aggregate_on_empty_partition_gives_result_of_empty_accumulator(spark):
 
     parts = ds.full_window_partition().aggregate(Sum()).collect_partitions()
     assert [[tuple(r) for r in p] for p in parts] == [[(0,)], [(0,)], [(5,)]]
+
+
+@pytest.mark.parametrize("keys", [["qty"], ["name", "qty"]])
+def test_keyed_column_aggregate_combines_before_the_exchange_and_keeps_placement(spark, keys):
+    # The stream's parallelism equals spark.sql.shuffle.partitions: the case where Spark
+    # would otherwise drop the placing repartition and let adaptive execution coalesce.
+    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    records = [(i, f"n{i % 3}" if i % 5 else None, float(i), i % 11 if i % 7 else None) for i in range(400)]
+    ds = fw.from_records(records, SCHEMA, partitions=n)
+    keyed = ds.key_by(keys).full_window_partition()
+    out = keyed.aggregate([F.sum("price").alias("total"), F.count("*").alias("n")])
+    plan = plan_text(out.to_dataframe())
+    assert "partial_sum" in plan  # each input partition is combined before the shuffle
+
+    def key_sets(parts):
+        return [{tuple(getattr(r, k) for k in keys) for r in p} for p in parts]
+
+    parts = out.collect_partitions()
+    assert len(parts) == n
+    assert key_sets(parts) == key_sets(keyed.sort_partition("id").collect_partitions())
+    totals = {}
+    for r in records:
+        key = tuple(r[SCHEMA_NAMES.index(k)] for k in keys)
+        total, count = totals.get(key, (0.0, 0))
+        totals[key] = (total + r[2], count + 1)
+    assert {tuple(getattr(r, k) for k in keys): (r.total, r.n) for p in parts for r in p} == totals
+
+
+SCHEMA_NAMES = [f.split()[0] for f in SCHEMA.split(", ")]
