@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from fw_magics.graph import JobGraph
-from fw_magics.recovery import JobEventStore, JobLock, replay
+from fw_magics.recovery import JobEventStore, JobLock, plan_resume, replay, subtask_inputs
 from fw_magics.recovery.replay import JobState
 from fw_magics.recovery.storage import Storage
 
@@ -50,22 +51,23 @@ class Job:
         if graph is None:
             return []
         storage = Storage(self.root)
+        vertices, inputs = subtask_inputs(graph)
+        plan = plan_resume(vertices, inputs, self.state, functools.partial(file_intact, storage))
+        chains = graph.chains()
         rows = []
-        for k, chain in enumerate(graph.chains()):
-            vertex = f"v{k}"
-            for subtask in range(graph.operator(chain[-1]).parallelism):
-                event = self.state.finished.get((vertex, subtask))
-                files = [] if event is None else event.get("files", [])
-                problems = [why for why in (file_intact(storage, f) for f in files) if why is not None]
-                if event is None:
-                    verdict = "re-run: unfinished"
-                elif problems:
-                    verdict = f"re-run: {problems[0]}"
-                else:
-                    verdict = "keep: finished, result intact"
-                rows.append({"vertex": vertex, "operators": " + ".join(chain), "subtask": subtask,
-                             "verdict": verdict, "files": ", ".join(f["path"] for f in files),
-                             "records": None if event is None else event.get("records_out")})
+        for vertex, subtask in vertices:
+            event = self.state.finished.get((vertex, subtask))
+            files = [] if event is None else event.get("files", [])
+            if (vertex, subtask) in plan.rerun:
+                verdict = f"re-run: {plan.reasons[(vertex, subtask)]}"
+            elif (vertex, subtask) in plan.problems:  # checked because a sink or a re-run reads it
+                verdict = "keep: finished, result intact"
+            else:
+                present = all(storage.size(storage.path(*f["path"].split("/"))) is not None for f in files)
+                verdict = "keep: finished, result not read again" + ("" if present else " (file missing)")
+            rows.append({"vertex": vertex, "operators": " + ".join(chains[int(vertex[1:])]), "subtask": subtask,
+                         "verdict": verdict, "files": ", ".join(f["path"] for f in files),
+                         "records": None if event is None else event.get("records_out")})
         return rows
 
 

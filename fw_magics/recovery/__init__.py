@@ -3,10 +3,10 @@
 from . import events
 from .lock import JobLock, JobLockedError
 from .paths import safe_job_path
-from .replay import JobState, ResumePlan, plan_resume, replay
+from .replay import JobState, ResumePlan, plan_resume, replay, subtask_inputs
 from .store import JobEventStore
 
 __all__ = [
     "JobEventStore", "JobLock", "JobLockedError", "JobState", "ResumePlan", "events",
-    "plan_resume", "replay", "safe_job_path",
+    "plan_resume", "replay", "safe_job_path", "subtask_inputs",
 ]

@@ -51,37 +51,67 @@ def replay(events: Iterable[dict]) -> JobState:
 
 @dataclass
 class ResumePlan:
-    keep: set
+    keep: set  # finished subtasks not run again
     rerun: set
     reasons: dict  # vertex -> why it runs again
+    problems: dict  # vertex -> what is wrong with its files, for each finished vertex checked
 
 
-def plan_resume(vertices: list, producers: Mapping, state: JobState, file_ok: Callable[[dict], bool]) -> ResumePlan:
-    """Keep every finished vertex whose result files are intact; run the rest.
+def subtask_inputs(graph) -> tuple[list[tuple[str, int]], dict]:
+    """The job-vertex subtasks of a JobGraph ("v0", "v1", ... in chain order) and their inputs.
+
+    A job vertex is a chain; subtask ``i`` of a chain reads what subtask ``i`` of its first
+    operator reads from other chains (pointwise ranges or all-to-all, as the graph wires them).
+    """
+    chains = graph.chains()
+    name_of = {op: f"v{k}" for k, chain in enumerate(chains) for op in chain}
+    vertices, inputs = [], {}
+    for k, chain in enumerate(chains):
+        for i in range(graph.operator(chain[-1]).parallelism):
+            vertices.append((f"v{k}", i))
+            inputs[(f"v{k}", i)] = [(name_of[op], j) for (op, j), _ in graph.producers_of((chain[0], i))]
+    return vertices, inputs
+
+
+def plan_resume(vertices: list, producers: Mapping, state: JobState,
+                file_problem: Callable[[dict], str | None]) -> ResumePlan:
+    """What a resumed run keeps and what it runs again (FLIP-383).
 
     FLIP-383 starts from every unfinished sink and walks upstream through producers that
     are unfinished or whose results are gone. Here every unfinished vertex is a starting
-    point (sinks are the usual case, but a vertex can also be unfinished because a producer
-    it shares with a finished sink lost its result), and the walk adds each producer whose
-    result is missing or corrupt, recursively. A finished vertex with intact files is never
-    re-run.
+    point (sinks are the usual case, but a vertex can also be unfinished because failover
+    reset it after its consumers finished), and so is a finished sink whose result is gone:
+    the sinks' files are the job's output. The walk adds each producer that is unfinished or
+    whose result is missing or corrupt, recursively. Files are checked only where a result
+    is needed: a finished intermediate whose consumers are all kept is kept unchecked, so a
+    resume never re-hashes the large early results that nothing reads again.
+
+    ``file_problem(record)`` is None when a recorded result file is intact, else why not.
     """
-    intact = {}
-    for vertex in vertices:
-        event = state.finished.get(tuple(vertex))
-        intact[tuple(vertex)] = event is not None and all(file_ok(f) for f in event.get("files", []))
+    vertices = [tuple(v) for v in vertices]
+    consumed = {tuple(p) for ps in producers.values() for p in ps}
+    problems: dict = {}
+
+    def problem_of(vertex) -> str | None:
+        event = state.finished.get(vertex)
+        if event is None:
+            return "unfinished"
+        if vertex not in problems:
+            problems[vertex] = next(filter(None, map(file_problem, event.get("files", []))), None)
+        return problems[vertex]
+
     reasons = {}
     for vertex in vertices:
-        vertex = tuple(vertex)
-        if not intact[vertex]:
-            reasons[vertex] = "unfinished" if vertex not in state.finished else "result missing or corrupt"
+        why = "unfinished" if vertex not in state.finished else None if vertex in consumed else problem_of(vertex)
+        if why is not None:
+            reasons[vertex] = why
     stack = list(reasons)
     while stack:
         vertex = stack.pop()
         for producer in producers.get(vertex, ()):
             producer = tuple(producer)
-            if producer not in reasons and not intact[producer]:
-                reasons[producer] = "result missing or corrupt"
+            if producer not in reasons and (why := problem_of(producer)) is not None:
+                reasons[producer] = why
                 stack.append(producer)
     rerun = set(reasons)
-    return ResumePlan(keep={tuple(v) for v in vertices} - rerun, rerun=rerun, reasons=reasons)
+    return ResumePlan(keep=set(vertices) - rerun, rerun=rerun, reasons=reasons, problems=problems)

@@ -17,7 +17,7 @@ import time
 from ..errors import FullWindowError, error_summary
 from ..failover import FixedDelayRestart, RestartAllStrategy, RestartPipelinedRegionStrategy
 from ..graph import JobGraph
-from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path
+from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path, subtask_inputs
 from ..schema import arrow_schema
 from . import hooks
 from .planner import JobVertex, build_graph, job_vertices
@@ -54,6 +54,7 @@ class _Run:
         self.spark = stream._spark
         self.storage = Storage(root)
         self.vertices = job_vertices(stream, graph)
+        self.subtasks, self.inputs = subtask_inputs(graph)
         self.chain_of = {op: v for v in self.vertices for op in v.operators}
         self.strategy = (RestartPipelinedRegionStrategy if failover == "region" else RestartAllStrategy)(graph)
         self.restart = restart
@@ -120,27 +121,14 @@ class _Run:
         """Which subtasks of which job vertex still have to run."""
         if state is None:
             return {v.index: set(range(v.parallelism)) for v in self.vertices}
-        vertices = [(v.name, i) for v in self.vertices for i in range(v.parallelism)]
-        producers = {
-            (v.name, i): [] if v.upstream is None else self._inputs(v, i)
-            for v in self.vertices for i in range(v.parallelism)
-        }
-        plan = plan_resume(vertices, producers, state, lambda record: file_intact(self.storage, record) is None)
+        plan = plan_resume(self.subtasks, self.inputs, state, functools.partial(file_intact, self.storage))
         index = {v.name: v.index for v in self.vertices}
         todo: dict[int, set[int]] = {}
         for name, i in plan.rerun:
             todo.setdefault(index[name], set()).add(i)
-        for v in self.vertices:
-            for i in range(v.parallelism):
-                if (v.name, i) in plan.keep:
-                    self.files[(v.name, i)] = state.finished[(v.name, i)]["files"][0]
+        for name, i in plan.keep:
+            self.files[(name, i)] = state.finished[(name, i)]["files"][0]
         return todo
-
-    def _inputs(self, v: JobVertex, subtask: int) -> list[tuple[str, int]]:
-        up = self.vertices[v.upstream]
-        if v.pattern == "pointwise" and up.parallelism == v.parallelism:
-            return [(up.name, subtask)]
-        return [(up.name, i) for i in range(up.parallelism)]
 
     # -- scheduling and failover -----------------------------------------------------------------
 
@@ -185,7 +173,7 @@ class _Run:
 
     def _run_vertex(self, vertex: JobVertex, pending: set[int]) -> None:
         self.attempts += 1
-        frame, schema = self._output_frame(vertex)
+        frame, schema = self._output_frame(vertex, pending)
         only = None if pending == set(range(vertex.parallelism)) else frozenset(pending)
         write = functools.partial(write_partition, self.root, vertex.name, self.attempts, only, arrow_schema(schema))
         hooks.vertex_started(vertex, pending, self.attempts)
@@ -218,15 +206,21 @@ class _Run:
             bytes=meta["size"], duration=meta["duration"], files=[record],
         ))
 
-    def _output_frame(self, vertex: JobVertex):
-        """The Spark DataFrame computing this job vertex from its (materialized) input."""
+    def _output_frame(self, vertex: JobVertex, pending: set[int]):
+        """The Spark DataFrame computing this job vertex's ``pending`` subtasks from its input.
+
+        Only the producer results those subtasks read are read; the other input partitions
+        are left empty (their subtasks' output is not written either).
+        """
         steps = list(vertex.steps)
         if vertex.upstream is None:
             source = steps.pop(0)
             frame, partitions = source.transform(None, None), vertex.parallelism
         else:
             up = self.vertices[vertex.upstream]
-            paths = [self.files[(up.name, i)]["path"] for i in range(up.parallelism)]
+            needed = {producer for i in pending for producer in self.inputs[(vertex.name, i)]}
+            paths = [self.files[(up.name, i)]["path"] if (up.name, i) in needed else None
+                     for i in range(up.parallelism)]
             frame = read_results(self.spark, self.root, paths, up.steps[-1].detail["schema"])
             partitions = up.parallelism
         for step in steps:

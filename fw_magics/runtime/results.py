@@ -86,17 +86,20 @@ def write_partition(root: str, vertex: str, attempt: int, only, empty_schema: pa
     )
 
 
-def read_partition(root: str, paths: list[str], batches):
-    """Inside a task: partition ``i`` of ``spark.range(k)`` streams the ``i``-th result file."""
+def read_partition(root: str, paths: list[str | None], batches):
+    """Inside a task: partition ``i`` of ``spark.range(k)`` streams the ``i``-th result file
+    (nothing when that path is None: a partition whose output is not needed)."""
     storage = Storage(root)
     for batch in batches:
         for index in batch.column(0).to_pylist():
+            if paths[index] is None:
+                continue
             with storage.open(storage.path(*paths[index].split("/"))) as f:
                 reader = pa.ipc.open_stream(f)
                 yield from reader
 
 
-def read_results(spark, root: str, paths: list[str], schema):
+def read_results(spark, root: str, paths: list[str | None], schema):
     """A DataFrame with one partition per file, in order: subtask ``i`` stays partition ``i``."""
     k = len(paths)
     return spark.range(0, k, 1, k).mapInArrow(functools.partial(read_partition, root, list(paths)), schema)

@@ -43,16 +43,28 @@ def test_second_run_recovers_everything_and_calls_nothing(spark, dirs):
     assert again.ran == frozenset() and rows(again) == jobs.expected()
 
 
-def test_missing_result_file_reruns_only_its_producer_and_consumers(spark, dirs):
+def test_a_lost_result_nothing_reads_again_is_not_recomputed(spark, dirs):
+    # FLIP-383 walks back from unfinished sinks only: v1[2]'s consumer finished, so its
+    # lost file is not needed and nothing runs.
     job_dir, markers = dirs
     fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
     os.remove(os.path.join(job_dir, "sales", "results", "v1", "2.arrow"))
     before = testing.calls(markers)
     again = fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    assert again.ran == frozenset() and testing.calls(markers) == before
     assert rows(again) == jobs.expected()
-    vertices = {(op.split("(")[0], i) for op, i in again.ran}
-    assert ("reduce", 2) in vertices and not any(v == "reduce" and i != 2 for v, i in vertices)
-    assert not any(op == "sales" for op, _ in again.ran)  # the source is not re-run
+
+
+def test_lost_sink_output_reruns_it_and_its_lost_producer_only(spark, dirs):
+    job_dir, markers = dirs
+    fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    os.remove(os.path.join(job_dir, "sales", "results", "v1", "2.arrow"))
+    os.remove(os.path.join(job_dir, "sales", "results", "v2", "2.arrow"))
+    before = testing.calls(markers)
+    again = fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    assert rows(again) == jobs.expected()
+    source, reduce, summarize = again.graph.chains()
+    assert again.ran == {(op, 2) for op in reduce + summarize}  # the source is kept
     new_calls = [c for c in testing.calls(markers) if c not in before or testing.calls(markers).count(c) > before.count(c)]
     assert {name for name, _ in new_calls} <= {"add", "summarize"}
 
@@ -63,6 +75,8 @@ def test_truncated_result_file_is_detected(spark, dirs):
     path = os.path.join(job_dir, "sales", "results", "v0", "1.arrow")
     with open(path, "r+b") as f:
         f.truncate(os.path.getsize(path) // 2)
+    for lost in ("v1/0.arrow", "v2/0.arrow"):  # so that v1[0] runs again and reads all of v0
+        os.remove(os.path.join(job_dir, "sales", "results", *lost.split("/")))
     again = fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
     assert rows(again) == jobs.expected()
     assert ("sales", 1) in again.ran and ("sales", 0) not in again.ran
