@@ -192,12 +192,12 @@ class PartitionWindowedStream:
             # records gets the aggregate of nothing (count 0, sum null), as Spark's agg does:
             # one default row per partition joins the aggregates, and each target partition
             # keeps the real row when there is one.
+            # Both are built in the JVM: the aggregate of no rows is Spark's own (a limit(0)
+            # is optimized to an empty relation), crossed with the n partition ids.
             n = partitions()
             grouped = frame.groupBy(pid).agg(*columns, present)
-            (empty,) = frame.limit(0).agg(*columns).collect()
-            defaults = spark.createDataFrame(
-                [(i, *empty, False) for i in range(n)], T.StructType([schema.fields[0], *out.fields, schema.fields[-1]])
-            )
+            ids = spark.range(0, n, 1, 1).select(F.col("id").cast("int").alias(workers.PID_COLUMN))
+            defaults = ids.crossJoin(frame.limit(0).agg(*columns, F.lit(False).alias("__fw_present")))
             key = F.element_at(F.lit(list(partition_keys(n))), F.col(workers.PID_COLUMN) + 1)
             values = F.struct(*[F.col(f"`{name}`") for name in names])
             placed = grouped.unionByName(defaults).repartition(n, key)
