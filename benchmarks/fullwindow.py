@@ -1,16 +1,17 @@
 """Full-window operations against hand-written PySpark and the naive Python way.
 
 Every case runs in the same Spark session on the same cached input; fw-magics and the
-hand-written PySpark are timed ``runs`` times after a warm-up and reported by their median,
-the naive Python way (ten times slower) once. Results are forced with Spark's
-``noop`` sink (everything computed, nothing collected); the RDD variants with ``count()``.
+hand-written PySpark are timed ``runs`` times in turns after two warm-up rounds and reported
+by their median, the naive Python way (ten times slower) once. Results are forced with
+Spark's ``noop`` sink (everything computed, nothing collected); the RDD variants with
+``count()``.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from .timing import median_time
+from .timing import interleaved_medians, median_time
 
 
 def _noop(frame) -> Callable[[], None]:
@@ -139,12 +140,12 @@ def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None) -
     spark = spark or fw.get_spark()
     results = []
     for case, variants in cases(spark, rows, partitions):
-        # a warm-up first (Python workers started, JVM code paths compiled); the naive way,
-        # ten times slower, is timed once: its noise does not change the ratio that matters
-        medians = {
-            name: median_time(thunk, 1, warmups=0) if name == "naive Python" else median_time(thunk, runs, warmups=1)
-            for name, thunk in variants.items()
-        }
+        # fw-magics and the hand-written way run in turns after two warm-up rounds (Python
+        # workers started, JVM code paths compiled); the naive way, ten times slower, is
+        # timed once: its noise does not change the ratio that matters
+        naive = variants.pop("naive Python")
+        medians = interleaved_medians(variants, runs, warmups=2)
+        medians["naive Python"] = median_time(naive, 1)
         results.append({"case": case, "medians": medians, "runs": runs, "rows": rows, "partitions": partitions})
         print(f"  {case}: " + ", ".join(f"{k} {v:.2f}s" for k, v in medians.items()), flush=True)
     return results

@@ -16,3 +16,19 @@ def median_time(fn: Callable[[], object], runs: int, warmups: int = 0) -> float:
         fn()
         times.append(time.perf_counter() - started)
     return statistics.median(times)
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], runs: int, warmups: int = 0) -> dict[str, float]:
+    """Median time of each of ``fns``, run in turns so that drift and warm-up hit all alike.
+
+    A JVM compiles hot code over the first few runs; timing one variant's runs before the
+    other's would hand the second the warm-up the first paid for.
+    """
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for round_ in range(warmups + runs):
+        for name, fn in fns.items():
+            started = time.perf_counter()
+            fn()
+            if round_ >= warmups:
+                times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(t) for name, t in times.items()}
