@@ -19,6 +19,7 @@ from ..failover import FixedDelayRestart, RestartAllStrategy, RestartPipelinedRe
 from ..graph import JobGraph
 from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path, subtask_inputs
 from ..schema import arrow_schema
+from ..streams.arrow_calls import map_in_arrow
 from . import hooks
 from .planner import JobVertex, build_graph, job_vertices
 from .results import META_SCHEMA, committed, file_intact, read_results, write_partition
@@ -178,7 +179,7 @@ class _Run:
         write = functools.partial(write_partition, self.root, vertex.name, self.attempts, only, arrow_schema(schema))
         hooks.vertex_started(vertex, pending, self.attempts)
         self.regions_run.extend(frozenset((op, i) for op in vertex.operators) for i in sorted(pending))
-        rows = frame.mapInArrow(write, META_SCHEMA).collect()
+        rows = map_in_arrow(frame, write, META_SCHEMA).collect()
         for row in rows:
             self._finished(vertex, row.asDict() | {"attempt": self.attempts})
         missing = pending - {row.subtask for row in rows}

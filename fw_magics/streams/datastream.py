@@ -15,6 +15,7 @@ from ..errors import FullWindowError
 from ..records import Record, batch_records
 from ..schema import arrow_schema, nullable
 from . import workers
+from .arrow_calls import map_in_arrow
 from .plan import Step
 
 _FW_ERROR = re.compile(r"FullWindowError: (.+)")
@@ -175,7 +176,7 @@ class DataStream:
         )
         marker = arrow_schema(tagged)
         table = run_action(
-            lambda: frame.mapInArrow(functools.partial(workers.tag_partition, marker), tagged).toArrow()
+            lambda: map_in_arrow(frame, functools.partial(workers.tag_partition, marker), tagged).toArrow()
         )
         table = table.sort_by([(workers.PID_COLUMN, "ascending"), (workers.SEQ_COLUMN, "ascending")])
         pids = table.column(workers.PID_COLUMN).to_pylist()

@@ -11,6 +11,7 @@ from ..errors import FullWindowError
 from ..functions import Order, as_aggregate_function
 from ..schema import nullable, parse_schema, resolve_field
 from . import workers
+from .arrow_calls import apply_in_arrow, map_in_arrow
 from .datastream import DataStream
 from .plan import Step
 from .windowed import (
@@ -60,8 +61,8 @@ class KeyedStream:
         """``frame`` with the key column a key-selector function computes (as is for columns)."""
         if self.selector is None:
             return frame
-        return frame.mapInArrow(
-            functools.partial(workers.add_key_column, self.selector), with_key_column(self._in.schema)
+        return map_in_arrow(
+            frame, functools.partial(workers.add_key_column, self.selector), with_key_column(self._in.schema)
         )
 
     def placed(self, frame, after_grouping: bool = False):
@@ -111,11 +112,9 @@ class KeyedPartitionWindowedStream:
 
     def _per_key(self, op, out_schema, with_key: bool = False):
         keyed = self._keyed
-        grouped_op = workers.grouped(op, with_key)
 
         def transform(frame, n):
-            groups = keyed.exchanged(frame).groupBy(*[F.col(c) for c in keyed.columns])
-            return groups.applyInArrow(grouped_op, out_schema)
+            return apply_in_arrow(keyed.exchanged(frame), keyed.columns, op, with_key, out_schema)
 
         return transform
 
@@ -142,7 +141,7 @@ class KeyedPartitionWindowedStream:
             with_key = with_key_column(self._in.schema)
 
             def transform(frame, n):
-                frame = keyed.exchanged(frame).mapInArrow(add_key, with_key)
+                frame = map_in_arrow(keyed.exchanged(frame), add_key, with_key)
                 frame = frame.sortWithinPartitions(*key_order, *sort_columns([(workers.KEY_COLUMN, direction)]))
                 return frame.drop(workers.KEY_COLUMN)
         else:

@@ -17,6 +17,7 @@ from ..errors import FullWindowError
 from ..functions import Order, as_aggregate_function, infer_result_schema
 from ..schema import arrow_schema, nullable, parse_schema, require_orderable, resolve_field
 from . import workers
+from .arrow_calls import map_in_arrow
 from .datastream import DataStream
 from .layout import partition_keys
 from .plan import Step
@@ -137,7 +138,7 @@ class PartitionWindowedStream:
         out = nullable(parse_schema(schema, spark) if schema is not None else self._in.schema)
         writer = writer_for(out, f"map_partition function {function_name(fn)!r}")
         op = functools.partial(workers.map_partition, fn, writer, (), ())
-        return self._derive("map_partition", function_name(fn), lambda frame, n: frame.mapInArrow(op, out), out)
+        return self._derive("map_partition", function_name(fn), lambda frame, n: map_in_arrow(frame, op, out), out)
 
     def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
         """Sort each partition in the JVM (Spark's external sorter; spills, never collects).
@@ -153,7 +154,7 @@ class PartitionWindowedStream:
             add_key = functools.partial(workers.add_key_column, field)
 
             def transform(frame, n):
-                keyed = frame.mapInArrow(add_key, with_key)
+                keyed = map_in_arrow(frame, add_key, with_key)
                 return keyed.sortWithinPartitions(*sort_columns([(workers.KEY_COLUMN, direction)])).drop(workers.KEY_COLUMN)
         else:
             columns = sort_columns(sort_specs(self._in.schema, field, order))
@@ -175,7 +176,7 @@ class PartitionWindowedStream:
         used = input_columns(agg, self._in.schema)
 
         def transform(frame, n):
-            return (frame if used is None else frame.select(*used)).mapInArrow(op, out)
+            return map_in_arrow(frame if used is None else frame.select(*used), op, out)
 
         return self._derive("aggregate", type(agg).__name__, transform, out)
 
@@ -212,4 +213,4 @@ class PartitionWindowedStream:
         out = nullable(self._in.schema)
         writer = writer_for(out, f"reduce function {function_name(fn)!r}")
         op = functools.partial(workers.reduce, fn, writer, (), ())
-        return self._derive("reduce", function_name(fn), lambda frame, n: frame.mapInArrow(op, out), out)
+        return self._derive("reduce", function_name(fn), lambda frame, n: map_in_arrow(frame, op, out), out)

@@ -104,14 +104,30 @@ def _as_values(result, width: int) -> tuple:
     )
 
 
-def grouped(op: Callable, with_key: bool):
-    """Adapt ``op(key_values, batches)`` to ``applyInArrow``'s iterator form (type hints required)."""
+def grouped(op: Callable, with_key: bool, names: Sequence[str] | None = None):
+    """Adapt ``op(key_values, batches)`` to ``applyInArrow``'s iterator form (type hints required).
+
+    ``names``: the real column names, when the columns came in under stand-ins.
+    """
 
     def per_key(key: tuple[pa.Scalar, ...], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         values = tuple(k.as_py() for k in key) if with_key else ()
-        return op(values, batches)
+        return op(values, batches if names is None else _renamed(names, batches))
 
     return per_key
+
+
+def with_names(names: Sequence[str], fn: Callable, batches) -> Iterator[pa.RecordBatch]:
+    """Call ``fn`` (a mapInArrow function) on ``batches`` under their real column names."""
+    return fn(_renamed(names, batches))
+
+
+def _renamed(names: Sequence[str], batches) -> Iterator[pa.RecordBatch]:
+    schema = None
+    for batch in batches:
+        if schema is None:
+            schema = pa.schema([field.with_name(name) for field, name in zip(batch.schema, names)])
+        yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
 
 
 # -- helper columns ------------------------------------------------------------------

@@ -1,0 +1,66 @@
+"""``mapInArrow`` and grouped ``applyInArrow`` for frames with any column names.
+
+PySpark's classic DataFrame passes its columns to an Arrow UDF as ``df[name]``, which reads
+a dot as a nested field: a top-level column named ``"a.b"`` fails with UNRESOLVED_COLUMN
+before anything runs. Such columns go in under positional stand-in names, and the Python
+side gets its batches back with the real names, so records and user functions never see
+the difference.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from pyspark.sql import functions as F
+
+from . import workers
+
+
+def _needs_stand_in(name: str) -> bool:
+    return "." in name or "`" in name
+
+
+def _stand_ins(frame):
+    """``frame`` with awkward top-level names replaced, and the real names (None if none were)."""
+    names = frame.columns
+    if not any(map(_needs_stand_in, names)):
+        return frame, None
+    safe = [f"__fw_col{i}" if _needs_stand_in(name) else name for i, name in enumerate(names)]
+    return frame.toDF(*safe), (tuple(names), dict(zip(names, safe)))
+
+
+def map_in_arrow(frame, fn, schema):
+    """``frame.mapInArrow(fn, schema)``, whatever the frame's column names."""
+    frame, real = _stand_ins(frame)
+    if real is not None:
+        fn = functools.partial(workers.with_names, real[0], fn)
+    return frame.mapInArrow(fn, schema)
+
+
+def apply_in_arrow(frame, key_columns, op, with_key: bool, schema):
+    """``frame.groupBy(*key_columns).applyInArrow(workers.grouped(op, ...), schema)``.
+
+    ``key_columns`` are Spark references (backticks where needed, ``a.b`` for a nested
+    field), as ``schema.resolve_field`` gives them.
+    """
+    frame, real = _stand_ins(frame)
+    if real is not None:
+        key_columns = [_renamed_reference(column, real[1]) for column in key_columns]
+    names = None if real is None else real[0]
+    return frame.groupBy(*[F.col(c) for c in key_columns]).applyInArrow(workers.grouped(op, with_key, names), schema)
+
+
+def _renamed_reference(reference: str, renames: dict[str, str]) -> str:
+    """``reference`` with its top-level column replaced by that column's stand-in."""
+    if reference.startswith("`"):
+        end = 1
+        while True:
+            end = reference.index("`", end)
+            if reference[end + 1:end + 2] != "`":
+                break
+            end += 2
+        top, rest = reference[1:end].replace("``", "`"), reference[end + 1:]
+    else:
+        top, _, rest = reference.partition(".")
+        rest = "." + rest if rest else ""
+    return renames[top] + rest if top in renames else reference
