@@ -200,7 +200,7 @@ class PartitionWindowedStream:
             ids = spark.range(0, n, 1, 1).select(F.col("id").cast("int").alias(workers.PID_COLUMN))
             defaults = ids.crossJoin(frame.limit(0).agg(*columns, F.lit(False).alias("__fw_present")))
             key = F.element_at(F.lit(list(partition_keys(n))), F.col(workers.PID_COLUMN) + 1)
-            values = F.struct(*[F.col(f"`{name}`") for name in names])
+            values = F.struct(*[F.col("`" + name.replace("`", "``") + "`") for name in names])
             placed = grouped.unionByName(defaults).repartition(n, key)
             best = placed.groupBy(key).agg(F.max_by(values, F.col("__fw_present")).alias("__fw_row"))
             return best.select(*[F.col("__fw_row")[name].alias(name) for name in names])

@@ -1,6 +1,5 @@
 """execute(): region-by-region runs, failover during a run, resume from the event log."""
 
-import json
 import os
 
 import fw_magics as fw
@@ -114,7 +113,6 @@ def test_exhausted_attempts_fail_with_the_users_exception(spark, dirs, tmp_path)
     stream = jobs.three_vertex_job(markers, fail=(1, {1, 2, 3}), state_dir=str(tmp_path / "state"))
     with pytest.raises(Exception, match="injected failure in summarize subtask 1"):
         fw.execute(stream, job_dir=job_dir, job_name="sales", restart=FixedDelayRestart(attempts=1, delay=0.0))
-    log = fw.from_records  # noqa: F841 - the job directory keeps its log for a later resume
     from fw_magics.recovery import JobEventStore
 
     kinds = [e["type"] for e in JobEventStore(os.path.join(job_dir, "sales", "events")).read_events()]

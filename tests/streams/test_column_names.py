@@ -58,7 +58,7 @@ def operations(names):
         "sort_partition": lambda w: w.sort_partition(p),
         "reduce": lambda w: w.reduce(later),
         "aggregate(AggregateFunction)": lambda w: w.aggregate(Total(p), "t double"),
-        "aggregate(Spark columns)": lambda w: w.aggregate([F.sum(F.col(_quote(p))).alias("t"), F.count("*").alias("c")]),
+        "aggregate(Spark columns)": lambda w: w.aggregate([F.sum(F.col(_quote(p))).alias("t`t"), F.count("*").alias("c.c")]),
     }
     cases = {}
     for op_name, op in ops.items():
