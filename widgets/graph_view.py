@@ -155,9 +155,9 @@ class GraphView(W.VBox):
 
     # -- states -----------------------------------------------------------------------------
 
-    def show_events(self, events, recovered=(), running=None) -> None:
+    def show_events(self, events, recovered=(), running=None, tasks=None) -> None:
         """Colour operators by the state the events leave them in (see model.vertex_states)."""
-        self.canvas.states = operator_states(self.graph, vertex_states(self.graph, events, recovered, running))
+        self.canvas.states = operator_states(self.graph, vertex_states(self.graph, events, recovered, running, tasks))
 
     @property
     def states(self) -> dict:

@@ -13,7 +13,7 @@ import weakref
 from fw_magics.runtime import hooks
 
 _views: "weakref.WeakSet" = weakref.WeakSet()
-_runs: dict[int, dict] = {}  # id(store) -> {"fingerprint", "events", "recovered", "running", "store"}
+_runs: dict[int, dict] = {}  # id(store) -> {"fingerprint", "events", "recovered", "running", "tasks", "store"}
 
 
 def watch(view) -> None:
@@ -22,6 +22,7 @@ def watch(view) -> None:
         hooks.JOB_HOOKS.append(_on_job)
         hooks.EVENT_HOOKS.append(_on_event)
         hooks.VERTEX_HOOKS.append(_on_vertex)
+        hooks.PROGRESS_HOOKS.append(_on_progress)
     view._fingerprint = view.graph.fingerprint()
     _views.add(view)
 
@@ -33,7 +34,7 @@ def _refresh(run: dict) -> None:
             continue
         if view._fingerprint == run["fingerprint"]:
             try:
-                view.show_events(run["events"], run["recovered"], run["running"])
+                view.show_events(run["events"], run["recovered"], run["running"], run["tasks"])
             except Exception as error:  # a drawing problem must never fail the job
                 warnings.warn(f"graph view not updated: {type(error).__name__}: {error}")
 
@@ -41,15 +42,22 @@ def _refresh(run: dict) -> None:
 def _on_job(run, recovered) -> None:
     _runs.clear()  # one run at a time per kernel (the job lock sees to that per job)
     state = {"fingerprint": run.graph.fingerprint(), "events": [], "recovered": set(recovered),
-             "running": None, "store": run.store}
+             "running": None, "tasks": None, "store": run.store}
     _runs[id(run.store)] = state
     _refresh(state)
 
 
 def _on_vertex(vertex, subtasks, attempt) -> None:
     for state in _runs.values():
-        state["running"] = vertex.name
+        state["running"], state["tasks"] = vertex.name, None
         _refresh(state)
+
+
+def _on_progress(vertex_name, done, total) -> None:
+    for state in _runs.values():
+        if state["running"] == vertex_name:
+            state["tasks"] = (done, total)
+            _refresh(state)
 
 
 def _on_event(store, event) -> None:
@@ -58,6 +66,6 @@ def _on_event(store, event) -> None:
         return
     state["events"].append(event)
     if event["type"] in ("job_finished", "job_failed", "region_failed"):
-        state["running"] = None
+        state["running"], state["tasks"] = None, None
     if event["type"] in ("subtask_finished", "subtask_reset", "region_failed", "job_finished", "job_failed"):
         _refresh(state)

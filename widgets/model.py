@@ -87,6 +87,7 @@ class VertexState:
     finished: set = field(default_factory=set)
     recovered: set = field(default_factory=set)
     outputs: dict = field(default_factory=dict)  # subtask -> records out of its latest finished attempt
+    tasks: tuple | None = None  # (done, total) Spark tasks of its running Spark job, when known
 
     @property
     def records(self) -> int:
@@ -100,15 +101,18 @@ class VertexState:
             parts.append(f"{self.records:,} records")
         if self.recovered:
             parts.append(f"{len(self.recovered)} recovered")
+        if self.tasks is not None and self.state == "running":
+            parts.append(f"Spark tasks {self.tasks[0]}/{self.tasks[1]}")
         return " · ".join(parts)
 
 
-def vertex_states(graph, events, recovered=(), running=None) -> dict[str, VertexState]:
+def vertex_states(graph, events, recovered=(), running=None, tasks=None) -> dict[str, VertexState]:
     """Each job vertex ("v0", "v1", ... : the graph's chains in order) after ``events``.
 
     ``recovered``: (vertex, subtask) kept from an earlier run; ``running``: the vertex a live
     run has just started, if known. Without it, the first unfinished vertex whose upstream
-    vertices are done counts as running while the job has not ended.
+    vertices are done counts as running while the job has not ended. ``tasks``: Spark's
+    (done, total) tasks of the running vertex's Spark job, when known.
     """
     states = {f"v{k}": VertexState(f"v{k}", tuple(chain), graph.operator(chain[-1]).parallelism)
               for k, chain in enumerate(graph.chains())}
@@ -141,6 +145,7 @@ def vertex_states(graph, events, recovered=(), running=None) -> dict[str, Vertex
             state.state = "recovered" if not state.finished else "finished"
     if running in states and states[running].state == "pending":
         states[running].state = "running"
+        states[running].tasks = tasks
     elif running is None and ended is None and events:
         for state in states.values():
             if state.state in ("finished", "recovered"):

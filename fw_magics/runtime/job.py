@@ -20,7 +20,7 @@ from ..graph import JobGraph
 from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path, subtask_inputs
 from ..schema import arrow_schema
 from ..streams.arrow_calls import map_in_arrow
-from . import hooks
+from . import hooks, progress
 from .planner import JobVertex, build_graph, job_vertices
 from .results import META_SCHEMA, committed, file_intact, read_results, write_partition
 from .result import JobResult
@@ -179,7 +179,8 @@ class _Run:
         write = functools.partial(write_partition, self.root, vertex.name, self.attempts, only, arrow_schema(schema))
         hooks.vertex_started(vertex, pending, self.attempts)
         self.regions_run.extend(frozenset((op, i) for op in vertex.operators) for i in sorted(pending))
-        rows = map_in_arrow(frame, write, META_SCHEMA).collect()
+        with progress.reporting(frame.sparkSession, vertex.name):
+            rows = map_in_arrow(frame, write, META_SCHEMA).collect()
         for row in rows:
             self._finished(vertex, row.asDict() | {"attempt": self.attempts})
         missing = pending - {row.subtask for row in rows}

@@ -33,6 +33,25 @@ def test_clean_run_equals_the_stream_and_records_events(spark, dirs):
     assert types.count("subtask_finished") == 4 + 4 + 4
 
 
+@pytest.mark.core
+def test_spark_task_progress_is_reported_while_each_vertex_runs(spark, dirs):
+    from fw_magics.runtime import hooks
+
+    job_dir, markers = dirs
+    reports = []
+    record = lambda vertex, done, total: reports.append((vertex, done, total))  # noqa: E731
+    hooks.PROGRESS_HOOKS.append(record)
+    try:
+        fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    finally:
+        hooks.PROGRESS_HOOKS.remove(record)
+    assert all(0 <= done <= total for _, done, total in reports)
+    for vertex in ("v0", "v1", "v2"):
+        # every vertex reads or writes 4 partitions; its Spark job's tasks all end done
+        _, done, total = [r for r in reports if r[0] == vertex][-1]
+        assert done == total >= 4
+
+
 def test_second_run_recovers_everything_and_calls_nothing(spark, dirs):
     job_dir, markers = dirs
     fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")

@@ -100,3 +100,18 @@ def test_a_closed_view_stops_following(views):
     for i in range(3):
         emit(run, finished("v0", i))
     assert view.states["source"] == "running"  # what it showed when it was closed
+
+
+def test_spark_task_progress_shows_on_the_running_vertex_only(views):
+    view = views[0]
+    run = start(view.graph)
+    vertex("v0")
+    hooks.vertex_progress("v0", 2, 8)
+    assert view.canvas.states["sort"]["text"] == "running 0/3 · Spark tasks 2/8"
+    hooks.vertex_progress("v1", 1, 4)  # not the running vertex: ignored
+    assert "Spark tasks" not in view.canvas.states["map"]["text"]
+    for i in range(3):
+        emit(run, finished("v0", i))
+    assert view.canvas.states["sort"]["text"] == "finished 3/3 · 30 records"
+    vertex("v1")  # a new vertex starts with no task counts of its own yet
+    assert view.canvas.states["reduce"]["text"] == "running 0/3"

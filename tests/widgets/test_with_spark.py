@@ -41,13 +41,21 @@ def test_a_view_follows_execute_live(spark, tmp_path):
     view = stream.show_graph()
     other = fw.from_records(jobs.RECORDS, jobs.SCHEMA, partitions=2, name="other").show_graph()
     assert view.canvas.states == {}
-    seen = []
+    seen, progress = [], []
     record = lambda store, event: seen.append((event["type"], dict(view.states)))  # noqa: E731
-    hooks.EVENT_HOOKS.append(record)  # after the views' own hook: sees what they show
+    def record_progress(vertex, done, total):
+        progress.append((vertex, done, total, view.canvas.states[SORT if vertex == "v0" else MAP]["text"]))
+    hooks.EVENT_HOOKS.append(record)  # after the views' own hooks: sees what they show
+    hooks.PROGRESS_HOOKS.append(record_progress)
     try:
         result = stream.execute(job_dir=str(tmp_path), job_name="x")
     finally:
         hooks.EVENT_HOOKS.remove(record)
+        hooks.PROGRESS_HOOKS.remove(record_progress)
+    # Spark's own task counts, polled while each vertex's Spark job ran, end complete
+    for vertex in ("v0", "v1"):
+        _, done, total, text = [p for p in progress if p[0] == vertex][-1]
+        assert done == total >= 3 and text.startswith("running") and text.endswith(f"Spark tasks {done}/{total}")
     assert view.states == {"sales": "finished", SORT: "finished", MAP: "finished"}
     assert view.canvas.states[MAP]["text"] == "finished 3/3 · 3 records"  # one record per key g
     assert sorted(tuple(r) for r in result.collect()) == [

@@ -1,0 +1,98 @@
+"""Spark's task progress for the job vertex running now, for whoever watches a run.
+
+Under Spark Connect it comes from ``spark.registerProgressHandler`` (the server reports it
+every few seconds and at the end; stages count once a task of theirs has finished). On a classic session the vertex's Spark jobs run
+in a job group of their own and a daemon thread polls the status tracker for it (tasks of
+the stages started so far, so the total grows as later stages start). Nothing
+is registered and no thread starts unless a progress hook is (a graph view following runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import uuid
+
+from . import hooks
+
+POLL_SECONDS = 0.25
+_GROUP = "spark.jobGroup.id"
+
+
+@contextlib.contextmanager
+def reporting(spark, vertex_name: str):
+    """Report ``hooks.vertex_progress(vertex_name, done, total)`` while the block runs."""
+    if not hooks.PROGRESS_HOOKS:
+        yield
+    elif type(spark).__module__.startswith("pyspark.sql.connect"):
+        with _connect_handler(spark, vertex_name):
+            yield
+    else:
+        with _classic_poller(spark, vertex_name):
+            yield
+
+
+class _Reporter:
+    def __init__(self, vertex_name: str):
+        self.vertex_name, self.last = vertex_name, None
+
+    def report(self, done: int, total: int) -> None:
+        if total > 0 and (done, total) != self.last:
+            self.last = (done, total)
+            hooks.vertex_progress(self.vertex_name, done, total)
+
+
+@contextlib.contextmanager
+def _connect_handler(spark, vertex_name: str):
+    reporter = _Reporter(vertex_name)
+
+    def handler(stages=None, inflight_tasks=0, operation_id=None, done=False):
+        # The server lists stages adaptive execution skipped too; they never complete a task.
+        started = {s.stage_id: s for s in stages or () if s.num_completed_tasks > 0}.values()
+        reporter.report(sum(s.num_completed_tasks for s in started), sum(s.num_tasks for s in started))
+
+    spark.registerProgressHandler(handler)
+    try:
+        yield
+    finally:
+        spark.removeProgressHandler(handler)
+
+
+@contextlib.contextmanager
+def _classic_poller(spark, vertex_name: str):
+    context = spark.sparkContext
+    tracker = context.statusTracker()
+    group = f"fw-magics {vertex_name} {uuid.uuid4().hex[:8]}"
+    reporter = _Reporter(vertex_name)
+    stop = threading.Event()
+
+    def poll():
+        # Stages that have started: a stage adaptive execution already ran as a job of its
+        # own shows up again in the next job as a stage that is skipped, never started.
+        stages = {}
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            for stage in (info.stageIds if info else ()):
+                s = tracker.getStageInfo(stage)
+                if s is not None and s.numActiveTasks + s.numCompletedTasks + s.numFailedTasks > 0:
+                    stages[stage] = s
+        reporter.report(sum(s.numCompletedTasks for s in stages.values()), sum(s.numTasks for s in stages.values()))
+
+    def run():
+        while not stop.wait(POLL_SECONDS):
+            try:
+                poll()
+            except Exception:  # the session went away under us: progress is only a hint
+                return
+
+    previous = context.getLocalProperty(_GROUP)
+    context.setLocalProperty(_GROUP, group)
+    thread = threading.Thread(target=run, name=f"fw-magics progress {vertex_name}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        context.setLocalProperty(_GROUP, previous)
+        poll()  # the end state, however short the job was
