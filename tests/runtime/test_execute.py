@@ -7,6 +7,7 @@ import pytest
 from fw_magics import testing
 from fw_magics.failover import FixedDelayRestart
 
+from ..conftest import is_connect
 from . import jobs
 
 pytestmark = [pytest.mark.spark]
@@ -45,9 +46,14 @@ def test_spark_task_progress_is_reported_while_each_vertex_runs(spark, dirs):
         fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
     finally:
         hooks.PROGRESS_HOOKS.remove(record)
-    assert all(0 <= done <= total for _, done, total in reports)
+    assert reports and all(0 <= done <= total for _, done, total in reports)
+    if is_connect(spark):
+        # The Connect server reports when it chooses: its last word may predate the last tasks.
+        assert {vertex for vertex, _, _ in reports} <= {"v0", "v1", "v2"}
+        return
     for vertex in ("v0", "v1", "v2"):
-        # every vertex reads or writes 4 partitions; its Spark job's tasks all end done
+        # every vertex reads or writes 4 partitions; polled once more after its Spark job
+        # ended, the count is complete
         _, done, total = [r for r in reports if r[0] == vertex][-1]
         assert done == total >= 4
 
