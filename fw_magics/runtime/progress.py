@@ -1,10 +1,11 @@
 """Spark's task progress for the job vertex running now, for whoever watches a run.
 
 Under Spark Connect it comes from ``spark.registerProgressHandler`` (the server reports it
-every few seconds and at the end; stages count once a task of theirs has finished). On a classic session the vertex's Spark jobs run
-in a job group of their own and a daemon thread polls the status tracker for it (tasks of
-the stages started so far, so the total grows as later stages start). Nothing
-is registered and no thread starts unless a progress hook is (a graph view following runs).
+every few seconds and at the end; a stage counts once a task of it has finished). On a
+classic session the vertex's Spark jobs run in a job group of their own and a daemon
+thread polls the status tracker for it (tasks of the stages started so far, so the total
+grows as later stages start). Nothing is registered and no thread starts unless a
+progress hook is (a graph view following runs).
 """
 
 from __future__ import annotations

@@ -25,15 +25,14 @@ def _stand_ins(frame):
     names = frame.columns
     if not any(map(_needs_stand_in, names)):
         return frame, None
-    safe = [f"__fw_col{i}" if _needs_stand_in(name) else name for i, name in enumerate(names)]
-    return frame.toDF(*safe), (tuple(names), dict(zip(names, safe)))
+    return frame.toDF(*[f"__fw_col{i}" if _needs_stand_in(n) else n for i, n in enumerate(names)]), names
 
 
 def map_in_arrow(frame, fn, schema):
     """``frame.mapInArrow(fn, schema)``, whatever the frame's column names."""
-    frame, real = _stand_ins(frame)
-    if real is not None:
-        fn = functools.partial(workers.with_names, real[0], fn)
+    frame, names = _stand_ins(frame)
+    if names is not None:
+        fn = functools.partial(workers.with_names, names, fn)
     return frame.mapInArrow(fn, schema)
 
 
@@ -43,10 +42,10 @@ def apply_in_arrow(frame, key_columns, op, with_key: bool, schema):
     ``key_columns`` are Spark references (backticks where needed, ``a.b`` for a nested
     field), as ``schema.resolve_field`` gives them.
     """
-    frame, real = _stand_ins(frame)
-    if real is not None:
-        key_columns = [_renamed_reference(column, real[1]) for column in key_columns]
-    names = None if real is None else real[0]
+    frame, names = _stand_ins(frame)
+    if names is not None:
+        renames = dict(zip(names, frame.columns))
+        key_columns = [_renamed_reference(column, renames) for column in key_columns]
     return frame.groupBy(*[F.col(c) for c in key_columns]).applyInArrow(workers.grouped(op, with_key, names), schema)
 
 

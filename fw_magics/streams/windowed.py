@@ -192,9 +192,9 @@ class PartitionWindowedStream:
             # Partition i's aggregate goes back to output partition i. A partition with no
             # records gets the aggregate of nothing (count 0, sum null), as Spark's agg does:
             # one default row per partition joins the aggregates, and each target partition
-            # keeps the real row when there is one.
-            # Both are built in the JVM: the aggregate of no rows is Spark's own (a limit(0)
-            # is optimized to an empty relation), crossed with the n partition ids.
+            # keeps the real row when there is one. The defaults are built in the JVM: Spark's
+            # own aggregate of no rows (a limit(0) is optimized to an empty relation),
+            # crossed with the n partition ids.
             n = partitions()
             grouped = frame.groupBy(pid).agg(*columns, present)
             ids = spark.range(0, n, 1, 1).select(F.col("id").cast("int").alias(workers.PID_COLUMN))
