@@ -17,7 +17,6 @@ def show(value, limit: int = 60) -> str:
 
 
 def type_name(value) -> str:
-    """The type of ``value`` as a user would write it: ``set``, ``numpy.float64``."""
+    """The type of ``value`` as a user would write it: ``set``, ``decimal.Decimal``, ``numpy.float64``."""
     kind = type(value)
-    module = kind.__module__
-    return kind.__qualname__ if module == "builtins" else f"{module.split('.')[0]}.{kind.__qualname__}"
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
