@@ -26,9 +26,9 @@ and is what :func:`~fw_magics.state.snapshot_subtask` saves and
 :func:`~fw_magics.state.restore_subtasks` rebuilds.
 """
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 
-from .errors import StateError, show
+from .errors import StateError, show, type_name
 from .values import check_key, check_value, json_copy
 
 
@@ -63,15 +63,15 @@ class ListState:
         self._units.append(unit)
 
     def add_all(self, units) -> None:
-        """Append several units; if one is not a JSON value, none is added."""
-        units = list(units)
+        """Append several units (a list); if one is not a JSON value, none is added."""
+        units = self._as_units(units, "add_all")
         for k, unit in enumerate(units):
             check_value(self._label(len(self._units) + k), unit)
         self._units.extend(units)
 
     def update(self, units) -> None:
-        """Replace all units; if one is not a JSON value, the state is left as it was."""
-        units = list(units)
+        """Replace all units by ``units`` (a list); if one is not a JSON value, the state is left as it was."""
+        units = self._as_units(units, "update")
         for k, unit in enumerate(units):
             check_value(self._label(k), unit)
         self._units = units
@@ -79,6 +79,15 @@ class ListState:
     def clear(self) -> None:
         """Remove every unit."""
         self._units = []
+
+    def _as_units(self, units, method) -> list:
+        # a str, bytes or dict is iterable but almost surely meant as one unit, not many
+        if isinstance(units, (str, bytes, bytearray, Mapping)) or not hasattr(units, "__iter__"):
+            raise StateError(
+                f"{method}() of {self.kind} {self._name!r} got a {type_name(units)}; accepted: a list of units "
+                f"(use add() for a single unit)"
+            )
+        return list(units)
 
     def _label(self, index) -> str:
         return f"unit {index} of {self.kind} {self._name!r}"

@@ -14,14 +14,15 @@ from .errors import StateError, type_name
 ACCEPTED = "JSON values: str, int, finite float, bool, None, lists, dicts with str keys"
 MAX_DEPTH = 200
 _SCALARS = (str, int, bool, type(None))
+_CLOSE = object()  # marks, on the walk's stack, the end of a container's children
 
 
 def json_problem(value):
     """``None`` if ``value`` is a plain JSON value, else ``(where, culprit)`` of the first offender.
 
     ``where`` is a path such as ``[2]['offset']`` (empty for the value itself); ``culprit``
-    names the offending type or value (``a value of type set``). Cycles and nesting deeper than ``MAX_DEPTH`` are
-    offenders too.
+    names the offending type or value (``a value of type set``). Cycles and nesting
+    deeper than ``MAX_DEPTH`` are offenders too.
     """
     stack = [(value, "", 0)]
     open_containers = set()
@@ -54,9 +55,6 @@ def json_problem(value):
             children = [(child, f"{where}[{key!r}]", depth + 1) for key, child in item.items()]
         stack.extend(reversed(children))
     return None
-
-
-_CLOSE = object()
 
 
 def check_value(label: str, value) -> None:

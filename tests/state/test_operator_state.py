@@ -211,6 +211,18 @@ def test_list_state_methods():
     assert state.get() == ["x"]
     state.clear()
     assert state.get() == [] and "ListState('s'" in repr(state)
+    state.update(unit for unit in ("a", "b"))  # any iterable of units
+    assert state.get() == ["a", "b"]
+
+
+@pytest.mark.parametrize("units, kind", [("kp1", "str"), ({"kp1": 0}, "dict"), (b"kp", "bytes"), (3, "int")])
+def test_add_all_and_update_refuse_a_single_value_that_would_be_taken_apart(units, kind):
+    state = OperatorStateStore().get_union_list_state("s")
+    state.add("kept")
+    for method in ("add_all", "update"):
+        with pytest.raises(StateError, match=rf"^{method}\(\) of union list state 's' got a {kind}; accepted: a list"):
+            getattr(state, method)(units)
+    assert state.get() == ["kept"]
 
 
 # --- refusals: one line naming the state and the type ------------------------------------------

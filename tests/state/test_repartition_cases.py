@@ -287,7 +287,7 @@ def test_tuples_and_mappings_are_accepted_as_containers():
     (KAFKA, 2.0, SPLIT, "new_parallelism 2.0; accepted: an integer >= 1"),
     (KAFKA, True, SPLIT, "new_parallelism True; accepted: an integer >= 1"),
     (KAFKA, "2", SPLIT, "new_parallelism '2'; accepted: an integer >= 1"),
-    (KAFKA, 2, {"partitions": "spilt"}, "mode 'spilt' of state 'partitions'; accepted: 'split', 'union' or 'broadcast'"),
+    (KAFKA, 2, {"partitions": "spilt"}, "mode 'spilt' of state 'partitions'; accepted: 'split', 'union' or 'broad"),
     (KAFKA, 2, {"partitions": None}, "mode None of state 'partitions'; accepted: 'split', 'union' or"),
     (KAFKA, 2, {}, "state 'partitions' (in old[0]) has no mode; accepted: modes mapping it to 'split', 'union'"),
     (KAFKA, 2, [("partitions", "split")], "modes is a list; accepted: a dict mapping every state name to"),
