@@ -1,0 +1,45 @@
+"""Rescalable operator state (FLIP-8): list, union list and broadcast state and their redistribution.
+
+Pure Python (layer 2, "pure models"): imports only :mod:`fw_magics.errors` and the
+standard library, never Spark or Arrow.
+
+- :func:`redistribute` / :func:`assignment`: Flink's round-robin repartitioner, on plain
+  lists of units, and the same as a what-if table of positions
+  (:mod:`fw_magics.state.repartition`).
+- :class:`OperatorStateStore` with :class:`ListState`, :class:`UnionListState`,
+  :class:`BroadcastState` (:mod:`fw_magics.state.operator_state`).
+- :class:`CheckpointedFunction`, :class:`FunctionInitializationContext`,
+  :class:`FunctionSnapshotContext` (:mod:`fw_magics.state.checkpointed`).
+- :func:`snapshot_subtask` / :func:`restore_subtasks`: JSON snapshots of a subtask and
+  restoring many at another parallelism (:mod:`fw_magics.state.snapshots`).
+- :func:`operator_state_document` / :func:`validate_operator_state` /
+  :func:`parse_operator_state`: the versioned savepoint part (:mod:`fw_magics.state.document`).
+
+::
+
+    from fw_magics.state import redistribute
+    old = [{"partitions": ["kp1", "kp2"]}, {"partitions": ["kp3", "kp4"]}]
+    redistribute(old, 1, {"partitions": "split"})  # [{'partitions': ['kp1', 'kp2', 'kp3', 'kp4']}]
+    redistribute(old, 4, {"partitions": "split"})  # one partition per subtask
+"""
+
+from .checkpointed import (
+    CheckpointedFunction, FunctionInitializationContext, FunctionSnapshotContext, initialize_function,
+    snapshot_function,
+)
+from .document import (
+    OPERATOR_STATE_FORMAT, OPERATOR_STATE_VERSION, operator_state_document, parse_operator_state,
+    validate_operator_state,
+)
+from .errors import StateError
+from .operator_state import BroadcastState, ListState, OperatorStateStore, UnionListState
+from .repartition import MODES, assignment, redistribute
+from .snapshots import restore_subtasks, snapshot_subtask, validate_subtask_snapshot
+
+__all__ = [
+    "MODES", "OPERATOR_STATE_FORMAT", "OPERATOR_STATE_VERSION", "BroadcastState", "CheckpointedFunction",
+    "FunctionInitializationContext", "FunctionSnapshotContext", "ListState", "OperatorStateStore",
+    "StateError", "UnionListState", "assignment", "initialize_function", "operator_state_document",
+    "parse_operator_state", "redistribute", "restore_subtasks", "snapshot_function", "snapshot_subtask",
+    "validate_operator_state", "validate_subtask_snapshot",
+]
