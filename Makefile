@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.fw-installed
 
-.PHONY: demo test test-classic test-connect bench deps clean
+.PHONY: demo test lint test-classic test-connect bench deps clean
 
 deps: $(STAMP)
 
@@ -23,10 +23,14 @@ $(STAMP): pyproject.toml scripts/system-deps.sh
 demo: deps
 	$(PY) -m fw_magics.demo
 
-# The whole suite on the embedded classic Spark, then its core cases under Spark Connect.
+# Lint (ruff), the whole suite on the embedded classic Spark, then its core cases under Spark Connect.
 test: deps
+	$(PY) -m ruff check --no-cache .
 	$(PY) -m pytest -p no:cacheprovider
 	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m core -q
+
+lint: deps
+	$(PY) -m ruff check --no-cache .
 
 bench: deps
 	$(PY) -m benchmarks

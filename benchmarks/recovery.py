@@ -101,9 +101,10 @@ def _truncate_to_before_last_vertex(job_path: str, last: str) -> None:
 
 
 def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 3, spark=None) -> list[dict]:
+    from pyspark.sql import functions as F
+
     import fw_magics as fw
     from fw_magics.runtime import hooks
-    from pyspark.sql import functions as F
 
     spark = spark or fw.get_spark()
     df = spark.range(0, rows, 1, partitions).select(

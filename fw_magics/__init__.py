@@ -10,8 +10,13 @@ from .functions import AggregateFunction, Order
 from .records import Record
 from .session import SparkUnavailableError, get_spark
 from .streams import (
-    DataStream, KeyedPartitionWindowedStream, KeyedStream, PartitionWindowedStream,
-    from_dataframe, from_pandas, from_records,
+    DataStream,
+    KeyedPartitionWindowedStream,
+    KeyedStream,
+    PartitionWindowedStream,
+    from_dataframe,
+    from_pandas,
+    from_records,
 )
 
 __version__ = "0.1.0"

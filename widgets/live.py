@@ -12,7 +12,7 @@ import weakref
 
 from fw_magics.runtime import hooks
 
-_views: "weakref.WeakSet" = weakref.WeakSet()
+_views: weakref.WeakSet = weakref.WeakSet()
 _runs: dict[int, dict] = {}  # id(store) -> {"fingerprint", "events", "recovered", "running", "tasks", "store"}
 
 

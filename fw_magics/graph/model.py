@@ -366,7 +366,7 @@ class JobGraph:
         return json.dumps(self._document(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> "JobGraph":
+    def from_json(cls, text: str) -> JobGraph:
         """The graph ``to_json`` wrote; anything else is refused with a one-line error."""
         try:
             data = json.loads(text)
@@ -398,7 +398,7 @@ class JobGraph:
 
     __hash__ = None  # mutable
 
-    def diff(self, other: "JobGraph") -> list[str]:
+    def diff(self, other: JobGraph) -> list[str]:
         """What changed from this graph to ``other``, one short phrase per change; [] iff equal."""
         if not isinstance(other, JobGraph):
             raise FullWindowError(f"cannot diff a JobGraph with a {type(other).__name__}; accepted: a JobGraph")

@@ -12,8 +12,8 @@ import builtins
 import contextlib
 import inspect
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from IPython.core.error import UsageError
 

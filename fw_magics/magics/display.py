@@ -19,7 +19,7 @@ _ROW, _PID, _COUNT, _ROWS = "__fw_row", "__fw_pid", "__fw_count", "__fw_rows"
 _CELL_WIDTH = 60
 
 # A preview the magic already computed (so its errors surfaced in the cell), shown once.
-_computed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_computed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
 
 from .events import problem
 

@@ -7,7 +7,7 @@ driver at a chosen moment. A hook must not raise.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 JOB_HOOKS: list[Callable] = []     # fn(run, recovered) when a run starts; recovered: (vertex, subtask) kept
 EVENT_HOOKS: list[Callable] = []   # fn(store, event) after an event is queued

@@ -18,13 +18,13 @@ from ..errors import FullWindowError, error_summary
 from ..failover import FixedDelayRestart, RestartAllStrategy, RestartPipelinedRegionStrategy
 from ..graph import JobGraph
 from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path, subtask_inputs
+from ..recovery.storage import Storage
 from ..schema import arrow_schema
 from ..streams.arrow_calls import map_in_arrow
 from . import hooks, progress
 from .planner import JobVertex, build_graph, job_vertices
-from .results import META_SCHEMA, committed, file_intact, read_results, write_partition
 from .result import JobResult
-from ..recovery.storage import Storage
+from .results import META_SCHEMA, committed, file_intact, read_results, write_partition
 
 RESUME_MODES = ("auto", "never", "require")
 FAILOVER_MODES = ("region", "full")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -145,7 +145,7 @@ class DataStream:
                 "(spark.read instead of spark.readStream)"
             )
 
-    def _derive(self, build, step: Step, schema: T.StructType | None = None) -> "DataStream":
+    def _derive(self, build, step: Step, schema: T.StructType | None = None) -> DataStream:
         return DataStream(build, self._spark, step, schema)
 
     # -- reading -------------------------------------------------------------------

@@ -15,8 +15,17 @@ from .arrow_calls import apply_in_arrow, map_in_arrow
 from .datastream import DataStream
 from .plan import Step
 from .windowed import (
-    aggregate_columns, analysed, check_callable, describe_sort, function_name,
-    input_columns, result_schema, sort_columns, sort_specs, with_key_column, writer_for,
+    aggregate_columns,
+    analysed,
+    check_callable,
+    describe_sort,
+    function_name,
+    input_columns,
+    result_schema,
+    sort_columns,
+    sort_specs,
+    with_key_column,
+    writer_for,
 )
 
 
@@ -53,7 +62,7 @@ class KeyedStream:
         else:
             self.parallelism = int(stream._spark.conf.get("spark.sql.shuffle.partitions"))
 
-    def full_window_partition(self) -> "KeyedPartitionWindowedStream":
+    def full_window_partition(self) -> KeyedPartitionWindowedStream:
         self._in._require_bounded("key_by(...).full_window_partition()")
         return KeyedPartitionWindowedStream(self)
 

@@ -6,12 +6,12 @@ plays the part of Flink's partition availability checker: the producers whose re
 """
 
 import pytest
-from fw_magics.errors import FullWindowError
-from fw_magics.failover import RestartAllStrategy, RestartPipelinedRegionStrategy
-from fw_magics.graph import JobGraph, OperatorAttributes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fw_magics.errors import FullWindowError
+from fw_magics.failover import RestartAllStrategy, RestartPipelinedRegionStrategy
+from fw_magics.graph import JobGraph, OperatorAttributes
 from tests.graph import reference_graph as ref
 
 

@@ -3,6 +3,7 @@
 import random
 
 import pytest
+
 from fw_magics.errors import FullWindowError
 from fw_magics.failover import ExponentialDelayRestart, FailureRateRestart, FixedDelayRestart
 

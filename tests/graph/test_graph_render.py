@@ -5,8 +5,8 @@ import shutil
 import xml.etree.ElementTree as ElementTree
 
 import pytest
-from fw_magics.graph import JobGraph, OperatorAttributes
-from fw_magics.graph import render
+
+from fw_magics.graph import JobGraph, OperatorAttributes, render
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 

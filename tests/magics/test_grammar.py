@@ -12,7 +12,16 @@ from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
 from fw_magics.magics.grammar import (
-    AGGREGATES, Aggregate, AggregateCalls, Call, Function, Map, Plan, Reduce, Sort, parse,
+    AGGREGATES,
+    Aggregate,
+    AggregateCalls,
+    Call,
+    Function,
+    Map,
+    Plan,
+    Reduce,
+    Sort,
+    parse,
 )
 
 VALID = [

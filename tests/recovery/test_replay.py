@@ -4,10 +4,11 @@ import os
 import time
 
 import pytest
-from fw_magics.errors import FullWindowError
-from fw_magics.recovery import JobLock, JobLockedError, events, plan_resume, replay, safe_job_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fw_magics.errors import FullWindowError
+from fw_magics.recovery import JobLock, JobLockedError, events, plan_resume, replay, safe_job_path
 
 
 def finished(v, i, ok=True):

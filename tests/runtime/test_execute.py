@@ -2,8 +2,9 @@
 
 import os
 
-import fw_magics as fw
 import pytest
+
+import fw_magics as fw
 from fw_magics import testing
 from fw_magics.failover import FixedDelayRestart
 
