@@ -19,7 +19,12 @@ import uuid
 
 
 class InjectedFailure(RuntimeError):
-    """The failure fail_on_attempts raises on purpose."""
+    """The failure fail_on_attempts raises on purpose.
+
+    It stands for a failure of the user's own function, so it is deliberately not an
+    ``fw_magics.errors.FwMagicsError``: it keeps its traceback and goes through failover
+    like any error of user code.
+    """
 
 
 def _task():

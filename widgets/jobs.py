@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from fw_magics.errors import JobLockedError
 from fw_magics.graph import JobGraph
 from fw_magics.recovery import JobEventStore, JobLock, plan_resume, replay, subtask_inputs
 from fw_magics.recovery.replay import JobState
@@ -91,7 +92,7 @@ def discard(job: Job) -> None:
     """Delete a job's folder: its event log and results. Refused while a live process runs it."""
     holder = JobLock(job.root).held_by()
     if holder is not None:
-        raise RuntimeError(f"job {job.name!r} is being run by pid {holder.get('pid')} on {holder.get('host')}; "
+        raise JobLockedError(f"job {job.name!r} is being run by pid {holder.get('pid')} on {holder.get('host')}; "
                            "not discarded")
     Storage(job.root).remove_tree(job.root)
 

@@ -6,7 +6,7 @@ import html
 
 import ipywidgets as W
 
-from fw_magics.errors import error_summary
+from fw_magics.errors import JobLockedError, ResumeError, error_summary
 
 from .graph_view import GraphView
 from .jobs import Job, discard, find_stream, list_jobs, read_job
@@ -179,7 +179,7 @@ class RecoveryPanel(W.VBox):
     def resume(self):
         """Resume the open job with the matching DataStream of this kernel; returns its JobResult."""
         if self.job is None or self.stream is None:
-            raise RuntimeError("nothing to resume here: " + (self.message.value or "no job selected"))
+            raise ResumeError("nothing to resume here: " + (self.message.value or "no job selected"))
         job = self.job
         self.resume_button.disabled = True
         self.message.value = f"Resuming {html.escape(job.name)}…"
@@ -210,7 +210,7 @@ class RecoveryPanel(W.VBox):
         name = self.job.name
         try:
             discard(self.job)
-        except RuntimeError as error:
+        except JobLockedError as error:
             self.message.value = html.escape(str(error))
             return
         finally:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 from IPython.core.error import UsageError
 
+from ..errors import did_you_mean
 from ..functions import Order
 from ..schema import resolve_field
 from ..streams import DataStream, from_dataframe, from_pandas
-from .grammar import Aggregate, AggregateCalls, Call, Function, Map, Plan, Reduce, Sort, Stage, closest
+from .grammar import Aggregate, AggregateCalls, Call, Function, Map, Plan, Reduce, Sort, Stage
 
 ACCEPTED_INPUT = "a Spark DataFrame, a pandas DataFrame or a DataStream"
 
@@ -121,13 +122,11 @@ def lookup(fn: Function, namespace: dict, filename: Callable[[str], str]):
         value = getattr(builtins, head)
     else:
         functions = [n for n, v in namespace.items() if callable(v) and not n.startswith("_")]
-        near = closest(head, functions)
-        hint = f"; did you mean {near!r}?" if near else "; define it in this cell or an earlier one"
+        hint = did_you_mean(head, functions, otherwise="; define it in this cell or an earlier one")
         raise UsageError(f"fn={fn.text}: no {head!r} in the notebook{hint}")
     for depth, attribute in enumerate(rest, start=1):
         if not hasattr(value, attribute):
-            near = closest(attribute, [a for a in dir(value) if not a.startswith("_")])
-            hint = f"; did you mean {near!r}?" if near else ""
+            hint = did_you_mean(attribute, [a for a in dir(value) if not a.startswith("_")])
             raise UsageError(f"fn={fn.text}: {'.'.join([head, *rest[:depth - 1]])!r} has no attribute {attribute!r}{hint}")
         value = getattr(value, attribute)
     return value

@@ -43,9 +43,9 @@ def preview(stream, show: int = DEFAULT_SHOW) -> Preview:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    from ..errors import run_action
     from ..records import batch_records
     from ..schema import arrow_schema, nullable
-    from ..streams.datastream import run_action
 
     frame = stream.to_dataframe()
     data = nullable(frame.schema)

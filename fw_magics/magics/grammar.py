@@ -17,13 +17,13 @@ where one is close, suggests the valid word.
 from __future__ import annotations
 
 import ast
-import difflib
 import keyword
 import re
 from dataclasses import dataclass
 
 from IPython.core.error import UsageError
 
+from ..errors import did_you_mean
 from .display import DEFAULT_SHOW
 
 OPERATIONS = ("sort", "map", "reduce", "aggregate")
@@ -202,17 +202,9 @@ def parse(line: str) -> Plan:
     )
 
 
-def closest(word: str, choices) -> str | None:
-    """The choice nearest to ``word`` (case ignored), or None when none is close."""
-    lowered = {str(c).lower(): str(c) for c in choices}
-    close = difflib.get_close_matches(str(word).lower(), list(lowered), n=1)
-    return lowered[close[0]] if close else None
-
-
 def _unknown(head: str, word: str, choices, listing: str) -> UsageError:
     """'HEAD; did you mean X?' when a choice is close, else 'HEAD; LISTING'."""
-    near = closest(word, choices)
-    return UsageError(f"{head}; did you mean {near!r}?" if near else f"{head}; {listing}")
+    return UsageError(head + did_you_mean(word, choices, otherwise=f"; {listing}"))
 
 
 def tokenize(text: str) -> list:

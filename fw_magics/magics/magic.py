@@ -11,8 +11,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.display import display
 
-from ..errors import FullWindowError
-from ..session import SparkUnavailableError
+from ..errors import FwMagicsError, did_you_mean
 from . import build, grammar, tracebacks
 from . import display as preview
 
@@ -106,8 +105,8 @@ class FullWindowMagics(Magics):
             if plan.input is None:
                 raise UsageError("%fullwindow needs --in NAME (the variable holding the input), or use %%fullwindow with the input as the cell's last expression")
             if plan.input not in shell.user_ns:
-                near = grammar.closest(plan.input, [n for n in shell.user_ns if not n.startswith("_")])
-                raise UsageError(f"--in {plan.input}: no such variable" + (f"; did you mean {near!r}?" if near else ""))
+                names = [n for n in shell.user_ns if not n.startswith("_")]
+                raise UsageError(f"--in {plan.input}: no such variable" + did_you_mean(plan.input, names))
             value, expression, silent = shell.user_ns[plan.input], plan.input, plan.silent
         else:
             if plan.input is not None:
@@ -146,8 +145,8 @@ class FullWindowMagics(Magics):
         if not name.isidentifier():
             raise UsageError(f"%fw_graph needs one variable name; got {line.strip()!r}")
         if name not in self.shell.user_ns:
-            near = grammar.closest(name, [n for n in self.shell.user_ns if not n.startswith("_")])
-            raise UsageError(f"%fw_graph {name}: no such variable" + (f"; did you mean {near!r}?" if near else ""))
+            names = [n for n in self.shell.user_ns if not n.startswith("_")]
+            raise UsageError(f"%fw_graph {name}: no such variable" + did_you_mean(name, names))
         with _user_errors(self.shell):
             return _graph_view(self.shell.user_ns[name])
 
@@ -209,7 +208,7 @@ def _user_errors(shell):
     """fw-magics' one-line errors become UsageError; the user's own errors lose our frames."""
     try:
         yield
-    except (FullWindowError, SparkUnavailableError) as error:
+    except FwMagicsError as error:
         raise UsageError(str(error)) from None
     except UsageError:
         raise

@@ -9,9 +9,7 @@ import threading
 import time
 import warnings
 
-
-class JobLockedError(RuntimeError):
-    """Another live process is running this job."""
+from ..errors import JobLockedError
 
 
 def _alive(pid: int) -> bool:

@@ -14,7 +14,7 @@ import functools
 import os
 import time
 
-from ..errors import FullWindowError, error_summary
+from ..errors import FullWindowError, ResumeError, error_summary
 from ..failover import FixedDelayRestart, RestartAllStrategy, RestartPipelinedRegionStrategy
 from ..graph import JobGraph
 from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path, subtask_inputs
@@ -73,14 +73,14 @@ class _Run:
             self.storage.remove_tree(self.storage.path("results"))
             self.storage.remove_tree(self.storage.path("events"))
         if resume == "require" and not previous:
-            raise FullWindowError(
+            raise ResumeError(
                 f"nothing to resume for job {self.job_name!r} in {self.root}: no event log; "
                 "run with resume='auto' to start it"
             )
         state = replay(previous) if previous else None
         if state is not None and state.fingerprint != self.graph.fingerprint():
             changes = JobGraph.from_json(state.graph).diff(self.graph) if state.graph else ["unknown graph"]
-            raise FullWindowError(
+            raise ResumeError(
                 f"job {self.job_name!r} in {self.root} was recorded for a different graph "
                 f"({'; '.join(changes)}); run with resume='never' to start afresh"
             )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -11,27 +10,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import FullWindowError
+from ..errors import FullWindowError, run_action
 from ..records import Record, batch_records
 from ..schema import arrow_schema, nullable
 from . import workers
 from .arrow_calls import map_in_arrow
 from .plan import Step
-
-_FW_ERROR = re.compile(r"FullWindowError: (.+)")
-
-
-def run_action(action: Callable):
-    """Run a Spark action; a FullWindowError raised inside a worker comes back as one line."""
-    try:
-        return action()
-    except FullWindowError:
-        raise
-    except Exception as error:
-        match = _FW_ERROR.search(str(error))
-        if match:
-            raise FullWindowError(match.group(1).strip()) from None
-        raise
 
 
 class DataStream:

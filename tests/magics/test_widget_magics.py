@@ -123,6 +123,19 @@ def test_fullwindow_graph_displays_the_graph_view(shell, monkeypatch):
 
 
 @pytest.mark.spark
+def test_any_error_of_the_family_is_one_usage_error_line(shell, monkeypatch):
+    # Without Graphviz the view cannot be drawn: GraphvizNotFound, an FwMagicsError but no
+    # FullWindowError, still reaches the notebook as one line, and nothing is bound.
+    from fw_magics.graph import render
+
+    monkeypatch.setattr(render.shutil, "which", lambda name: None)
+    shell.user_ns.pop("undrawn", None)
+    message = usage_error(shell, "%%fullwindow sort field=price --graph -o undrawn\norders;")
+    assert message.startswith("Graphviz's 'dot' is not installed") and "undrawn" not in shell.user_ns
+    assert usage_error(shell, "%fw_graph orders").startswith("Graphviz's 'dot' is not installed")
+
+
+@pytest.mark.spark
 def test_unload_removes_the_widget_magics(shell):
     ok(shell, "%unload_ext fw_magics")
     try:

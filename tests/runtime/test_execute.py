@@ -112,7 +112,7 @@ def test_changed_graph_is_refused_in_one_line(spark, dirs):
     fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
     changed = fw.from_records(jobs.RECORDS, jobs.SCHEMA, partitions=4, name="sales")
     changed = changed.full_window_partition().sort_partition("v")
-    with pytest.raises(fw.FullWindowError) as caught:
+    with pytest.raises(fw.ResumeError) as caught:  # a state conflict, not a misuse
         fw.execute(changed, job_dir=job_dir, job_name="sales")
     assert "was recorded for a different graph" in str(caught.value) and "\n" not in str(caught.value)
     fresh = fw.execute(changed, job_dir=job_dir, job_name="sales", resume="never")
@@ -121,7 +121,7 @@ def test_changed_graph_is_refused_in_one_line(spark, dirs):
 
 def test_resume_require_without_a_log(spark, dirs):
     job_dir, markers = dirs
-    with pytest.raises(fw.FullWindowError, match="nothing to resume for job 'sales'"):
+    with pytest.raises(fw.ResumeError, match="nothing to resume for job 'sales'"):
         fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales", resume="require")
 
 
