@@ -58,7 +58,7 @@ class _EventClock:
     """Accumulates the driver's time inside JobEventStore.write_event and flush."""
 
     def __init__(self):
-        from fw_magics.recovery.store import JobEventStore
+        from fw_magics.recovery.event_store import JobEventStore
 
         self.cls, self.spent = JobEventStore, 0.0
         self.originals = {name: getattr(JobEventStore, name) for name in ("write_event", "flush")}
@@ -82,7 +82,7 @@ class _EventClock:
 
 def _truncate_to_before_last_vertex(job_path: str, last: str) -> None:
     """Leave the job as a driver killed while ``last`` ran would: no events or results of it."""
-    from fw_magics.recovery.store import JobEventStore, encode
+    from fw_magics.recovery.event_store import JobEventStore, encode
 
     store = JobEventStore(f"{job_path}/events")
     events = store.read_events()

@@ -93,7 +93,7 @@ class GraphView(W.VBox):
         if self._stream is None:
             return "(no DataStream here: only the job graph was given, e.g. read from an event log)"
         if self._fragments is None:
-            from .plans import plan_fragments
+            from .plan_fragments import plan_fragments
 
             try:
                 self._fragments = plan_fragments(self._stream, self.graph)

@@ -7,9 +7,9 @@ import html
 import ipywidgets as W
 
 from fw_magics.errors import JobLockedError, ResumeError, error_summary
+from fw_magics.recovery.jobs import Job, discard, find_stream, list_jobs, read_job
 
 from .graph_view import GraphView
-from .jobs import Job, discard, find_stream, list_jobs, read_job
 from .model import describe_event
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from IPython.core.error import UsageError
 
 from ..errors import did_you_mean
-from .display import DEFAULT_SHOW
+from ..streams.preview import DEFAULT_SHOW
 
 OPERATIONS = ("sort", "map", "reduce", "aggregate")
 OPTIONS = ("-o", "--show", "--explain", "--graph", "--in")

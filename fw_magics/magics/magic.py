@@ -12,8 +12,8 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.display import display
 
 from ..errors import FwMagicsError, did_you_mean
+from ..streams import preview
 from . import build, grammar, tracebacks
-from . import display as preview
 
 
 @magics_class

@@ -1,10 +1,10 @@
 """Job recovery (FLIP-383): the event log, its replay, resume planning, locks. No Spark."""
 
 from . import events
+from .event_store import JobEventStore
 from .lock import JobLock, JobLockedError
 from .paths import safe_job_path
 from .replay import JobState, ResumePlan, plan_resume, replay, subtask_inputs
-from .store import JobEventStore
 
 __all__ = [
     "JobEventStore", "JobLock", "JobLockedError", "JobState", "ResumePlan", "events",

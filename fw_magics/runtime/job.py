@@ -18,13 +18,13 @@ from ..errors import FullWindowError, ResumeError, error_summary
 from ..failover import FixedDelayRestart, RestartAllStrategy, RestartPipelinedRegionStrategy
 from ..graph import JobGraph
 from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path, subtask_inputs
-from ..recovery.storage import Storage
+from ..recovery.filesystem import Storage
 from ..schema import arrow_schema
 from ..streams.arrow_calls import map_in_arrow
+from ..streams.job_graph import JobVertex, build_graph, job_vertices
 from . import hooks, progress
-from .planner import JobVertex, build_graph, job_vertices
-from .result import JobResult
-from .results import META_SCHEMA, committed, file_intact, read_results, write_partition
+from .job_result import JobResult
+from .result_files import META_SCHEMA, committed, file_intact, read_results, write_partition
 
 RESUME_MODES = ("auto", "never", "require")
 FAILOVER_MODES = ("region", "full")

@@ -15,7 +15,7 @@ from ..records import Record, batch_records
 from ..schema import arrow_schema, nullable
 from . import workers
 from .arrow_calls import map_in_arrow
-from .plan import Step
+from .lineage import Step
 
 
 class DataStream:
@@ -83,8 +83,8 @@ class DataStream:
         return f"DataStream {self.name!r} [{fields}] in {parts} partitions"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        """Notebook display: a preview of each partition from one Spark job (fw_magics.magics.display)."""
-        from ..magics.display import mimebundle
+        """Notebook display: a preview of each partition from one Spark job (fw_magics.streams.preview)."""
+        from .preview import mimebundle
 
         return mimebundle(self)
 
@@ -105,7 +105,7 @@ class DataStream:
 
     def job_graph(self):
         """The job graph (FLIP-331 attributes, chains, pipelined regions) of this stream."""
-        from ..runtime.planner import build_graph
+        from .job_graph import build_graph
 
         return build_graph(self)
 

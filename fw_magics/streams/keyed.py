@@ -13,7 +13,7 @@ from ..schema import nullable, parse_schema, resolve_field
 from . import workers
 from .arrow_calls import apply_in_arrow, map_in_arrow
 from .datastream import DataStream
-from .plan import Step
+from .lineage import Step
 from .windowed import (
     aggregate_columns,
     analysed,

@@ -20,7 +20,7 @@ from . import workers
 from .arrow_calls import map_in_arrow
 from .datastream import DataStream
 from .layout import partition_keys
-from .plan import Step
+from .lineage import Step
 
 
 def writer_for(schema: T.StructType, context: str) -> RowWriter:

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from fw_magics.graph import JobGraph
-from fw_magics.widgets.jobs import read_job
+from fw_magics.recovery.jobs import read_job
 from fw_magics.widgets.model import what_if
 
 from .conftest import REPO, run_all_cells, shot, start_lab, stop_lab

@@ -8,7 +8,7 @@ from IPython.utils.capture import capture_output
 
 import fw_magics as fw
 from fw_magics.magics.grammar import FLAGS, Plan, Sort, parse
-from fw_magics.runtime.planner import build_graph
+from fw_magics.streams.job_graph import build_graph
 from fw_magics.widgets import GraphView, RecoveryPanel
 
 from .conftest import ok, run

@@ -6,8 +6,8 @@ import os
 import pytest
 
 from fw_magics.errors import JobLockedError, ResumeError
-from fw_magics.recovery import JobLock, events
-from fw_magics.widgets import RecoveryPanel, jobs, model
+from fw_magics.recovery import JobLock, events, jobs
+from fw_magics.widgets import RecoveryPanel, model
 
 from .graphs import commit_file, finished, four_operators, full_run, write_log
 

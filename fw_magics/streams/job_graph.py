@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..graph import JobGraph, OperatorAttributes
-from ..streams.plan import Step
+from .lineage import Step
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def job_vertices(stream, graph: JobGraph) -> list[JobVertex]:
 
 def _parallelisms(stream, steps: list[Step]) -> list[int]:
     """Each step's parallelism; a DataFrame source of unknown layout is counted once (one job)."""
-    from ..streams.datastream import DataStream
+    from .datastream import DataStream
 
     known = [s.parallelism for s in steps]
     if known[0] is None:

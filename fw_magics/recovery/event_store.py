@@ -19,7 +19,7 @@ import time
 import warnings
 import zlib
 
-from .storage import Storage
+from .filesystem import Storage
 
 _HEADER = struct.Struct(">II")
 _PREFIX = "events."

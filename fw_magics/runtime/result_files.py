@@ -15,7 +15,7 @@ import time
 
 import pyarrow as pa
 
-from ..recovery.storage import Storage
+from ..recovery.filesystem import Storage
 
 META_SCHEMA = "subtask int, path string, size long, sha256 string, records long, duration double"
 

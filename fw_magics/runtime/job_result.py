@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..streams.datastream import DataStream
-from ..streams.plan import Step
-from .results import read_results
+from ..streams.lineage import Step
+from .result_files import read_results
 
 
 class JobResult:
@@ -50,7 +50,7 @@ class JobResult:
     def events(self) -> list[dict]:
         """The job's event log, in write order (FLIP-383's job events)."""
         from ..recovery import JobEventStore
-        from ..recovery.storage import Storage
+        from ..recovery.filesystem import Storage
 
         return JobEventStore(Storage(self.job_dir).path("events")).read_events()
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from fw_magics.errors import JobLockedError
-from fw_magics.graph import JobGraph
-from fw_magics.recovery import JobEventStore, JobLock, plan_resume, replay, subtask_inputs
-from fw_magics.recovery.replay import JobState
-from fw_magics.recovery.storage import Storage
+from ..errors import JobLockedError
+from ..graph import JobGraph
+from .event_store import JobEventStore
+from .filesystem import Storage
+from .lock import JobLock
+from .replay import JobState, plan_resume, replay, subtask_inputs
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Job:
 
     def subtasks(self) -> list[dict]:
         """One row per job-vertex subtask: what a resume would keep, what it would re-run, and why."""
-        from fw_magics.runtime.results import file_intact
+        from ..runtime.result_files import file_intact
 
         graph = self.graph
         if graph is None:
@@ -99,8 +100,8 @@ def discard(job: Job) -> None:
 
 def find_stream(namespace: dict, job: Job):
     """A DataStream in ``namespace`` whose job graph is the one recorded for ``job``, or None."""
-    from fw_magics.runtime.planner import build_graph
-    from fw_magics.streams.datastream import DataStream
+    from ..streams.datastream import DataStream
+    from ..streams.job_graph import build_graph
 
     candidates = [v for v in namespace.values() if isinstance(v, DataStream)]
     candidates.sort(key=lambda s: s.name != job.name)  # same-named streams first
