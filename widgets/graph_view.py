@@ -37,7 +37,7 @@ class GraphView(W.VBox):
         self.graph = graph
         self._stream = stream
         self._fragments: dict[str, str] | None = None
-        self.vertex_of = {op: f"v{k}" for k, chain in enumerate(graph.chains()) for op in chain}
+        self.vertex_of = {op: v.name for v in graph.job_vertices() for op in v.operators}
         ids = node_ids(graph)
         self.canvas = GraphCanvas(svg=to_svg(graph), operators={ids[name]: name for name in ids})
         self.header = W.HTML(f"<b>{html.escape(title or 'job graph')}</b> &mdash; "

@@ -30,9 +30,9 @@ class RestartAllStrategy:
 
     def tasks_to_restart(self, failed, unavailable=()) -> set[tuple[str, int]]:
         """All (operator, subtask) pairs of the graph; ``failed`` and ``unavailable`` are checked only."""
-        self.graph._check_vertex(failed)
+        self.graph.check_vertex(failed)
         for vertex in unavailable:
-            self.graph._check_vertex(vertex)
+            self.graph.check_vertex(vertex)
         return set(self.graph.execution_vertices())
 
 
@@ -49,12 +49,12 @@ class RestartPipelinedRegionStrategy:
         blocking result); a region reading one of them brings its producer's region back.
         """
         graph = self.graph
-        name, index = graph._check_vertex(failed)
+        name, index = graph.check_vertex(failed)
         lost: dict[str, set[int]] = {}
         for vertex in unavailable:
-            producer, subtask = graph._check_vertex(vertex)
+            producer, subtask = graph.check_vertex(vertex)
             lost.setdefault(producer, set()).add(subtask)
-        layout, regions = graph._layout(), graph._regions()
+        layout, regions = graph.layout(), graph.regions()
         region, offset, parallelism = layout.region, layout.offset, layout.parallelism
         inputs, outputs = _edges_by_operator(graph)
 

@@ -62,7 +62,7 @@ def _count(n: int, word: str) -> str:
 
 def _colours(graph) -> tuple[dict, dict]:
     """Each operator's region span, and one fill colour per distinct span, in topological order."""
-    layout = graph._layout()
+    layout = graph.layout()
     span = {name: region_span(r + 1 for r in layout.operator_regions[name]) for name in layout.operators}
     colour: dict[str, str] = {}
     for name in layout.operators:

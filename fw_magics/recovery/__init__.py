@@ -4,9 +4,9 @@ from . import events
 from .event_store import JobEventStore
 from .lock import JobLock, JobLockedError
 from .paths import safe_job_path
-from .replay import JobState, ResumePlan, plan_resume, replay, subtask_inputs
+from .replay import JobState, ResumePlan, plan_resume, replay
 
 __all__ = [
     "JobEventStore", "JobLock", "JobLockedError", "JobState", "ResumePlan", "events",
-    "plan_resume", "replay", "safe_job_path", "subtask_inputs",
+    "plan_resume", "replay", "safe_job_path",
 ]

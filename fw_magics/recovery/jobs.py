@@ -6,11 +6,11 @@ import functools
 from dataclasses import dataclass
 
 from ..errors import JobLockedError
-from ..graph import JobGraph
+from ..graph import JobGraph, subtask_inputs
 from .event_store import JobEventStore
 from .filesystem import Storage
 from .lock import JobLock
-from .replay import JobState, plan_resume, replay, subtask_inputs
+from .replay import JobState, plan_resume, replay
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Job:
 
     def label(self) -> str:
         graph = self.graph
-        total = sum(graph.operator(chain[-1]).parallelism for chain in graph.chains()) if graph else 0
+        total = sum(v.parallelism for v in graph.job_vertices()) if graph else 0
         return f"{self.name}: {self.status}, {len(self.state.finished)}/{total} subtasks finished"
 
     def subtasks(self) -> list[dict]:
@@ -55,7 +55,7 @@ class Job:
         storage = Storage(self.root)
         vertices, inputs = subtask_inputs(graph)
         plan = plan_resume(vertices, inputs, self.state, functools.partial(file_intact, storage))
-        chains = graph.chains()
+        chains = {v.name: v.operators for v in graph.job_vertices()}
         rows = []
         for vertex, subtask in vertices:
             event = self.state.finished.get((vertex, subtask))
@@ -67,7 +67,7 @@ class Job:
             else:
                 present = all(storage.size(storage.path(*f["path"].split("/"))) is not None for f in files)
                 verdict = "keep: finished, result not read again" + ("" if present else " (file missing)")
-            rows.append({"vertex": vertex, "operators": " + ".join(chains[int(vertex[1:])]), "subtask": subtask,
+            rows.append({"vertex": vertex, "operators": " + ".join(chains[vertex]), "subtask": subtask,
                          "verdict": verdict, "files": ", ".join(f["path"] for f in files),
                          "records": None if event is None else event.get("records_out")})
         return rows

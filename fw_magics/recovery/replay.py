@@ -57,22 +57,6 @@ class ResumePlan:
     problems: dict  # vertex -> what is wrong with its files, for each finished vertex checked
 
 
-def subtask_inputs(graph) -> tuple[list[tuple[str, int]], dict]:
-    """The job-vertex subtasks of a JobGraph ("v0", "v1", ... in chain order) and their inputs.
-
-    A job vertex is a chain; subtask ``i`` of a chain reads what subtask ``i`` of its first
-    operator reads from other chains (pointwise ranges or all-to-all, as the graph wires them).
-    """
-    chains = graph.chains()
-    name_of = {op: f"v{k}" for k, chain in enumerate(chains) for op in chain}
-    vertices, inputs = [], {}
-    for k, chain in enumerate(chains):
-        for i in range(graph.operator(chain[-1]).parallelism):
-            vertices.append((f"v{k}", i))
-            inputs[(f"v{k}", i)] = [(name_of[op], j) for (op, j), _ in graph.producers_of((chain[0], i))]
-    return vertices, inputs
-
-
 def plan_resume(vertices: list, producers: Mapping, state: JobState,
                 file_problem: Callable[[dict], str | None]) -> ResumePlan:
     """What a resumed run keeps and what it runs again (FLIP-383).

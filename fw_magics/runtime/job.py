@@ -16,15 +16,17 @@ import time
 
 from ..errors import FullWindowError, ResumeError, error_summary
 from ..failover import FixedDelayRestart, RestartAllStrategy, RestartPipelinedRegionStrategy
-from ..graph import JobGraph
-from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path, subtask_inputs
+from ..graph import JobGraph, subtask_inputs
+from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path
 from ..recovery.filesystem import Storage
+from ..recovery.paths import RESULTS
 from ..schema import arrow_schema
 from ..streams.arrow_calls import map_in_arrow
-from ..streams.job_graph import JobVertex, build_graph, job_vertices
+from ..streams.job_graph import build_graph
 from . import hooks, progress
 from .job_result import JobResult
 from .result_files import META_SCHEMA, committed, file_intact, read_results, write_partition
+from .vertices import SparkVertex, spark_vertices
 
 RESUME_MODES = ("auto", "never", "require")
 FAILOVER_MODES = ("region", "full")
@@ -54,7 +56,7 @@ class _Run:
         self.stream, self.graph, self.root, self.job_name = stream, graph, root, job_name
         self.spark = stream._spark
         self.storage = Storage(root)
-        self.vertices = job_vertices(stream, graph)
+        self.vertices = spark_vertices(stream, graph)
         self.subtasks, self.inputs = subtask_inputs(graph)
         self.chain_of = {op: v for v in self.vertices for op in v.operators}
         self.strategy = (RestartPipelinedRegionStrategy if failover == "region" else RestartAllStrategy)(graph)
@@ -70,7 +72,7 @@ class _Run:
     def execute(self, resume: str) -> JobResult:
         previous = [] if resume == "never" else self.store.read_events()
         if resume == "never":
-            self.storage.remove_tree(self.storage.path("results"))
+            self.storage.remove_tree(self.storage.path(RESULTS))
             self.storage.remove_tree(self.storage.path("events"))
         if resume == "require" and not previous:
             raise ResumeError(
@@ -93,8 +95,7 @@ class _Run:
                 self._emit(events.job_submitted(self.job_name, self.graph.to_json(), self.graph.fingerprint(),
                                                 cell=_current_cell()))
                 for v in self.vertices:
-                    inputs = [] if v.upstream is None else [self.vertices[v.upstream].name]
-                    self._emit(events.vertex_initialized(v.name, v.parallelism, inputs))
+                    self._emit(events.vertex_initialized(v.name, v.parallelism, v.inputs))
             else:
                 for v in self.vertices:
                     for i in sorted(todo.get(v.index, ())):
@@ -158,7 +159,7 @@ class _Run:
                     self._emit(events.subtask_reset(name, i, "restarted by failover"))
                 self._emit(events.region_restarted(vertex.name, sorted(f"{n}[{i}]" for n, i in restart), self.attempts))
 
-    def _tasks_to_restart(self, vertex: JobVertex, failed: set[int]) -> set[tuple[str, int]]:
+    def _tasks_to_restart(self, vertex: SparkVertex, failed: set[int]) -> set[tuple[str, int]]:
         """Chain subtasks to re-run, from the failover strategy's operator-level answer."""
         unavailable = []
         if vertex.upstream is not None:
@@ -172,7 +173,7 @@ class _Run:
             tasks |= self.strategy.tasks_to_restart((vertex.operators[-1], i), unavailable=tuple(unavailable))
         return {(self.chain_of[op].name, i) for op, i in tasks}
 
-    def _run_vertex(self, vertex: JobVertex, pending: set[int]) -> None:
+    def _run_vertex(self, vertex: SparkVertex, pending: set[int]) -> None:
         self.attempts += 1
         frame, schema = self._output_frame(vertex, pending)
         only = None if pending == set(range(vertex.parallelism)) else frozenset(pending)
@@ -188,7 +189,7 @@ class _Run:
             raise RuntimeError(f"job vertex {vertex.label} produced no result for subtasks {sorted(missing)}")
         self.store.flush()  # durable before any consumer starts
 
-    def _collect_committed(self, vertex: JobVertex, pending: set[int]) -> set[int]:
+    def _collect_committed(self, vertex: SparkVertex, pending: set[int]) -> set[int]:
         """Subtasks of a failed Spark job that did commit their result in this attempt."""
         done = set()
         for subtask, meta in committed(self.storage, vertex.name).items():
@@ -198,7 +199,7 @@ class _Run:
         self.store.flush()
         return done
 
-    def _finished(self, vertex: JobVertex, meta: dict) -> None:
+    def _finished(self, vertex: SparkVertex, meta: dict) -> None:
         subtask = int(meta["subtask"])
         record = {"path": meta["path"], "size": meta["size"], "sha256": meta["sha256"]}
         self.files[(vertex.name, subtask)] = record
@@ -208,7 +209,7 @@ class _Run:
             bytes=meta["size"], duration=meta["duration"], files=[record],
         ))
 
-    def _output_frame(self, vertex: JobVertex, pending: set[int]):
+    def _output_frame(self, vertex: SparkVertex, pending: set[int]):
         """The Spark DataFrame computing this job vertex's ``pending`` subtasks from its input.
 
         Only the producer results those subtasks read are read; the other input partitions

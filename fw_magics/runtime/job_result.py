@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..recovery.paths import result_file
 from ..streams.datastream import DataStream
 from ..streams.lineage import Step
 from .result_files import read_results
@@ -23,7 +24,7 @@ class JobResult:
 
     def _result_stream(self) -> DataStream:
         sink = self._sink
-        paths = [f"results/{sink.name}/{i}.arrow" for i in range(sink.parallelism)]
+        paths = [result_file(sink.name, i) for i in range(sink.parallelism)]
         schema = sink.steps[-1].detail["schema"]
         spark = self._stream._spark
         step = Step(name=f"{self.job_name} (result)", kind="source", parallelism=sink.parallelism)

@@ -93,25 +93,6 @@ def test_a_lost_result_nothing_reads_again_is_not_recomputed():
     assert plan.rerun == {("v2", 0)} and plan.reasons == {("v2", 0): "result missing"}
 
 
-def test_subtask_inputs_follow_the_graph_wiring():
-    from fw_magics.graph import JobGraph
-    from fw_magics.recovery import subtask_inputs
-
-    g = JobGraph(mode="batch")
-    g.add_operator("src", parallelism=2)
-    g.add_operator("sort", parallelism=2)
-    g.add_operator("map", parallelism=2, chainable=False)
-    g.add_operator("keyed", parallelism=3)
-    g.connect("src", "sort")
-    g.connect("sort", "map")
-    g.connect("map", "keyed", pattern="all_to_all")
-    vertices, inputs = subtask_inputs(g)
-    assert g.chains() == [["src", "sort"], ["map"], ["keyed"]]
-    assert vertices == [("v0", 0), ("v0", 1), ("v1", 0), ("v1", 1), ("v2", 0), ("v2", 1), ("v2", 2)]
-    assert inputs[("v0", 1)] == [] and inputs[("v1", 1)] == [("v0", 1)]
-    assert sorted(inputs[("v2", 2)]) == [("v1", 0), ("v1", 1)]
-
-
 def test_job_names_cannot_escape():
     assert safe_job_path("/jobs", "sales 2024-01") == "/jobs/sales 2024-01"
     for name in ["..", "../x", "a/b", "a\\b", "", ".hidden", "x" * 201, "nul\x00"]:

@@ -33,6 +33,11 @@ def test_clean_run_equals_the_stream_and_records_events(spark, dirs):
     assert types[0] == "job_submitted" and types[-1] == "job_finished"
     assert types.count("vertex_initialized") == 3
     assert types.count("subtask_finished") == 4 + 4 + 4
+    # the on-disk contract a resume reads back: vertex names in the events and the folders
+    assert [e["vertex"] for e in result.events() if e["type"] == "vertex_initialized"] == ["v0", "v1", "v2"]
+    results = os.path.join(job_dir, "sales", "results")
+    assert {(v, f) for v in os.listdir(results) for f in os.listdir(os.path.join(results, v))} == {
+        (f"v{k}", f"{i}.{ext}") for k in range(3) for i in range(4) for ext in ("arrow", "json")}
 
 
 @pytest.mark.core
