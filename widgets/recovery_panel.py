@@ -7,7 +7,9 @@ import html
 import ipywidgets as W
 
 from fw_magics.errors import JobLockedError, ResumeError, error_summary
-from fw_magics.recovery.jobs import Job, discard, find_stream, list_jobs, read_job
+from fw_magics.recovery.jobs import Job, discard, list_jobs, read_job
+from fw_magics.streams.datastream import DataStream
+from fw_magics.streams.job_graph import build_graph
 
 from .graph_view import GraphView
 from .model import describe_event
@@ -20,6 +22,19 @@ def _namespace() -> dict:
         return {}
     shell = get_ipython()
     return shell.user_ns if shell is not None else {}
+
+
+def find_stream(namespace: dict, job: Job):
+    """A DataStream in ``namespace`` whose job graph is the one recorded for ``job``, or None."""
+    candidates = [v for v in namespace.values() if isinstance(v, DataStream)]
+    candidates.sort(key=lambda s: s.name != job.name)  # same-named streams first
+    for stream in candidates:
+        try:
+            if build_graph(stream).fingerprint() == job.state.fingerprint:
+                return stream
+        except Exception:  # a stream that cannot be planned is simply not this job's
+            continue
+    return None
 
 
 class RecoveryPanel(W.VBox):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import html
 import inspect
 import io
 from collections.abc import Callable
@@ -215,6 +216,15 @@ def _pyspark_stage(stage: Stage, stream: DataStream, output: DataStream, key) ->
     if key is not None:
         return [note, f'df = df{keyed}.groupBy({keys}).applyInArrow({helper}, "{ddl}")']
     return [note, f'df = df.mapInArrow({helper}, "{ddl}")']
+
+
+def explanation_bundle(title: str, sections: list[tuple[str, str]]) -> dict[str, str]:
+    """text/plain and text/html for ``--explain``: a title, then headed code blocks."""
+    text = [title] + [f"\n{heading}\n" + "\n".join("    " + line for line in body.splitlines()) for heading, body in sections]
+    markup = [f"<p><code>{html.escape(title)}</code></p>"] + [
+        f"<p><b>{html.escape(heading)}</b></p><pre>{html.escape(body)}</pre>" for heading, body in sections
+    ]
+    return {"text/plain": "\n".join(text), "text/html": '<div class="fw-explain">' + "".join(markup) + "</div>"}
 
 
 def physical_plan(stream: DataStream) -> str:

@@ -184,7 +184,7 @@ class FullWindowMagics(Magics):
 
     @staticmethod
     def _explanation(title: str, built: build.Built, expression: str, value) -> dict[str, str]:
-        return preview.explanation_bundle(
+        return build.explanation_bundle(
             title,
             [
                 ("The same with the fw-magics Python API:", build.python_code(built, expression, value)),

@@ -1,4 +1,4 @@
-"""The jobs in a job directory, as their event logs tell them (no Spark, no widgets)."""
+"""The jobs in a job directory, as their event logs and result files tell them. No Spark."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ..errors import JobLockedError
 from ..graph import JobGraph, subtask_inputs
 from .event_store import JobEventStore
 from .filesystem import Storage
+from .integrity import file_intact
 from .lock import JobLock
 from .replay import JobState, plan_resume, replay
 
@@ -47,8 +48,6 @@ class Job:
 
     def subtasks(self) -> list[dict]:
         """One row per job-vertex subtask: what a resume would keep, what it would re-run, and why."""
-        from ..runtime.result_files import file_intact
-
         graph = self.graph
         if graph is None:
             return []
@@ -96,19 +95,3 @@ def discard(job: Job) -> None:
         raise JobLockedError(f"job {job.name!r} is being run by pid {holder.get('pid')} on {holder.get('host')}; "
                            "not discarded")
     Storage(job.root).remove_tree(job.root)
-
-
-def find_stream(namespace: dict, job: Job):
-    """A DataStream in ``namespace`` whose job graph is the one recorded for ``job``, or None."""
-    from ..streams.datastream import DataStream
-    from ..streams.job_graph import build_graph
-
-    candidates = [v for v in namespace.values() if isinstance(v, DataStream)]
-    candidates.sort(key=lambda s: s.name != job.name)  # same-named streams first
-    for stream in candidates:
-        try:
-            if build_graph(stream).fingerprint() == job.state.fingerprint:
-                return stream
-        except Exception:  # a stream that cannot be planned is simply not this job's
-            continue
-    return None

@@ -19,13 +19,14 @@ from ..failover import FixedDelayRestart, RestartAllStrategy, RestartPipelinedRe
 from ..graph import JobGraph, subtask_inputs
 from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path
 from ..recovery.filesystem import Storage
+from ..recovery.integrity import file_intact
 from ..recovery.paths import RESULTS
 from ..schema import arrow_schema
 from ..streams.arrow_calls import map_in_arrow
 from ..streams.job_graph import build_graph
 from . import hooks, progress
 from .job_result import JobResult
-from .result_files import META_SCHEMA, committed, file_intact, read_results, write_partition
+from .result_files import META_SCHEMA, committed, read_results, write_partition
 from .vertices import SparkVertex, spark_vertices
 
 RESUME_MODES = ("auto", "never", "require")

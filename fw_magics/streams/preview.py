@@ -185,12 +185,3 @@ def render_html(shown: Preview) -> str:
         f'<div class="fw-stream"><p><b>{esc(_summary(shown))}</b></p>'
         f"<table><thead><tr><th>partition</th>{header}</tr></thead>{''.join(body)}</table></div>"
     )
-
-
-def explanation_bundle(title: str, sections: list[tuple[str, str]]) -> dict[str, str]:
-    """text/plain and text/html for ``--explain``: a title, then headed code blocks."""
-    text = [title] + [f"\n{heading}\n" + "\n".join("    " + line for line in body.splitlines()) for heading, body in sections]
-    markup = [f"<p><code>{html.escape(title)}</code></p>"] + [
-        f"<p><b>{html.escape(heading)}</b></p><pre>{html.escape(body)}</pre>" for heading, body in sections
-    ]
-    return {"text/plain": "\n".join(text), "text/html": '<div class="fw-explain">' + "".join(markup) + "</div>"}
