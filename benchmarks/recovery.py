@@ -114,7 +114,8 @@ def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 3, spark=None) -
     stream = _pipeline(fw, F, df)
     work = tempfile.mkdtemp(prefix="fw-bench-")
     starts: dict[str, float] = {}
-    hooks.VERTEX_HOOKS.append(lambda vertex, subtasks, attempt: starts.__setitem__(vertex.name, time.perf_counter()))
+    timing = hooks.register("vertex_started",
+                            lambda vertex, subtasks, attempt: starts.__setitem__(vertex.name, time.perf_counter()))
     clock = _EventClock()
     try:
         plain, staged, ours, shares, event_shares, resumes = [], [], [], [], [], []
@@ -143,7 +144,7 @@ def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 3, spark=None) -
             x[1:] for x in (plain, staged, ours, shares, event_shares, resumes))
     finally:
         clock.close()
-        hooks.VERTEX_HOOKS.clear()
+        timing.unregister()  # only its own hook: a graph view's keep following
         shutil.rmtree(work, ignore_errors=True)
         df.unpersist()
     med = statistics.median

@@ -47,11 +47,8 @@ def test_spark_task_progress_is_reported_while_each_vertex_runs(spark, dirs):
     job_dir, markers = dirs
     reports = []
     record = lambda vertex, done, total: reports.append((vertex, done, total))  # noqa: E731
-    hooks.PROGRESS_HOOKS.append(record)
-    try:
+    with hooks.register("vertex_progress", record):
         fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
-    finally:
-        hooks.PROGRESS_HOOKS.remove(record)
     assert reports and all(0 <= done <= total for _, done, total in reports)
     if is_connect(spark):
         # The Connect server reports when it chooses: its last word may predate the last tasks.
