@@ -18,7 +18,7 @@ def show_graph(value, title: str | None = None) -> GraphView:
     if isinstance(value, DataStream):
         return GraphView(build_graph(value), stream=value, title=title or value.name)
     if isinstance(value, JobResult):
-        view = GraphView(value.graph, stream=value._stream, title=title or f"job {value.job_name!r}")
+        view = GraphView(value.graph, stream=value.stream, title=title or f"job {value.job_name!r}")
         vertex = view.vertex_of
         view.show_events(value.events(), recovered={(vertex[op], i) for op, i in value.recovered})
         return view

@@ -31,7 +31,7 @@ def plan_fragments(stream, graph) -> dict[str, str]:
     """
     from fw_magics.streams.job_graph import operator_names
 
-    steps = stream._step.lineage()
+    steps = stream.step.lineage()
     names = operator_names(steps)
     fragments: dict[str, str] = {}
     frame, previous, partitions = None, set(), None

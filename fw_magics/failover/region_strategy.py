@@ -18,8 +18,23 @@ keeps the walk linear in the vertices of the regions restarted.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
 
 from ..graph.connections import pointwise_consumers, pointwise_producers
+
+
+@runtime_checkable
+class FailoverStrategy(Protocol):
+    """Which execution vertices restart when one fails (Flink's ``FailoverStrategy``).
+
+    Made with the JobGraph it answers for; vertices are ``(operator, subtask)`` pairs.
+    """
+
+    def tasks_to_restart(self, failed: tuple[str, int],
+                         unavailable: Iterable[tuple[str, int]] = ()) -> set[tuple[str, int]]:
+        """The vertices to restart when ``failed`` fails; ``unavailable``: producers whose results are gone."""
+        ...
 
 
 class RestartAllStrategy:

@@ -15,7 +15,13 @@ import os
 import time
 
 from ..errors import FullWindowError, ResumeError, error_summary
-from ..failover import FixedDelayRestart, RestartAllStrategy, RestartPipelinedRegionStrategy
+from ..failover import (
+    FailoverStrategy,
+    FixedDelayRestart,
+    RestartAllStrategy,
+    RestartBackoffTimeStrategy,
+    RestartPipelinedRegionStrategy,
+)
 from ..graph import JobGraph, subtask_inputs
 from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path
 from ..recovery.filesystem import Storage
@@ -53,14 +59,16 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 
 class _Run:
-    def __init__(self, stream, graph: JobGraph, root: str, job_name: str, failover: str, restart):
+    def __init__(self, stream, graph: JobGraph, root: str, job_name: str, failover: str,
+                 restart: RestartBackoffTimeStrategy):
         self.stream, self.graph, self.root, self.job_name = stream, graph, root, job_name
-        self.spark = stream._spark
+        self.spark = stream.spark
         self.storage = Storage(root)
         self.vertices = spark_vertices(stream, graph)
         self.subtasks, self.inputs = subtask_inputs(graph)
         self.chain_of = {op: v for v in self.vertices for op in v.operators}
-        self.strategy = (RestartPipelinedRegionStrategy if failover == "region" else RestartAllStrategy)(graph)
+        self.strategy: FailoverStrategy = (
+            RestartPipelinedRegionStrategy if failover == "region" else RestartAllStrategy)(graph)
         self.restart = restart
         self.store = JobEventStore(self.storage.path("events"))
         self.ran: set[tuple[str, int]] = set()

@@ -22,11 +22,16 @@ class JobResult:
         self.regions_run, self.attempts = list(regions_run), attempts
         self._stream, self._sink, self._vertices = stream, sink, vertices
 
+    @property
+    def stream(self) -> DataStream:
+        """The DataStream that was executed (its job graph is ``graph``)."""
+        return self._stream
+
     def _result_stream(self) -> DataStream:
         sink = self._sink
         paths = [result_file(sink.name, i) for i in range(sink.parallelism)]
         schema = sink.steps[-1].detail["schema"]
-        spark = self._stream._spark
+        spark = self._stream.spark
         step = Step(name=f"{self.job_name} (result)", kind="source", parallelism=sink.parallelism)
         return DataStream(lambda: read_results(spark, self.job_dir, paths, schema), spark, step, schema)
 

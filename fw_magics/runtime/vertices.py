@@ -22,7 +22,7 @@ class SparkVertex(JobVertex):
 
 def spark_vertices(stream, graph: JobGraph) -> list[SparkVertex]:
     """The job vertices of ``graph`` (the job graph of ``stream``), upstream first (the lineage is linear)."""
-    steps = stream._step.lineage()
+    steps = stream.step.lineage()
     by_name = dict(zip(operator_names(steps), steps))
     edges = {(edge.source, edge.target): edge for edge in graph.edges}
     vertices = []

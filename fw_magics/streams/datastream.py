@@ -27,7 +27,8 @@ class DataStream:
     methods. Nothing runs on Spark until one of those is called.
     """
 
-    def __init__(self, build: Callable[[], DataFrame] | DataFrame, spark, step: Step, schema: T.StructType | None = None):
+    def __init__(self, build: Callable[[], DataFrame] | DataFrame, spark, step: Step, schema: T.StructType | None = None,
+                 partitions: int | None = None):
         if isinstance(build, DataFrame):
             frame = build
             self._build: Callable[[], DataFrame] = lambda: frame
@@ -39,13 +40,31 @@ class DataStream:
         self._schema = schema
         if schema is not None:
             step.detail.setdefault("schema", schema)  # the runtime reads materialized results with it
-        self._partitions = step.parallelism
+        self._partitions = step.parallelism if partitions is None else partitions
 
     # -- identity ----------------------------------------------------------------
 
     @property
     def name(self) -> str:
         return self._step.name
+
+    @property
+    def spark(self):
+        """The SparkSession the stream runs on (classic or Spark Connect)."""
+        return self._spark
+
+    @property
+    def step(self) -> Step:
+        """The stream's last operator; ``step.lineage()`` is every operator, source first.
+
+        The job graph (``job_graph()``) and the runtime's job vertices are built from it.
+        """
+        return self._step
+
+    @property
+    def known_partitions(self) -> int | None:
+        """The partition count when known without a Spark job, else None (``num_partitions()`` counts)."""
+        return self._partitions
 
     @property
     def schema(self) -> T.StructType:
@@ -94,7 +113,7 @@ class DataStream:
         """All records of each partition as one window, processed at end of input (FLIP-380)."""
         from .windowed import PartitionWindowedStream
 
-        self._require_bounded("full_window_partition()")
+        self.require_bounded("full_window_partition()")
         return PartitionWindowedStream(self)
 
     def key_by(self, key):
@@ -121,7 +140,8 @@ class DataStream:
 
         return execute(self, job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
 
-    def _require_bounded(self, what: str) -> None:
+    def require_bounded(self, what: str) -> None:
+        """Refuse, in one line, a full-window ``what`` on a streaming (unbounded) source."""
         if self.is_streaming:
             raise FullWindowError(
                 f"full-window processing needs bounded input: {self.name!r} is a streaming "
@@ -129,8 +149,12 @@ class DataStream:
                 "(spark.read instead of spark.readStream)"
             )
 
-    def _derive(self, build, step: Step, schema: T.StructType | None = None) -> DataStream:
-        return DataStream(build, self._spark, step, schema)
+    def derive(self, build, step: Step, schema: T.StructType | None = None, partitions: int | None = None) -> DataStream:
+        """A stream computed from this one: ``build()`` makes its DataFrame, ``step`` is its operator.
+
+        How each operation makes its output; ``partitions``: its partition count, when known.
+        """
+        return DataStream(build, self._spark, step, schema, partitions)
 
     # -- reading -------------------------------------------------------------------
 

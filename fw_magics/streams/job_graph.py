@@ -19,7 +19,7 @@ def operator_names(steps: list[Step]) -> list[str]:
 
 def build_graph(stream, mode: str = "batch") -> JobGraph:
     """The job graph of a stream: sources, full-window operators and keyed (all-to-all) edges."""
-    steps = stream._step.lineage()
+    steps = stream.step.lineage()
     parallelism = _parallelisms(stream, steps)
     graph = JobGraph(mode=mode, chaining=True)
     names = operator_names(steps)
@@ -44,7 +44,7 @@ def _parallelisms(stream, steps: list[Step]) -> list[int]:
     if known[0] is None:
         source = steps[0]
         if "partitions" not in source.detail:
-            counter = DataStream(lambda: source.transform(None, None), stream._spark, source)
+            counter = DataStream(lambda: source.transform(None, None), stream.spark, source)
             source.detail["partitions"] = counter.num_partitions()
         known[0] = source.detail["partitions"]
     out: list[int] = []
