@@ -1,4 +1,4 @@
-"""From a Plan and its input to a DataStream, through the public Python API only.
+"""From a Command and its input to a DataStream, through the public Python API only.
 
 Also writes what ``--explain`` shows: the same calls as Python code, a plain-PySpark
 rendering of what they do, and Spark's physical plan. Misuse surfaces as
@@ -22,16 +22,16 @@ from ..errors import did_you_mean
 from ..functions import Order
 from ..schema import resolve_field
 from ..streams import DataStream, from_dataframe, from_pandas
-from .grammar import Aggregate, AggregateCalls, Call, Function, Map, Plan, Reduce, Sort, Stage
+from .grammar import Aggregate, AggregateCalls, Call, Command, Function, Map, Reduce, Sort, Stage
 
 ACCEPTED_INPUT = "a Spark DataFrame, a pandas DataFrame or a DataStream"
 
 
 @dataclass(frozen=True)
 class Built:
-    """The streams a plan produced: the input, then one output per stage."""
+    """The streams a command produced: the input, then one output per stage."""
 
-    plan: Plan
+    command: Command
     source: DataStream
     outputs: tuple[DataStream, ...]
     calls: tuple[str, ...]  # per stage, the Python API call that made its output
@@ -67,20 +67,20 @@ def source_code(value, expression: str) -> str:
     return {"stream": "{}", "spark": "fw.from_dataframe({})", "pandas": "fw.from_pandas({})"}[_kind(value)].format(expression)
 
 
-def build(plan: Plan, source: DataStream, namespace: dict, filename: Callable[[str], str] = lambda _: "<fn>") -> Built:
-    """Apply each stage of ``plan`` to ``source`` with the Python API.
+def build(command: Command, source: DataStream, namespace: dict, filename: Callable[[str], str] = lambda _: "<fn>") -> Built:
+    """Apply each stage of ``command`` to ``source`` with the Python API.
 
     ``namespace`` holds the user's functions; ``filename(source)`` names a quoted lambda's
     code (IPython caches it there, so a traceback can show the line).
     """
     stream = source
     outputs, calls = [], []
-    for stage in plan.stages:
-        window, window_code = _window(stream, plan.key)
+    for stage in command.stages:
+        window, window_code = _window(stream, command.key)
         stream, call = _apply(stage, window, stream, namespace, filename)
         outputs.append(stream)
         calls.append(f"{window_code}.{call}")
-    return Built(plan, source, tuple(outputs), tuple(calls))
+    return Built(command, source, tuple(outputs), tuple(calls))
 
 
 def _window(stream: DataStream, key):
@@ -164,7 +164,7 @@ def aggregate_column(call: Call, stream: DataStream):
 def python_code(built: Built, expression: str, value) -> str:
     """The Python API calls the magic made, as code a user can paste."""
     lines = ["import fw_magics as fw"]
-    if any(isinstance(stage, AggregateCalls) for stage in built.plan.stages):
+    if any(isinstance(stage, AggregateCalls) for stage in built.command.stages):
         lines.append("from pyspark.sql import functions as F")
     lines.append(f"ds = {source_code(value, expression)}")
     lines += [f"ds = ds.{call}" for call in built.calls]
@@ -180,8 +180,8 @@ def pyspark_code(built: Built, expression: str, value) -> str:
     }[_kind(value)]
     lines = ["from pyspark.sql import functions as F", f"df = {start}"]
     inputs = (built.source,) + built.outputs[:-1]
-    for stage, stream, output in zip(built.plan.stages, inputs, built.outputs):
-        lines += _pyspark_stage(stage, stream, output, built.plan.key)
+    for stage, stream, output in zip(built.command.stages, inputs, built.outputs):
+        lines += _pyspark_stage(stage, stream, output, built.command.key)
     return "\n".join(lines)
 
 

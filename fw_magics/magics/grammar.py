@@ -1,4 +1,4 @@
-"""The ``%%fullwindow`` grammar: a pure parser from a magic's line to a Plan.
+"""The ``%%fullwindow`` grammar: a pure parser from a magic's line to a Command.
 
 No Spark and no user namespace here: names of functions and columns are kept as text
 and resolved later (``build.py``), when the input and the notebook's variables are known.
@@ -49,7 +49,7 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z", re.ASCII)
 _PIPE = object()  # the token between stages
 
 
-# -- the plan --------------------------------------------------------------------------
+# -- the command --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,8 @@ Stage = Sort | Map | Reduce | Aggregate | AggregateCalls
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What one ``%%fullwindow`` line asks for; ``str(plan)`` is its canonical line."""
+class Command:
+    """What one ``%%fullwindow`` line asks for; ``str(command)`` is its canonical line."""
 
     stages: tuple[Stage, ...]
     key: tuple[str, ...] | None = None
@@ -154,8 +154,8 @@ class Plan:
 # -- parsing ---------------------------------------------------------------------------
 
 
-def parse(line: str) -> Plan:
-    """The Plan for a magic's line, or a one-line UsageError naming the bad token."""
+def parse(line: str) -> Command:
+    """The Command for a magic's line, or a one-line UsageError naming the bad token."""
     text = line.strip()
     silent = text.endswith(";")
     if silent:
@@ -194,7 +194,7 @@ def parse(line: str) -> Plan:
         else:
             words.append(token)
     stages = tuple(_stage(group) for group in _split_stages(words))
-    return Plan(
+    return Command(
         stages=stages, key=options.get("key"), output=options.get("-o"),
         show=options.get("--show", DEFAULT_SHOW), explain=options.get("--explain", False),
         graph=options.get("--graph", False),

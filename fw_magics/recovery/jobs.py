@@ -11,7 +11,7 @@ from .event_store import JobEventStore
 from .filesystem import Storage
 from .integrity import file_intact
 from .lock import JobLock
-from .replay import JobState, plan_resume, replay
+from .replay import JobState, decide_resume, replay
 
 
 @dataclass
@@ -53,15 +53,15 @@ class Job:
             return []
         storage = Storage(self.root)
         vertices, inputs = subtask_inputs(graph)
-        plan = plan_resume(vertices, inputs, self.state, functools.partial(file_intact, storage))
+        decision = decide_resume(vertices, inputs, self.state, functools.partial(file_intact, storage))
         chains = {v.name: v.operators for v in graph.job_vertices()}
         rows = []
         for vertex, subtask in vertices:
             event = self.state.finished.get((vertex, subtask))
             files = [] if event is None else event.get("files", [])
-            if (vertex, subtask) in plan.rerun:
-                verdict = f"re-run: {plan.reasons[(vertex, subtask)]}"
-            elif (vertex, subtask) in plan.problems:  # checked because a sink or a re-run reads it
+            if (vertex, subtask) in decision.rerun:
+                verdict = f"re-run: {decision.reasons[(vertex, subtask)]}"
+            elif (vertex, subtask) in decision.problems:  # checked because a sink or a re-run reads it
                 verdict = "keep: finished, result intact"
             else:
                 present = all(storage.size(storage.path(*f["path"].split("/"))) is not None for f in files)

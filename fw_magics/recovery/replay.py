@@ -1,4 +1,4 @@
-"""Replaying a job's event log, and planning what a resumed run must do (FLIP-383). No Spark."""
+"""Replaying a job's event log, and deciding what a resumed run must do (FLIP-383). No Spark."""
 
 from __future__ import annotations
 
@@ -50,15 +50,17 @@ def replay(events: Iterable[dict]) -> JobState:
 
 
 @dataclass
-class ResumePlan:
+class ResumeDecision:
+    """What a resumed run keeps and what it runs again, and why (``decide_resume``)."""
+
     keep: set  # finished subtasks not run again
     rerun: set
     reasons: dict  # vertex -> why it runs again
     problems: dict  # vertex -> what is wrong with its files, for each finished vertex checked
 
 
-def plan_resume(vertices: list, producers: Mapping, state: JobState,
-                file_problem: Callable[[dict], str | None]) -> ResumePlan:
+def decide_resume(vertices: list, producers: Mapping, state: JobState,
+                file_problem: Callable[[dict], str | None]) -> ResumeDecision:
     """What a resumed run keeps and what it runs again (FLIP-383).
 
     FLIP-383 starts from every unfinished sink and walks upstream through producers that
@@ -98,4 +100,4 @@ def plan_resume(vertices: list, producers: Mapping, state: JobState,
                 reasons[producer] = why
                 stack.append(producer)
     rerun = set(reasons)
-    return ResumePlan(keep=set(vertices) - rerun, rerun=rerun, reasons=reasons, problems=problems)
+    return ResumeDecision(keep=set(vertices) - rerun, rerun=rerun, reasons=reasons, problems=problems)

@@ -23,7 +23,7 @@ from ..failover import (
     RestartPipelinedRegionStrategy,
 )
 from ..graph import JobGraph, subtask_inputs
-from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path
+from ..recovery import JobEventStore, JobLock, decide_resume, events, replay, safe_job_path
 from ..recovery.filesystem import Storage
 from ..recovery.integrity import file_intact
 from ..recovery.paths import RESULTS
@@ -95,7 +95,7 @@ class _Run:
                 f"job {self.job_name!r} in {self.root} was recorded for a different graph "
                 f"({'; '.join(changes)}); run with resume='never' to start afresh"
             )
-        todo = self._plan(state)
+        todo = self._todo(state)
         recovered = {(v, i) for v in self.vertices for i in range(v.parallelism) if i not in todo.get(v.index, set())}
         self.store.start()
         hooks.job_started(self, {(v.name, i) for v, i in recovered})
@@ -128,16 +128,16 @@ class _Run:
             regions_run=self.regions_run, attempts=self.attempts,
         )
 
-    def _plan(self, state) -> dict[int, set[int]]:
+    def _todo(self, state) -> dict[int, set[int]]:
         """Which subtasks of which job vertex still have to run."""
         if state is None:
             return {v.index: set(range(v.parallelism)) for v in self.vertices}
-        plan = plan_resume(self.subtasks, self.inputs, state, functools.partial(file_intact, self.storage))
+        decision = decide_resume(self.subtasks, self.inputs, state, functools.partial(file_intact, self.storage))
         index = {v.name: v.index for v in self.vertices}
         todo: dict[int, set[int]] = {}
-        for name, i in plan.rerun:
+        for name, i in decision.rerun:
             todo.setdefault(index[name], set()).add(i)
-        for name, i in plan.keep:
+        for name, i in decision.keep:
             self.files[(name, i)] = state.finished[(name, i)]["files"][0]
         return todo
 
