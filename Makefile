@@ -10,7 +10,7 @@ STAMP   = $(VENV)/.fw-installed
 
 deps: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/system-deps.sh
+$(STAMP): pyproject.toml setup.py scripts/system-deps.sh
 	bash scripts/system-deps.sh
 	bash scripts/system-deps.sh chromium:chromium || echo "no Chromium: the browser tests will be skipped (under CI they fail)"
 	@$(PYTHON) -c 'import sys; sys.exit("fw-magics needs Python >= 3.10; found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
