@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
+from fw_magics.errors import FullWindowError
 from fw_magics.failover import RestartAllStrategy, RestartPipelinedRegionStrategy
 from fw_magics.graph.render import node_ids, region_span
 
@@ -69,7 +70,7 @@ def what_if(graph, operator: str, subtask: int) -> WhatIf:
     """Both strategies' restart sets for one failed subtask (FLIP-1)."""
     parallelism = graph.operator(operator).parallelism
     if not 0 <= subtask < parallelism:
-        raise ValueError(f"subtask {subtask} of {operator!r} does not exist; it has subtasks 0..{parallelism - 1}")
+        raise FullWindowError(f"subtask {subtask} of {operator!r} does not exist; it has subtasks 0..{parallelism - 1}")
     failed = (operator, subtask)
     region = RestartPipelinedRegionStrategy(graph).tasks_to_restart(failed)
     everything = RestartAllStrategy(graph).tasks_to_restart(failed)
