@@ -42,9 +42,8 @@ ALLOWED_LATE = {
     ("fw_magics.runtime.job_result", "JobResult.show_graph", "fw_magics.widgets"),
 }
 
-#: Pure Python models: no Spark (they are tested without starting one).
-NO_SPARK = ("fw_magics.graph", "fw_magics.state", "fw_magics.failover", "fw_magics.recovery.events",
-            "fw_magics.recovery.replay", "fw_magics.recovery.paths")
+#: Pure Python models and the recovery machinery: no Spark (they are tested without starting one).
+NO_SPARK = ("fw_magics.graph", "fw_magics.state", "fw_magics.failover", "fw_magics.recovery")
 
 
 def module_files() -> dict[str, pathlib.Path]:
