@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.fw-installed
 
-.PHONY: demo test lint test-classic test-connect bench deps clean
+.PHONY: demo test lint tutorials test-classic test-connect bench deps clean
 
 deps: $(STAMP)
 
@@ -31,6 +31,10 @@ test: deps
 
 lint: deps
 	$(PY) -m ruff check --no-cache .
+
+# Execute the tutorials in place and save their outputs (small, no paths of this machine).
+tutorials: deps
+	$(PY) scripts/execute_tutorials.py
 
 bench: deps
 	$(PY) -m benchmarks
