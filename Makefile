@@ -6,11 +6,11 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.fw-installed
 
-.PHONY: demo test test-classic test-connect bench deps clean
+.PHONY: demo test lint tutorials test-classic test-connect bench deps clean
 
 deps: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/system-deps.sh
+$(STAMP): pyproject.toml setup.py scripts/system-deps.sh
 	bash scripts/system-deps.sh
 	bash scripts/system-deps.sh chromium:chromium || echo "no Chromium: the browser tests will be skipped (under CI they fail)"
 	@$(PYTHON) -c 'import sys; sys.exit("fw-magics needs Python >= 3.10; found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -23,10 +23,18 @@ $(STAMP): pyproject.toml scripts/system-deps.sh
 demo: deps
 	$(PY) -m fw_magics.demo
 
-# The whole suite on the embedded classic Spark, then its core cases under Spark Connect.
+# Lint (ruff), the whole suite on the embedded classic Spark, then its core cases under Spark Connect.
 test: deps
+	$(PY) -m ruff check --no-cache .
 	$(PY) -m pytest -p no:cacheprovider
 	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m core -q
+
+lint: deps
+	$(PY) -m ruff check --no-cache .
+
+# Execute the tutorials in place and save their outputs (small, no paths of this machine).
+tutorials: deps
+	$(PY) scripts/execute_tutorials.py
 
 bench: deps
 	$(PY) -m benchmarks

@@ -9,7 +9,7 @@ Spark's ``noop`` sink (everything computed, nothing collected); the RDD variants
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .timing import interleaved_medians, median_time
 
@@ -20,11 +20,12 @@ def _noop(frame) -> Callable[[], None]:
 
 def cases(spark, rows: int, partitions: int):
     """Yield (case, {variant: thunk}) for every benchmarked operation."""
-    import fw_magics as fw
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark.sql import functions as F
+
+    import fw_magics as fw
 
     df = (
         spark.range(0, rows, 1, partitions)

@@ -58,7 +58,7 @@ class _EventClock:
     """Accumulates the driver's time inside JobEventStore.write_event and flush."""
 
     def __init__(self):
-        from fw_magics.recovery.store import JobEventStore
+        from fw_magics.recovery.event_store import JobEventStore
 
         self.cls, self.spent = JobEventStore, 0.0
         self.originals = {name: getattr(JobEventStore, name) for name in ("write_event", "flush")}
@@ -82,7 +82,7 @@ class _EventClock:
 
 def _truncate_to_before_last_vertex(job_path: str, last: str) -> None:
     """Leave the job as a driver killed while ``last`` ran would: no events or results of it."""
-    from fw_magics.recovery.store import JobEventStore, encode
+    from fw_magics.recovery.event_store import JobEventStore, encode
 
     store = JobEventStore(f"{job_path}/events")
     events = store.read_events()
@@ -101,9 +101,10 @@ def _truncate_to_before_last_vertex(job_path: str, last: str) -> None:
 
 
 def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 3, spark=None) -> list[dict]:
+    from pyspark.sql import functions as F
+
     import fw_magics as fw
     from fw_magics.runtime import hooks
-    from pyspark.sql import functions as F
 
     spark = spark or fw.get_spark()
     df = spark.range(0, rows, 1, partitions).select(
@@ -113,7 +114,8 @@ def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 3, spark=None) -
     stream = _pipeline(fw, F, df)
     work = tempfile.mkdtemp(prefix="fw-bench-")
     starts: dict[str, float] = {}
-    hooks.VERTEX_HOOKS.append(lambda vertex, subtasks, attempt: starts.__setitem__(vertex.name, time.perf_counter()))
+    timing = hooks.register("vertex_started",
+                            lambda vertex, subtasks, attempt: starts.__setitem__(vertex.name, time.perf_counter()))
     clock = _EventClock()
     try:
         plain, staged, ours, shares, event_shares, resumes = [], [], [], [], [], []
@@ -142,7 +144,7 @@ def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 3, spark=None) -
             x[1:] for x in (plain, staged, ours, shares, event_shares, resumes))
     finally:
         clock.close()
-        hooks.VERTEX_HOOKS.clear()
+        timing.unregister()  # only its own hook: a graph view's keep following
         shutil.rmtree(work, ignore_errors=True)
         df.unpersist()
     med = statistics.median

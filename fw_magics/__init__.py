@@ -5,13 +5,25 @@
     ds.full_window_partition().sort_partition("id", fw.Order.DESCENDING).collect_partitions()
 """
 
-from .errors import FullWindowError
+from .errors import (
+    FullWindowError,
+    FwMagicsError,
+    GraphvizNotFound,
+    JobLockedError,
+    ResumeError,
+    SparkUnavailableError,
+)
 from .functions import AggregateFunction, Order
 from .records import Record
-from .session import SparkUnavailableError, get_spark
+from .session import get_spark
 from .streams import (
-    DataStream, KeyedPartitionWindowedStream, KeyedStream, PartitionWindowedStream,
-    from_dataframe, from_pandas, from_records,
+    DataStream,
+    KeyedPartitionWindowedStream,
+    KeyedStream,
+    PartitionWindowedStream,
+    from_dataframe,
+    from_pandas,
+    from_records,
 )
 
 __version__ = "0.1.0"
@@ -27,9 +39,10 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
     return stream.execute(job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
 
 __all__ = [
-    "AggregateFunction", "DataStream", "FullWindowError", "KeyedPartitionWindowedStream",
-    "KeyedStream", "Order", "PartitionWindowedStream", "Record", "SparkUnavailableError",
-    "execute", "from_dataframe", "from_pandas", "from_records", "get_spark",
+    "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
+    "JobLockedError", "KeyedPartitionWindowedStream", "KeyedStream", "Order", "PartitionWindowedStream",
+    "Record", "ResumeError", "SparkUnavailableError", "execute", "from_dataframe", "from_pandas",
+    "from_records", "get_spark",
 ]
 
 

@@ -8,8 +8,8 @@ column raises FullWindowError naming the column, the expected and the actual typ
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Iterator
 from operator import itemgetter
-from typing import Iterable, Iterator
 
 import pyarrow as pa
 

@@ -30,8 +30,9 @@ def _show(title: str, partitions) -> None:
 
 
 def main() -> None:
-    import fw_magics as fw
     from pyspark.sql import functions as F
+
+    import fw_magics as fw
 
     started = time.time()
     spark = fw.get_spark()

@@ -1,7 +1,37 @@
-"""The one exception users see when they misuse fw-magics."""
+"""The exceptions of fw-magics, one family under ``FwMagicsError``, and the helpers that word them.
+
+Every error fw-magics raises on purpose is an ``FwMagicsError`` with a one-line message that
+names the culprit; the ``%%fullwindow`` magic turns any of them into one ``UsageError`` line:
+
+* ``FullWindowError`` (also a ``ValueError``): a misuse of the API, raised before any Spark
+  job starts (or, for a record that does not fit its schema, when the job runs);
+* ``ResumeError``: a resume that is refused because of what the job directory holds (no event
+  log to resume, a log recorded for another graph): a state conflict, not a misuse;
+* ``JobLockedError``: another live process is running the job;
+* ``SparkUnavailableError``: Spark cannot start on this machine (no or wrong Java);
+* ``GraphvizNotFound``: Graphviz's ``dot`` is not installed (as the graphviz package's
+  ``ExecutableNotFound``).
+
+The last four are also ``RuntimeError``, as they were before the family existed.
+``fw_magics.testing.InjectedFailure`` is deliberately outside the family: it stands for a
+failure of the user's own code, which keeps its traceback and goes through failover like any
+other; the magic must not shorten it to one line.
+
+Internal errors are not in the family either: they keep their traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
 
 
-class FullWindowError(ValueError):
+class FwMagicsError(Exception):
+    """Base class of every error fw-magics raises on purpose; its message is one line."""
+
+
+class FullWindowError(FwMagicsError, ValueError):
     """A misuse of the fw-magics API, reported as one line.
 
     The message names the culprit (the column, position, value or function) and what
@@ -9,6 +39,44 @@ class FullWindowError(ValueError):
     problems only visible in the data (a record that does not fit the declared schema),
     which are raised when the job runs, with the same one-line message.
     """
+
+
+class ResumeError(FwMagicsError, RuntimeError):
+    """A resume refused because of the job directory's state (no event log, another graph)."""
+
+
+class JobLockedError(FwMagicsError, RuntimeError):
+    """Another live process is running this job."""
+
+
+class SparkUnavailableError(FwMagicsError, RuntimeError):
+    """Spark cannot start on this machine (no or wrong Java); the message says what to install."""
+
+
+class GraphvizNotFound(FwMagicsError, RuntimeError):
+    """Graphviz's ``dot`` executable is not installed; the message says how to install it."""
+
+
+# -- wording -------------------------------------------------------------------------------------
+
+
+def closest(word, choices) -> str | None:
+    """The choice nearest to ``word`` (case ignored), or None when none is close."""
+    lowered = {str(c).lower(): str(c) for c in choices}
+    close = difflib.get_close_matches(str(word).lower(), list(lowered), n=1)
+    return lowered[close[0]] if close else None
+
+
+def did_you_mean(word, choices, otherwise: str = "", form: str = "; did you mean {!r}?") -> str:
+    """The hint for a misspelled ``word``: ``form`` filled with the closest choice, else ``otherwise``.
+
+    Every "did you mean" of fw-magics comes from here::
+
+        f"no such variable{did_you_mean(name, names)}"                  # "; did you mean 'orders'?"
+        f"no column {c!r}{did_you_mean(c, columns, form=' (did you mean {!r}?)')}; columns are: ..."
+    """
+    near = closest(word, choices)
+    return form.format(near) if near is not None else otherwise
 
 
 def error_summary(error: BaseException, limit: int = 500) -> str:
@@ -26,3 +94,19 @@ def error_summary(error: BaseException, limit: int = 500) -> str:
         if raised is not None:
             return f"{type(error).__name__}: {raised.strip()}"[:limit]
     return f"{type(error).__name__}: {lines[0] if lines else ''}"[:limit]
+
+
+_FW_ERROR = re.compile(r"FullWindowError: (.+)")
+
+
+def run_action(action: Callable):
+    """Run a Spark action; a FullWindowError raised inside a worker comes back as one line."""
+    try:
+        return action()
+    except FullWindowError:
+        raise
+    except Exception as error:
+        match = _FW_ERROR.search(str(error))
+        if match:
+            raise FullWindowError(match.group(1).strip()) from None
+        raise

@@ -19,7 +19,7 @@ class Order(str, enum.Enum):
     DESCENDING = "desc"
 
     @classmethod
-    def parse(cls, order) -> "Order":
+    def parse(cls, order) -> Order:
         if isinstance(order, Order):
             return order
         if isinstance(order, str):

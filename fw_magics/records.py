@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 import itertools
 import keyword
+from collections.abc import Iterator, Sequence
 from operator import itemgetter
-from typing import Iterator, Sequence
 
 import pyarrow as pa
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
-
 from pyspark.sql import types as T
 
-from .errors import FullWindowError
+from .errors import FullWindowError, did_you_mean
+
+_HINT = " (did you mean {!r}?)"  # inside a sentence that goes on to list the columns
 
 
 def parse_schema(schema, spark, what: str = "schema") -> T.StructType:
@@ -39,12 +39,6 @@ def arrow_schema(schema: T.StructType):
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def suggest(word: str, choices) -> str:
-    """' (did you mean X?)' when a choice is close to the misspelled word, else ''."""
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def resolve_field(schema: T.StructType, field, what: str = "field") -> tuple[str, T.DataType]:
     """Resolve a 0-based position or a (possibly nested, "a.b") column name.
 
@@ -75,14 +69,14 @@ def resolve_field(schema: T.StructType, field, what: str = "field") -> tuple[str
             where = ".".join(path)
             if not path:
                 raise FullWindowError(
-                    f"no column {field!r}{suggest(field, names)}; columns are: {', '.join(names)}"
+                    f"no column {field!r}{did_you_mean(field, names, form=_HINT)}; columns are: {', '.join(names)}"
                 )
             if not available:
                 raise FullWindowError(
                     f"no field {field!r}: {where!r} is {current.simpleString()}, not a struct"
                 )
             raise FullWindowError(
-                f"no field {part!r} in {where!r}{suggest(part, available)}; "
+                f"no field {part!r} in {where!r}{did_you_mean(part, available, form=_HINT)}; "
                 f"its fields are: {', '.join(available)}"
             )
         path.append(part)

@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import sys
 
+from .errors import SparkUnavailableError
+
 #: Embedded sessions allow each task 4 attempts (``local[N,F]`` syntax), so a task
 #: that fails once is retried as it would be on a cluster.
 EMBEDDED_MASTER = "local[*,4]"
@@ -34,10 +36,6 @@ _EMBEDDED_CONF = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     "spark.sql.execution.arrow.maxBytesPerBatch": "8m",
 }
-
-
-class SparkUnavailableError(RuntimeError):
-    """Spark cannot start on this machine (no or wrong Java); the message says what to install."""
 
 
 def java_version(java: str | None = None) -> tuple[int, str] | None:

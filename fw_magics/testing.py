@@ -19,7 +19,12 @@ import uuid
 
 
 class InjectedFailure(RuntimeError):
-    """The failure fail_on_attempts raises on purpose."""
+    """The failure fail_on_attempts raises on purpose.
+
+    It stands for a failure of the user's own function, so it is deliberately not an
+    ``fw_magics.errors.FwMagicsError``: it keeps its traceback and goes through failover
+    like any error of user code.
+    """
 
 
 def _task():
@@ -102,8 +107,8 @@ def kill_driver_during(fn, subtask: int = 0, driver_pid: int | None = None):
 def kill_driver_on_event(event_type: str, **match):
     """Kill this process with SIGKILL right after an event of ``event_type`` is durable.
 
-    ``match`` narrows it (e.g. ``vertex="v1"``). Returns the hook so a test can remove it
-    from ``fw_magics.runtime.hooks.EVENT_HOOKS``.
+    ``match`` narrows it (e.g. ``vertex="v1"``). Returns the hook's handle
+    (``fw_magics.runtime.hooks``): ``handle.unregister()`` removes it.
     """
     from .runtime import hooks
 
@@ -112,8 +117,7 @@ def kill_driver_on_event(event_type: str, **match):
             store.flush()
             os.kill(os.getpid(), signal.SIGKILL)
 
-    hooks.EVENT_HOOKS.append(hook)
-    return hook
+    return hooks.register("event_written", hook)
 
 
 _SESSION_VARIABLES = ("SPARK_REMOTE", "SPARK_LOCAL_REMOTE", "SPARK_CONNECT_MODE_ENABLED",

@@ -55,7 +55,7 @@ def sort_partition(partition, position, descending=False):
 
 
 def by_key(records, key):
-    groups: "OrderedDict" = OrderedDict()
+    groups: OrderedDict = OrderedDict()
     for r in records:
         groups.setdefault(key(r), []).append(r)
     return groups

@@ -1,6 +1,7 @@
 import pickle
 
 import pyarrow as pa
+
 from fw_magics.records import batch_records, make_record
 
 

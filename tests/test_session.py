@@ -4,6 +4,7 @@ import os
 import stat
 
 import pytest
+
 from fw_magics.session import SparkUnavailableError, check_java, java_version
 
 

@@ -1,12 +1,20 @@
-"""Every tutorial notebook runs headless from top to bottom in a real kernel."""
+"""Every tutorial notebook runs headless from top to bottom in a real kernel.
 
+The notebooks are committed executed (``make tutorials``: scripts/execute_tutorials.py);
+what they saved must not name this machine's folders.
+"""
+
+import json
+import os
 import pathlib
+import tempfile
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-TUTORIALS = sorted((pathlib.Path(__file__).parent.parent / "tutorials").glob("*.ipynb"))
+ROOT = pathlib.Path(__file__).parent.parent.resolve()
+TUTORIALS = sorted((ROOT / "tutorials").glob("*.ipynb"))
 
 
 @pytest.mark.slow
@@ -17,3 +25,11 @@ def test_tutorial_runs(path, tmp_path):
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
+
+
+@pytest.mark.parametrize("path", TUTORIALS, ids=[p.stem for p in TUTORIALS])
+def test_saved_outputs_name_no_folder_of_this_machine(path):
+    nb = nbformat.read(path, as_version=4)
+    saved = json.dumps([cell.get("outputs", []) for cell in nb.cells if cell.cell_type == "code"])
+    for folder in {str(ROOT), os.path.realpath(tempfile.gettempdir()), os.path.expanduser("~")} - {"/"}:
+        assert folder + os.sep not in saved, f"{path.name} names {folder}: save it with make tutorials"

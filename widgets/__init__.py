@@ -11,14 +11,14 @@ from .recovery_panel import RecoveryPanel
 def show_graph(value, title: str | None = None) -> GraphView:
     """A GraphView of a DataStream, a JobResult or a JobGraph."""
     from fw_magics.graph import JobGraph
-    from fw_magics.runtime.planner import build_graph
-    from fw_magics.runtime.result import JobResult
+    from fw_magics.runtime.job_result import JobResult
     from fw_magics.streams.datastream import DataStream
+    from fw_magics.streams.job_graph import build_graph
 
     if isinstance(value, DataStream):
         return GraphView(build_graph(value), stream=value, title=title or value.name)
     if isinstance(value, JobResult):
-        view = GraphView(value.graph, stream=value._stream, title=title or f"job {value.job_name!r}")
+        view = GraphView(value.graph, stream=value.stream, title=title or f"job {value.job_name!r}")
         vertex = view.vertex_of
         view.show_events(value.events(), recovered={(vertex[op], i) for op, i in value.recovered})
         return view

@@ -37,7 +37,7 @@ class GraphView(W.VBox):
         self.graph = graph
         self._stream = stream
         self._fragments: dict[str, str] | None = None
-        self.vertex_of = {op: f"v{k}" for k, chain in enumerate(graph.chains()) for op in chain}
+        self.vertex_of = {op: v.name for v in graph.job_vertices() for op in v.operators}
         ids = node_ids(graph)
         self.canvas = GraphCanvas(svg=to_svg(graph), operators={ids[name]: name for name in ids})
         self.header = W.HTML(f"<b>{html.escape(title or 'job graph')}</b> &mdash; "
@@ -93,7 +93,7 @@ class GraphView(W.VBox):
         if self._stream is None:
             return "(no DataStream here: only the job graph was given, e.g. read from an event log)"
         if self._fragments is None:
-            from .plans import plan_fragments
+            from .plan_fragments import plan_fragments
 
             try:
                 self._fragments = plan_fragments(self._stream, self.graph)

@@ -12,27 +12,25 @@ import weakref
 
 from fw_magics.runtime import hooks
 
-_views: "weakref.WeakSet" = weakref.WeakSet()
+_views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # view -> its graph's fingerprint
+_hooks: list = []  # the handles of the one set of hooks all views share
 _runs: dict[int, dict] = {}  # id(store) -> {"fingerprint", "events", "recovered", "running", "tasks", "store"}
 
 
 def watch(view) -> None:
     """Let ``view`` follow runs of its graph (matched by fingerprint)."""
-    if not _views and _on_job not in hooks.JOB_HOOKS:
-        hooks.JOB_HOOKS.append(_on_job)
-        hooks.EVENT_HOOKS.append(_on_event)
-        hooks.VERTEX_HOOKS.append(_on_vertex)
-        hooks.PROGRESS_HOOKS.append(_on_progress)
-    view._fingerprint = view.graph.fingerprint()
-    _views.add(view)
+    if not any(hook.registered for hook in _hooks):
+        _hooks[:] = [hooks.register("job_started", _on_job), hooks.register("event_written", _on_event),
+                     hooks.register("vertex_started", _on_vertex), hooks.register("vertex_progress", _on_progress)]
+    _views[view] = view.graph.fingerprint()
 
 
 def _refresh(run: dict) -> None:
-    for view in list(_views):
+    for view, fingerprint in list(_views.items()):
         if getattr(view, "comm", None) is None:  # closed: it follows no more
-            _views.discard(view)
+            _views.pop(view, None)
             continue
-        if view._fingerprint == run["fingerprint"]:
+        if fingerprint == run["fingerprint"]:
             try:
                 view.show_events(run["events"], run["recovered"], run["running"], run["tasks"])
             except Exception as error:  # a drawing problem must never fail the job

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
+from fw_magics.errors import FullWindowError
 from fw_magics.failover import RestartAllStrategy, RestartPipelinedRegionStrategy
 from fw_magics.graph.render import node_ids, region_span
 
@@ -22,7 +23,7 @@ def operator_info(graph, name: str) -> dict:
     """Everything the attributes panel lists about one operator."""
     op = graph.operator(name)
     chain = next(c for c in graph.chains() if name in c)
-    layout = graph._layout()
+    layout = graph.layout()
     inputs = [(e.source, graph.result_type(e.source, e.target), e.pattern) for e in graph.edges if e.target == name]
     outputs = [(e.target, graph.result_type(e.source, e.target), e.pattern) for e in graph.edges if e.source == name]
     return {
@@ -69,7 +70,7 @@ def what_if(graph, operator: str, subtask: int) -> WhatIf:
     """Both strategies' restart sets for one failed subtask (FLIP-1)."""
     parallelism = graph.operator(operator).parallelism
     if not 0 <= subtask < parallelism:
-        raise ValueError(f"subtask {subtask} of {operator!r} does not exist; it has subtasks 0..{parallelism - 1}")
+        raise FullWindowError(f"subtask {subtask} of {operator!r} does not exist; it has subtasks 0..{parallelism - 1}")
     failed = (operator, subtask)
     region = RestartPipelinedRegionStrategy(graph).tasks_to_restart(failed)
     everything = RestartAllStrategy(graph).tasks_to_restart(failed)
@@ -107,15 +108,14 @@ class VertexState:
 
 
 def vertex_states(graph, events, recovered=(), running=None, tasks=None) -> dict[str, VertexState]:
-    """Each job vertex ("v0", "v1", ... : the graph's chains in order) after ``events``.
+    """Each job vertex (``graph.job_vertices()``: "v0", "v1", ...) after ``events``.
 
     ``recovered``: (vertex, subtask) kept from an earlier run; ``running``: the vertex a live
     run has just started, if known. Without it, the first unfinished vertex whose upstream
     vertices are done counts as running while the job has not ended. ``tasks``: Spark's
     (done, total) tasks of the running vertex's Spark job, when known.
     """
-    states = {f"v{k}": VertexState(f"v{k}", tuple(chain), graph.operator(chain[-1]).parallelism)
-              for k, chain in enumerate(graph.chains())}
+    states = {v.name: VertexState(v.name, v.operators, v.parallelism) for v in graph.job_vertices()}
     ended = None
     for event in events:
         kind, state = event["type"], states.get(event.get("vertex") or event.get("region"))

@@ -6,10 +6,12 @@ import html
 
 import ipywidgets as W
 
-from fw_magics.errors import error_summary
+from fw_magics.errors import JobLockedError, ResumeError, error_summary
+from fw_magics.recovery.jobs import Job, discard, list_jobs, read_job
+from fw_magics.streams.datastream import DataStream
+from fw_magics.streams.job_graph import build_graph
 
 from .graph_view import GraphView
-from .jobs import Job, discard, find_stream, list_jobs, read_job
 from .model import describe_event
 
 
@@ -20,6 +22,19 @@ def _namespace() -> dict:
         return {}
     shell = get_ipython()
     return shell.user_ns if shell is not None else {}
+
+
+def find_stream(namespace: dict, job: Job):
+    """A DataStream in ``namespace`` whose job graph is the one recorded for ``job``, or None."""
+    candidates = [v for v in namespace.values() if isinstance(v, DataStream)]
+    candidates.sort(key=lambda s: s.name != job.name)  # same-named streams first
+    for stream in candidates:
+        try:
+            if build_graph(stream).fingerprint() == job.state.fingerprint:
+                return stream
+        except Exception:  # a stream that cannot be planned is simply not this job's
+            continue
+    return None
 
 
 class RecoveryPanel(W.VBox):
@@ -179,7 +194,7 @@ class RecoveryPanel(W.VBox):
     def resume(self):
         """Resume the open job with the matching DataStream of this kernel; returns its JobResult."""
         if self.job is None or self.stream is None:
-            raise RuntimeError("nothing to resume here: " + (self.message.value or "no job selected"))
+            raise ResumeError("nothing to resume here: " + (self.message.value or "no job selected"))
         job = self.job
         self.resume_button.disabled = True
         self.message.value = f"Resuming {html.escape(job.name)}…"
@@ -210,7 +225,7 @@ class RecoveryPanel(W.VBox):
         name = self.job.name
         try:
             discard(self.job)
-        except RuntimeError as error:
+        except JobLockedError as error:
             self.message.value = html.escape(str(error))
             return
         finally:

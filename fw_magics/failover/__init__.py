@@ -1,9 +1,14 @@
 """Failover (FLIP-1): which tasks restart when one fails, and whether and when. Pure Python, no Spark."""
 
-from .region_strategy import RestartAllStrategy, RestartPipelinedRegionStrategy
-from .restart_strategies import ExponentialDelayRestart, FailureRateRestart, FixedDelayRestart
+from .region_strategy import FailoverStrategy, RestartAllStrategy, RestartPipelinedRegionStrategy
+from .restart_strategies import (
+    ExponentialDelayRestart,
+    FailureRateRestart,
+    FixedDelayRestart,
+    RestartBackoffTimeStrategy,
+)
 
 __all__ = [
-    "ExponentialDelayRestart", "FailureRateRestart", "FixedDelayRestart",
-    "RestartAllStrategy", "RestartPipelinedRegionStrategy",
+    "ExponentialDelayRestart", "FailoverStrategy", "FailureRateRestart", "FixedDelayRestart",
+    "RestartAllStrategy", "RestartBackoffTimeStrategy", "RestartPipelinedRegionStrategy",
 ]

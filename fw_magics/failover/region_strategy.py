@@ -18,8 +18,23 @@ keeps the walk linear in the vertices of the regions restarted.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
 
 from ..graph.connections import pointwise_consumers, pointwise_producers
+
+
+@runtime_checkable
+class FailoverStrategy(Protocol):
+    """Which execution vertices restart when one fails (Flink's ``FailoverStrategy``).
+
+    Made with the JobGraph it answers for; vertices are ``(operator, subtask)`` pairs.
+    """
+
+    def tasks_to_restart(self, failed: tuple[str, int],
+                         unavailable: Iterable[tuple[str, int]] = ()) -> set[tuple[str, int]]:
+        """The vertices to restart when ``failed`` fails; ``unavailable``: producers whose results are gone."""
+        ...
 
 
 class RestartAllStrategy:
@@ -30,9 +45,9 @@ class RestartAllStrategy:
 
     def tasks_to_restart(self, failed, unavailable=()) -> set[tuple[str, int]]:
         """All (operator, subtask) pairs of the graph; ``failed`` and ``unavailable`` are checked only."""
-        self.graph._check_vertex(failed)
+        self.graph.check_vertex(failed)
         for vertex in unavailable:
-            self.graph._check_vertex(vertex)
+            self.graph.check_vertex(vertex)
         return set(self.graph.execution_vertices())
 
 
@@ -49,12 +64,12 @@ class RestartPipelinedRegionStrategy:
         blocking result); a region reading one of them brings its producer's region back.
         """
         graph = self.graph
-        name, index = graph._check_vertex(failed)
+        name, index = graph.check_vertex(failed)
         lost: dict[str, set[int]] = {}
         for vertex in unavailable:
-            producer, subtask = graph._check_vertex(vertex)
+            producer, subtask = graph.check_vertex(vertex)
             lost.setdefault(producer, set()).add(subtask)
-        layout, regions = graph._layout(), graph._regions()
+        layout, regions = graph.layout(), graph.regions()
         region, offset, parallelism = layout.region, layout.offset, layout.parallelism
         inputs, outputs = _edges_by_operator(graph)
 

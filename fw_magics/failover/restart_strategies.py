@@ -23,8 +23,31 @@ import math
 import random as _random
 import time
 from collections import deque
+from typing import Protocol
 
 from ..errors import FullWindowError
+
+
+class RestartBackoffTimeStrategy(Protocol):
+    """Whether and when a failed job restarts (Flink's ``RestartBackoffTimeStrategy``).
+
+    The runtime calls ``notify_failure()`` on every failure, then restarts after ``backoff``
+    seconds if ``can_restart()``, else fails the job. (Not runtime-checkable: ``isinstance``
+    would read ``backoff``, which some strategies refuse before a failure.)
+    """
+
+    def notify_failure(self) -> bool:
+        """Record a failure; False when it is merged into a restart already pending."""
+        ...
+
+    def can_restart(self) -> bool:
+        """Whether another restart is allowed (asking never counts as an attempt)."""
+        ...
+
+    @property
+    def backoff(self) -> float:
+        """Seconds to wait before the restart."""
+        ...
 
 
 def _number(name: str, value, minimum: float = 0.0, strict: bool = False) -> float:

@@ -7,9 +7,13 @@ Pure Python, no Spark::
     g.add_operator("source", 4, kind="source")
     g.add_operator("sort", 4, OperatorAttributes(output_only_after_end_of_stream=True))
     g.connect("source", "sort")
-    g.chains(), g.result_type("source", "sort"), g.pipelined_regions()
+    g.chains(), g.result_type("source", "sort"), g.pipelined_regions(), g.job_vertices()
 """
 
+from .job_vertices import JobVertex, subtask_inputs, vertex_index, vertex_name
 from .model import MODES, PATTERNS, RESULTS, Edge, JobGraph, Operator, OperatorAttributes
 
-__all__ = ["MODES", "PATTERNS", "RESULTS", "Edge", "JobGraph", "Operator", "OperatorAttributes"]
+__all__ = [
+    "MODES", "PATTERNS", "RESULTS", "Edge", "JobGraph", "JobVertex", "Operator", "OperatorAttributes",
+    "subtask_inputs", "vertex_index", "vertex_name",
+]

@@ -8,7 +8,7 @@ other cyclically, as Flink's ``StronglyConnectedComponentsComputeUtils`` does.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 class DisjointSets:

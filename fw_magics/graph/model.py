@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ..errors import FullWindowError
 from .connections import consumers, producers
+from .job_vertices import JobVertex, job_vertices
 
 MODES = ("batch", "streaming")
 PATTERNS = ("pointwise", "all_to_all")
@@ -276,9 +277,18 @@ class JobGraph:
                 types[key] = "pipelined"
         return types
 
+    def job_vertices(self) -> list[JobVertex]:
+        """The chains as job vertices named "v0", "v1", ..., in chain order (see ``job_vertices``)."""
+        return list(self._cached("job_vertices", lambda: job_vertices(self)))
+
     # -- execution level ---------------------------------------------------------------------------
 
-    def _layout(self):
+    def layout(self):
+        """The execution vertices numbered in topological order, and each one's region number.
+
+        A ``regions.Layout`` (offsets, parallelisms, ``region[vertex id]``, each operator's
+        region numbers); computed once per graph and shared, so treat it as read-only.
+        """
         from .regions import build_layout
 
         return self._cached("layout", lambda: build_layout(self))
@@ -292,8 +302,8 @@ class JobGraph:
         """Every (operator, subtask) pair, operators in topological order."""
         return list(self._vertices())
 
-    def _check_vertex(self, vertex) -> tuple[str, int]:
-        """``vertex`` as an (operator, subtask) tuple, or a one-line error naming it."""
+    def check_vertex(self, vertex) -> tuple[str, int]:
+        """``vertex`` as an (operator, subtask) tuple, or a one-line FullWindowError naming it."""
         try:
             name, index = vertex
         except (TypeError, ValueError):
@@ -312,7 +322,7 @@ class JobGraph:
 
     def producers_of(self, vertex) -> list[tuple[tuple[str, int], str]]:
         """The execution vertices ``vertex`` reads from, each with the result type of the connection."""
-        name, j = self._check_vertex(vertex)
+        name, j = self.check_vertex(vertex)
         q = self._operators[name].parallelism
         found = []
         for edge in self._inputs[name]:
@@ -323,7 +333,7 @@ class JobGraph:
 
     def consumers_of(self, vertex) -> list[tuple[tuple[str, int], str]]:
         """The execution vertices reading ``vertex``'s output, each with the result type of the connection."""
-        name, i = self._check_vertex(vertex)
+        name, i = self.check_vertex(vertex)
         p = self._operators[name].parallelism
         found = []
         for edge in self._outputs[name]:
@@ -332,18 +342,23 @@ class JobGraph:
             found.extend(((edge.target, j), kind) for j in consumers(edge.pattern, i, p, q))
         return found
 
-    def _regions(self) -> tuple[frozenset, ...]:
-        return self._cached("regions", lambda: tuple(self._layout().region_sets(self._vertices())))
+    def regions(self) -> tuple[frozenset, ...]:
+        """The pipelined regions indexed by region number (``layout().region`` gives each vertex's).
+
+        Computed once per graph and shared (no copy): the cheap form for algorithms such as
+        failover. ``pipelined_regions()`` gives the same regions as a fresh list.
+        """
+        return self._cached("regions", lambda: tuple(self.layout().region_sets(self._vertices())))
 
     def pipelined_regions(self) -> list[frozenset]:
         """The pipelined regions: frozensets of (operator, subtask), ordered by their first vertex."""
-        return list(self._regions())
+        return list(self.regions())
 
     def region_of(self, vertex) -> frozenset:
         """The pipelined region holding ``vertex``."""
-        name, index = self._check_vertex(vertex)
-        layout = self._layout()
-        return self._regions()[layout.region[layout.offset[name] + index]]
+        name, index = self.check_vertex(vertex)
+        layout = self.layout()
+        return self.regions()[layout.region[layout.offset[name] + index]]
 
     # -- serialisation and comparison ---------------------------------------------------------------
 
@@ -366,7 +381,7 @@ class JobGraph:
         return json.dumps(self._document(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> "JobGraph":
+    def from_json(cls, text: str) -> JobGraph:
         """The graph ``to_json`` wrote; anything else is refused with a one-line error."""
         try:
             data = json.loads(text)
@@ -398,7 +413,7 @@ class JobGraph:
 
     __hash__ = None  # mutable
 
-    def diff(self, other: "JobGraph") -> list[str]:
+    def diff(self, other: JobGraph) -> list[str]:
         """What changed from this graph to ``other``, one short phrase per change; [] iff equal."""
         if not isinstance(other, JobGraph):
             raise FullWindowError(f"cannot diff a JobGraph with a {type(other).__name__}; accepted: a JobGraph")

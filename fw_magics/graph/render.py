@@ -14,6 +14,8 @@ import html
 import shutil
 import subprocess
 
+from ..errors import GraphvizNotFound
+
 # ColorBrewer "Set3": light fills that keep black text readable.
 PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462",
            "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f")
@@ -60,7 +62,7 @@ def _count(n: int, word: str) -> str:
 
 def _colours(graph) -> tuple[dict, dict]:
     """Each operator's region span, and one fill colour per distinct span, in topological order."""
-    layout = graph._layout()
+    layout = graph.layout()
     span = {name: region_span(r + 1 for r in layout.operator_regions[name]) for name in layout.operators}
     colour: dict[str, str] = {}
     for name in layout.operators:
@@ -139,10 +141,10 @@ def _legend(colour: dict) -> list[str]:
 
 
 def to_svg(graph) -> str:
-    """SVG rendered by Graphviz's ``dot``; a one-line RuntimeError if it is missing or fails."""
+    """SVG rendered by Graphviz's ``dot``: GraphvizNotFound if it is missing, RuntimeError if it fails."""
     dot = shutil.which("dot")
     if dot is None:
-        raise RuntimeError("Graphviz's 'dot' is not installed (apt-get install graphviz, or brew install "
+        raise GraphvizNotFound("Graphviz's 'dot' is not installed (apt-get install graphviz, or brew install "
                            "graphviz); JobGraph.to_dot() gives the DOT text without it")
     done = subprocess.run([dot, "-Tsvg"], input=to_dot(graph), capture_output=True, text=True,
                           encoding="utf-8", timeout=120, check=False)

@@ -1,4 +1,4 @@
-"""From a Plan and its input to a DataStream, through the public Python API only.
+"""From a Command and its input to a DataStream, through the public Python API only.
 
 Also writes what ``--explain`` shows: the same calls as Python code, a plain-PySpark
 rendering of what they do, and Spark's physical plan. Misuse surfaces as
@@ -10,26 +10,28 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import html
 import inspect
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from IPython.core.error import UsageError
 
+from ..errors import did_you_mean
 from ..functions import Order
 from ..schema import resolve_field
 from ..streams import DataStream, from_dataframe, from_pandas
-from .grammar import Aggregate, AggregateCalls, Call, Function, Map, Plan, Reduce, Sort, Stage, closest
+from .grammar import Aggregate, AggregateCalls, Call, Command, Function, Map, Reduce, Sort, Stage
 
 ACCEPTED_INPUT = "a Spark DataFrame, a pandas DataFrame or a DataStream"
 
 
 @dataclass(frozen=True)
 class Built:
-    """The streams a plan produced: the input, then one output per stage."""
+    """The streams a command produced: the input, then one output per stage."""
 
-    plan: Plan
+    command: Command
     source: DataStream
     outputs: tuple[DataStream, ...]
     calls: tuple[str, ...]  # per stage, the Python API call that made its output
@@ -65,20 +67,20 @@ def source_code(value, expression: str) -> str:
     return {"stream": "{}", "spark": "fw.from_dataframe({})", "pandas": "fw.from_pandas({})"}[_kind(value)].format(expression)
 
 
-def build(plan: Plan, source: DataStream, namespace: dict, filename: Callable[[str], str] = lambda _: "<fn>") -> Built:
-    """Apply each stage of ``plan`` to ``source`` with the Python API.
+def build(command: Command, source: DataStream, namespace: dict, filename: Callable[[str], str] = lambda _: "<fn>") -> Built:
+    """Apply each stage of ``command`` to ``source`` with the Python API.
 
     ``namespace`` holds the user's functions; ``filename(source)`` names a quoted lambda's
     code (IPython caches it there, so a traceback can show the line).
     """
     stream = source
     outputs, calls = [], []
-    for stage in plan.stages:
-        window, window_code = _window(stream, plan.key)
+    for stage in command.stages:
+        window, window_code = _window(stream, command.key)
         stream, call = _apply(stage, window, stream, namespace, filename)
         outputs.append(stream)
         calls.append(f"{window_code}.{call}")
-    return Built(plan, source, tuple(outputs), tuple(calls))
+    return Built(command, source, tuple(outputs), tuple(calls))
 
 
 def _window(stream: DataStream, key):
@@ -121,13 +123,11 @@ def lookup(fn: Function, namespace: dict, filename: Callable[[str], str]):
         value = getattr(builtins, head)
     else:
         functions = [n for n, v in namespace.items() if callable(v) and not n.startswith("_")]
-        near = closest(head, functions)
-        hint = f"; did you mean {near!r}?" if near else "; define it in this cell or an earlier one"
+        hint = did_you_mean(head, functions, otherwise="; define it in this cell or an earlier one")
         raise UsageError(f"fn={fn.text}: no {head!r} in the notebook{hint}")
     for depth, attribute in enumerate(rest, start=1):
         if not hasattr(value, attribute):
-            near = closest(attribute, [a for a in dir(value) if not a.startswith("_")])
-            hint = f"; did you mean {near!r}?" if near else ""
+            hint = did_you_mean(attribute, [a for a in dir(value) if not a.startswith("_")])
             raise UsageError(f"fn={fn.text}: {'.'.join([head, *rest[:depth - 1]])!r} has no attribute {attribute!r}{hint}")
         value = getattr(value, attribute)
     return value
@@ -164,7 +164,7 @@ def aggregate_column(call: Call, stream: DataStream):
 def python_code(built: Built, expression: str, value) -> str:
     """The Python API calls the magic made, as code a user can paste."""
     lines = ["import fw_magics as fw"]
-    if any(isinstance(stage, AggregateCalls) for stage in built.plan.stages):
+    if any(isinstance(stage, AggregateCalls) for stage in built.command.stages):
         lines.append("from pyspark.sql import functions as F")
     lines.append(f"ds = {source_code(value, expression)}")
     lines += [f"ds = ds.{call}" for call in built.calls]
@@ -180,8 +180,8 @@ def pyspark_code(built: Built, expression: str, value) -> str:
     }[_kind(value)]
     lines = ["from pyspark.sql import functions as F", f"df = {start}"]
     inputs = (built.source,) + built.outputs[:-1]
-    for stage, stream, output in zip(built.plan.stages, inputs, built.outputs):
-        lines += _pyspark_stage(stage, stream, output, built.plan.key)
+    for stage, stream, output in zip(built.command.stages, inputs, built.outputs):
+        lines += _pyspark_stage(stage, stream, output, built.command.key)
     return "\n".join(lines)
 
 
@@ -216,6 +216,15 @@ def _pyspark_stage(stage: Stage, stream: DataStream, output: DataStream, key) ->
     if key is not None:
         return [note, f'df = df{keyed}.groupBy({keys}).applyInArrow({helper}, "{ddl}")']
     return [note, f'df = df.mapInArrow({helper}, "{ddl}")']
+
+
+def explanation_bundle(title: str, sections: list[tuple[str, str]]) -> dict[str, str]:
+    """text/plain and text/html for ``--explain``: a title, then headed code blocks."""
+    text = [title] + [f"\n{heading}\n" + "\n".join("    " + line for line in body.splitlines()) for heading, body in sections]
+    markup = [f"<p><code>{html.escape(title)}</code></p>"] + [
+        f"<p><b>{html.escape(heading)}</b></p><pre>{html.escape(body)}</pre>" for heading, body in sections
+    ]
+    return {"text/plain": "\n".join(text), "text/html": '<div class="fw-explain">' + "".join(markup) + "</div>"}
 
 
 def physical_plan(stream: DataStream) -> str:

@@ -1,4 +1,4 @@
-"""The ``%%fullwindow`` grammar: a pure parser from a magic's line to a Plan.
+"""The ``%%fullwindow`` grammar: a pure parser from a magic's line to a Command.
 
 No Spark and no user namespace here: names of functions and columns are kept as text
 and resolved later (``build.py``), when the input and the notebook's variables are known.
@@ -17,14 +17,14 @@ where one is close, suggests the valid word.
 from __future__ import annotations
 
 import ast
-import difflib
 import keyword
 import re
 from dataclasses import dataclass
 
 from IPython.core.error import UsageError
 
-from .display import DEFAULT_SHOW
+from ..errors import did_you_mean
+from ..streams.preview import DEFAULT_SHOW
 
 OPERATIONS = ("sort", "map", "reduce", "aggregate")
 OPTIONS = ("-o", "--show", "--explain", "--graph", "--in")
@@ -49,7 +49,7 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z", re.ASCII)
 _PIPE = object()  # the token between stages
 
 
-# -- the plan --------------------------------------------------------------------------
+# -- the command --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,8 @@ Stage = Sort | Map | Reduce | Aggregate | AggregateCalls
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What one ``%%fullwindow`` line asks for; ``str(plan)`` is its canonical line."""
+class Command:
+    """What one ``%%fullwindow`` line asks for; ``str(command)`` is its canonical line."""
 
     stages: tuple[Stage, ...]
     key: tuple[str, ...] | None = None
@@ -154,8 +154,8 @@ class Plan:
 # -- parsing ---------------------------------------------------------------------------
 
 
-def parse(line: str) -> Plan:
-    """The Plan for a magic's line, or a one-line UsageError naming the bad token."""
+def parse(line: str) -> Command:
+    """The Command for a magic's line, or a one-line UsageError naming the bad token."""
     text = line.strip()
     silent = text.endswith(";")
     if silent:
@@ -194,7 +194,7 @@ def parse(line: str) -> Plan:
         else:
             words.append(token)
     stages = tuple(_stage(group) for group in _split_stages(words))
-    return Plan(
+    return Command(
         stages=stages, key=options.get("key"), output=options.get("-o"),
         show=options.get("--show", DEFAULT_SHOW), explain=options.get("--explain", False),
         graph=options.get("--graph", False),
@@ -202,17 +202,9 @@ def parse(line: str) -> Plan:
     )
 
 
-def closest(word: str, choices) -> str | None:
-    """The choice nearest to ``word`` (case ignored), or None when none is close."""
-    lowered = {str(c).lower(): str(c) for c in choices}
-    close = difflib.get_close_matches(str(word).lower(), list(lowered), n=1)
-    return lowered[close[0]] if close else None
-
-
 def _unknown(head: str, word: str, choices, listing: str) -> UsageError:
     """'HEAD; did you mean X?' when a choice is close, else 'HEAD; LISTING'."""
-    near = closest(word, choices)
-    return UsageError(f"{head}; did you mean {near!r}?" if near else f"{head}; {listing}")
+    return UsageError(head + did_you_mean(word, choices, otherwise=f"; {listing}"))
 
 
 def tokenize(text: str) -> list:

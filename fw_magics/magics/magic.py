@@ -11,10 +11,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.display import display
 
-from ..errors import FullWindowError
-from ..session import SparkUnavailableError
+from ..errors import FwMagicsError, did_you_mean
+from ..streams import preview
 from . import build, grammar, tracebacks
-from . import display as preview
 
 
 @magics_class
@@ -100,35 +99,35 @@ class FullWindowMagics(Magics):
             %%fullwindow sort field=price desc | map fn=biggest schema="id long, revenue double" --explain
             orders.to_dataframe()
         """
-        plan = grammar.parse(line)
+        command = grammar.parse(line)
         shell = self.shell
         if cell is None:
-            if plan.input is None:
+            if command.input is None:
                 raise UsageError("%fullwindow needs --in NAME (the variable holding the input), or use %%fullwindow with the input as the cell's last expression")
-            if plan.input not in shell.user_ns:
-                near = grammar.closest(plan.input, [n for n in shell.user_ns if not n.startswith("_")])
-                raise UsageError(f"--in {plan.input}: no such variable" + (f"; did you mean {near!r}?" if near else ""))
-            value, expression, silent = shell.user_ns[plan.input], plan.input, plan.silent
+            if command.input not in shell.user_ns:
+                names = [n for n in shell.user_ns if not n.startswith("_")]
+                raise UsageError(f"--in {command.input}: no such variable" + did_you_mean(command.input, names))
+            value, expression, silent = shell.user_ns[command.input], command.input, command.silent
         else:
-            if plan.input is not None:
-                raise UsageError(f"--in {plan.input} is for the line form %fullwindow; in a %%fullwindow cell the last expression is the input")
+            if command.input is not None:
+                raise UsageError(f"--in {command.input} is for the line form %fullwindow; in a %%fullwindow cell the last expression is the input")
             with _user_errors(shell):
                 value, expression, quiet = self._run_body(cell)
-            silent = plan.silent or quiet
-        what = f"--in {plan.input}" if cell is None else f"the cell's last expression ({expression})"
+            silent = command.silent or quiet
+        what = f"--in {command.input}" if cell is None else f"the cell's last expression ({expression})"
         with _user_errors(shell):
             source = build.as_stream(value, what)
-            built = build.build(plan, source, shell.user_ns, self._cache_source)
+            built = build.build(command, source, shell.user_ns, self._cache_source)
             result = built.result
-            if plan.explain:
+            if command.explain:
                 magic = "%fullwindow" if cell is None else "%%fullwindow"
-                display(self._explanation(f"{magic} {plan}", built, expression, value), raw=True)
-            if plan.graph:
+                display(self._explanation(f"{magic} {command}", built, expression, value), raw=True)
+            if command.graph:
                 display(_graph_view(result))
             if not silent:
-                preview.remember(result, preview.preview(result, plan.show))
-        if plan.output is not None:
-            shell.user_ns[plan.output] = result
+                preview.remember(result, preview.preview(result, command.show))
+        if command.output is not None:
+            shell.user_ns[command.output] = result
         return None if silent else result
 
     @line_magic
@@ -146,8 +145,8 @@ class FullWindowMagics(Magics):
         if not name.isidentifier():
             raise UsageError(f"%fw_graph needs one variable name; got {line.strip()!r}")
         if name not in self.shell.user_ns:
-            near = grammar.closest(name, [n for n in self.shell.user_ns if not n.startswith("_")])
-            raise UsageError(f"%fw_graph {name}: no such variable" + (f"; did you mean {near!r}?" if near else ""))
+            names = [n for n in self.shell.user_ns if not n.startswith("_")]
+            raise UsageError(f"%fw_graph {name}: no such variable" + did_you_mean(name, names))
         with _user_errors(self.shell):
             return _graph_view(self.shell.user_ns[name])
 
@@ -185,7 +184,7 @@ class FullWindowMagics(Magics):
 
     @staticmethod
     def _explanation(title: str, built: build.Built, expression: str, value) -> dict[str, str]:
-        return preview.explanation_bundle(
+        return build.explanation_bundle(
             title,
             [
                 ("The same with the fw-magics Python API:", build.python_code(built, expression, value)),
@@ -209,7 +208,7 @@ def _user_errors(shell):
     """fw-magics' one-line errors become UsageError; the user's own errors lose our frames."""
     try:
         yield
-    except (FullWindowError, SparkUnavailableError) as error:
+    except FwMagicsError as error:
         raise UsageError(str(error)) from None
     except UsageError:
         raise

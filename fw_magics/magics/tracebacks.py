@@ -16,11 +16,10 @@ import re
 import sysconfig
 import types
 
-import fw_magics
-
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fw_magics/
 _LIBRARY_DIRS = tuple(
     os.path.normcase(os.path.realpath(d)) + os.sep
-    for d in {os.path.dirname(fw_magics.__file__), sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]}
+    for d in {_PACKAGE_DIR, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]}
 )
 _LIBRARY_PATTERN = re.compile(r"[\\/](site|dist)-packages[\\/]|pyspark\.zip|^<frozen ")
 _WORKER_TRACEBACK = "Traceback (most recent call last):"

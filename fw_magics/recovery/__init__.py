@@ -1,12 +1,12 @@
-"""Job recovery (FLIP-383): the event log, its replay, resume planning, locks. No Spark."""
+"""Job recovery (FLIP-383): the event log, its replay, resume decisions, locks. No Spark."""
 
 from . import events
+from .event_store import JobEventStore
 from .lock import JobLock, JobLockedError
 from .paths import safe_job_path
-from .replay import JobState, ResumePlan, plan_resume, replay, subtask_inputs
-from .store import JobEventStore
+from .replay import JobState, ResumeDecision, decide_resume, replay
 
 __all__ = [
-    "JobEventStore", "JobLock", "JobLockedError", "JobState", "ResumePlan", "events",
-    "plan_resume", "replay", "safe_job_path", "subtask_inputs",
+    "JobEventStore", "JobLock", "JobLockedError", "JobState", "ResumeDecision", "events",
+    "decide_resume", "replay", "safe_job_path",
 ]

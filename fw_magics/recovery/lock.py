@@ -9,9 +9,7 @@ import threading
 import time
 import warnings
 
-
-class JobLockedError(RuntimeError):
-    """Another live process is running this job."""
+from ..errors import JobLockedError
 
 
 def _alive(pid: int) -> bool:
@@ -39,7 +37,7 @@ class JobLock:
         return json.dumps({"pid": os.getpid(), "host": self.host, "heartbeat": time.time(),
                            "started": getattr(self, "_started", time.time())}).encode()
 
-    def acquire(self) -> "JobLock":
+    def acquire(self) -> JobLock:
         if "://" in self.path:  # a remote job directory: no atomic create here; document and go on
             return self
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -102,7 +100,7 @@ class JobLock:
             os.remove(self.path)
         self._mine = False
 
-    def __enter__(self) -> "JobLock":
+    def __enter__(self) -> JobLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:

@@ -1,10 +1,10 @@
-"""Replaying a job's event log, and planning what a resumed run must do (FLIP-383). No Spark."""
+"""Replaying a job's event log, and deciding what a resumed run must do (FLIP-383). No Spark."""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
 
 from .events import problem
 
@@ -50,31 +50,17 @@ def replay(events: Iterable[dict]) -> JobState:
 
 
 @dataclass
-class ResumePlan:
+class ResumeDecision:
+    """What a resumed run keeps and what it runs again, and why (``decide_resume``)."""
+
     keep: set  # finished subtasks not run again
     rerun: set
     reasons: dict  # vertex -> why it runs again
     problems: dict  # vertex -> what is wrong with its files, for each finished vertex checked
 
 
-def subtask_inputs(graph) -> tuple[list[tuple[str, int]], dict]:
-    """The job-vertex subtasks of a JobGraph ("v0", "v1", ... in chain order) and their inputs.
-
-    A job vertex is a chain; subtask ``i`` of a chain reads what subtask ``i`` of its first
-    operator reads from other chains (pointwise ranges or all-to-all, as the graph wires them).
-    """
-    chains = graph.chains()
-    name_of = {op: f"v{k}" for k, chain in enumerate(chains) for op in chain}
-    vertices, inputs = [], {}
-    for k, chain in enumerate(chains):
-        for i in range(graph.operator(chain[-1]).parallelism):
-            vertices.append((f"v{k}", i))
-            inputs[(f"v{k}", i)] = [(name_of[op], j) for (op, j), _ in graph.producers_of((chain[0], i))]
-    return vertices, inputs
-
-
-def plan_resume(vertices: list, producers: Mapping, state: JobState,
-                file_problem: Callable[[dict], str | None]) -> ResumePlan:
+def decide_resume(vertices: list, producers: Mapping, state: JobState,
+                file_problem: Callable[[dict], str | None]) -> ResumeDecision:
     """What a resumed run keeps and what it runs again (FLIP-383).
 
     FLIP-383 starts from every unfinished sink and walks upstream through producers that
@@ -114,4 +100,4 @@ def plan_resume(vertices: list, producers: Mapping, state: JobState,
                 reasons[producer] = why
                 stack.append(producer)
     rerun = set(reasons)
-    return ResumePlan(keep=set(vertices) - rerun, rerun=rerun, reasons=reasons, problems=problems)
+    return ResumeDecision(keep=set(vertices) - rerun, rerun=rerun, reasons=reasons, problems=problems)

@@ -3,13 +3,13 @@
 __all__ = ["JobResult", "default_job_dir", "execute"]
 
 
-def __getattr__(name):  # the planner is usable without loading the recovery machinery
+def __getattr__(name):  # hooks are importable without loading the job machinery
     if name in ("execute", "default_job_dir"):
         from . import job
 
         return getattr(job, name)
     if name == "JobResult":
-        from .result import JobResult
+        from .job_result import JobResult
 
         return JobResult
     raise AttributeError(name)

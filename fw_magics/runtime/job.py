@@ -14,17 +14,26 @@ import functools
 import os
 import time
 
-from ..errors import FullWindowError, error_summary
-from ..failover import FixedDelayRestart, RestartAllStrategy, RestartPipelinedRegionStrategy
-from ..graph import JobGraph
-from ..recovery import JobEventStore, JobLock, events, plan_resume, replay, safe_job_path, subtask_inputs
+from ..errors import FullWindowError, ResumeError, error_summary
+from ..failover import (
+    FailoverStrategy,
+    FixedDelayRestart,
+    RestartAllStrategy,
+    RestartBackoffTimeStrategy,
+    RestartPipelinedRegionStrategy,
+)
+from ..graph import JobGraph, subtask_inputs
+from ..recovery import JobEventStore, JobLock, decide_resume, events, replay, safe_job_path
+from ..recovery.filesystem import Storage
+from ..recovery.integrity import file_intact
+from ..recovery.paths import RESULTS
 from ..schema import arrow_schema
 from ..streams.arrow_calls import map_in_arrow
+from ..streams.job_graph import build_graph
 from . import hooks, progress
-from .planner import JobVertex, build_graph, job_vertices
-from .results import META_SCHEMA, committed, file_intact, read_results, write_partition
-from .result import JobResult
-from ..recovery.storage import Storage
+from .job_result import JobResult
+from .result_files import META_SCHEMA, committed, read_results, write_partition
+from .vertices import SparkVertex, spark_vertices
 
 RESUME_MODES = ("auto", "never", "require")
 FAILOVER_MODES = ("region", "full")
@@ -50,14 +59,16 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 
 class _Run:
-    def __init__(self, stream, graph: JobGraph, root: str, job_name: str, failover: str, restart):
+    def __init__(self, stream, graph: JobGraph, root: str, job_name: str, failover: str,
+                 restart: RestartBackoffTimeStrategy):
         self.stream, self.graph, self.root, self.job_name = stream, graph, root, job_name
-        self.spark = stream._spark
+        self.spark = stream.spark
         self.storage = Storage(root)
-        self.vertices = job_vertices(stream, graph)
+        self.vertices = spark_vertices(stream, graph)
         self.subtasks, self.inputs = subtask_inputs(graph)
         self.chain_of = {op: v for v in self.vertices for op in v.operators}
-        self.strategy = (RestartPipelinedRegionStrategy if failover == "region" else RestartAllStrategy)(graph)
+        self.strategy: FailoverStrategy = (
+            RestartPipelinedRegionStrategy if failover == "region" else RestartAllStrategy)(graph)
         self.restart = restart
         self.store = JobEventStore(self.storage.path("events"))
         self.ran: set[tuple[str, int]] = set()
@@ -70,21 +81,21 @@ class _Run:
     def execute(self, resume: str) -> JobResult:
         previous = [] if resume == "never" else self.store.read_events()
         if resume == "never":
-            self.storage.remove_tree(self.storage.path("results"))
+            self.storage.remove_tree(self.storage.path(RESULTS))
             self.storage.remove_tree(self.storage.path("events"))
         if resume == "require" and not previous:
-            raise FullWindowError(
+            raise ResumeError(
                 f"nothing to resume for job {self.job_name!r} in {self.root}: no event log; "
                 "run with resume='auto' to start it"
             )
         state = replay(previous) if previous else None
         if state is not None and state.fingerprint != self.graph.fingerprint():
             changes = JobGraph.from_json(state.graph).diff(self.graph) if state.graph else ["unknown graph"]
-            raise FullWindowError(
+            raise ResumeError(
                 f"job {self.job_name!r} in {self.root} was recorded for a different graph "
                 f"({'; '.join(changes)}); run with resume='never' to start afresh"
             )
-        todo = self._plan(state)
+        todo = self._todo(state)
         recovered = {(v, i) for v in self.vertices for i in range(v.parallelism) if i not in todo.get(v.index, set())}
         self.store.start()
         hooks.job_started(self, {(v.name, i) for v, i in recovered})
@@ -93,8 +104,7 @@ class _Run:
                 self._emit(events.job_submitted(self.job_name, self.graph.to_json(), self.graph.fingerprint(),
                                                 cell=_current_cell()))
                 for v in self.vertices:
-                    inputs = [] if v.upstream is None else [self.vertices[v.upstream].name]
-                    self._emit(events.vertex_initialized(v.name, v.parallelism, inputs))
+                    self._emit(events.vertex_initialized(v.name, v.parallelism, v.inputs))
             else:
                 for v in self.vertices:
                     for i in sorted(todo.get(v.index, ())):
@@ -118,16 +128,16 @@ class _Run:
             regions_run=self.regions_run, attempts=self.attempts,
         )
 
-    def _plan(self, state) -> dict[int, set[int]]:
+    def _todo(self, state) -> dict[int, set[int]]:
         """Which subtasks of which job vertex still have to run."""
         if state is None:
             return {v.index: set(range(v.parallelism)) for v in self.vertices}
-        plan = plan_resume(self.subtasks, self.inputs, state, functools.partial(file_intact, self.storage))
+        decision = decide_resume(self.subtasks, self.inputs, state, functools.partial(file_intact, self.storage))
         index = {v.name: v.index for v in self.vertices}
         todo: dict[int, set[int]] = {}
-        for name, i in plan.rerun:
+        for name, i in decision.rerun:
             todo.setdefault(index[name], set()).add(i)
-        for name, i in plan.keep:
+        for name, i in decision.keep:
             self.files[(name, i)] = state.finished[(name, i)]["files"][0]
         return todo
 
@@ -158,7 +168,7 @@ class _Run:
                     self._emit(events.subtask_reset(name, i, "restarted by failover"))
                 self._emit(events.region_restarted(vertex.name, sorted(f"{n}[{i}]" for n, i in restart), self.attempts))
 
-    def _tasks_to_restart(self, vertex: JobVertex, failed: set[int]) -> set[tuple[str, int]]:
+    def _tasks_to_restart(self, vertex: SparkVertex, failed: set[int]) -> set[tuple[str, int]]:
         """Chain subtasks to re-run, from the failover strategy's operator-level answer."""
         unavailable = []
         if vertex.upstream is not None:
@@ -172,7 +182,7 @@ class _Run:
             tasks |= self.strategy.tasks_to_restart((vertex.operators[-1], i), unavailable=tuple(unavailable))
         return {(self.chain_of[op].name, i) for op, i in tasks}
 
-    def _run_vertex(self, vertex: JobVertex, pending: set[int]) -> None:
+    def _run_vertex(self, vertex: SparkVertex, pending: set[int]) -> None:
         self.attempts += 1
         frame, schema = self._output_frame(vertex, pending)
         only = None if pending == set(range(vertex.parallelism)) else frozenset(pending)
@@ -188,7 +198,7 @@ class _Run:
             raise RuntimeError(f"job vertex {vertex.label} produced no result for subtasks {sorted(missing)}")
         self.store.flush()  # durable before any consumer starts
 
-    def _collect_committed(self, vertex: JobVertex, pending: set[int]) -> set[int]:
+    def _collect_committed(self, vertex: SparkVertex, pending: set[int]) -> set[int]:
         """Subtasks of a failed Spark job that did commit their result in this attempt."""
         done = set()
         for subtask, meta in committed(self.storage, vertex.name).items():
@@ -198,7 +208,7 @@ class _Run:
         self.store.flush()
         return done
 
-    def _finished(self, vertex: JobVertex, meta: dict) -> None:
+    def _finished(self, vertex: SparkVertex, meta: dict) -> None:
         subtask = int(meta["subtask"])
         record = {"path": meta["path"], "size": meta["size"], "sha256": meta["sha256"]}
         self.files[(vertex.name, subtask)] = record
@@ -208,7 +218,7 @@ class _Run:
             bytes=meta["size"], duration=meta["duration"], files=[record],
         ))
 
-    def _output_frame(self, vertex: JobVertex, pending: set[int]):
+    def _output_frame(self, vertex: SparkVertex, pending: set[int]):
         """The Spark DataFrame computing this job vertex's ``pending`` subtasks from its input.
 
         Only the producer results those subtasks read are read; the other input partitions

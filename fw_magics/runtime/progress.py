@@ -5,7 +5,7 @@ every few seconds and at the end; a stage counts once a task of it has finished)
 classic session the vertex's Spark jobs run in a job group of their own and a daemon
 thread polls the status tracker for it (tasks of the stages started so far, so the total
 grows as later stages start). Nothing is registered and no thread starts unless a
-progress hook is (a graph view following runs).
+vertex_progress hook is registered (a graph view following runs).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ _GROUP = "spark.jobGroup.id"
 @contextlib.contextmanager
 def reporting(spark, vertex_name: str):
     """Report ``hooks.vertex_progress(vertex_name, done, total)`` while the block runs."""
-    if not hooks.PROGRESS_HOOKS:
+    if not hooks.registered("vertex_progress"):
         yield
     elif type(spark).__module__.startswith("pyspark.sql.connect"):
         with _connect_handler(spark, vertex_name):

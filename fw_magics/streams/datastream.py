@@ -3,35 +3,19 @@
 from __future__ import annotations
 
 import functools
-import re
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import FullWindowError
+from ..errors import FullWindowError, run_action
 from ..records import Record, batch_records
 from ..schema import arrow_schema, nullable
 from . import workers
 from .arrow_calls import map_in_arrow
-from .plan import Step
-
-_FW_ERROR = re.compile(r"FullWindowError: (.+)")
-
-
-def run_action(action: Callable):
-    """Run a Spark action; a FullWindowError raised inside a worker comes back as one line."""
-    try:
-        return action()
-    except FullWindowError:
-        raise
-    except Exception as error:
-        match = _FW_ERROR.search(str(error))
-        if match:
-            raise FullWindowError(match.group(1).strip()) from None
-        raise
+from .lineage import Step
 
 
 class DataStream:
@@ -43,7 +27,8 @@ class DataStream:
     methods. Nothing runs on Spark until one of those is called.
     """
 
-    def __init__(self, build: Callable[[], DataFrame] | DataFrame, spark, step: Step, schema: T.StructType | None = None):
+    def __init__(self, build: Callable[[], DataFrame] | DataFrame, spark, step: Step, schema: T.StructType | None = None,
+                 partitions: int | None = None):
         if isinstance(build, DataFrame):
             frame = build
             self._build: Callable[[], DataFrame] = lambda: frame
@@ -55,13 +40,31 @@ class DataStream:
         self._schema = schema
         if schema is not None:
             step.detail.setdefault("schema", schema)  # the runtime reads materialized results with it
-        self._partitions = step.parallelism
+        self._partitions = step.parallelism if partitions is None else partitions
 
     # -- identity ----------------------------------------------------------------
 
     @property
     def name(self) -> str:
         return self._step.name
+
+    @property
+    def spark(self):
+        """The SparkSession the stream runs on (classic or Spark Connect)."""
+        return self._spark
+
+    @property
+    def step(self) -> Step:
+        """The stream's last operator; ``step.lineage()`` is every operator, source first.
+
+        The job graph (``job_graph()``) and the runtime's job vertices are built from it.
+        """
+        return self._step
+
+    @property
+    def known_partitions(self) -> int | None:
+        """The partition count when known without a Spark job, else None (``num_partitions()`` counts)."""
+        return self._partitions
 
     @property
     def schema(self) -> T.StructType:
@@ -99,8 +102,8 @@ class DataStream:
         return f"DataStream {self.name!r} [{fields}] in {parts} partitions"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        """Notebook display: a preview of each partition from one Spark job (fw_magics.magics.display)."""
-        from ..magics.display import mimebundle
+        """Notebook display: a preview of each partition from one Spark job (fw_magics.streams.preview)."""
+        from .preview import mimebundle
 
         return mimebundle(self)
 
@@ -110,7 +113,7 @@ class DataStream:
         """All records of each partition as one window, processed at end of input (FLIP-380)."""
         from .windowed import PartitionWindowedStream
 
-        self._require_bounded("full_window_partition()")
+        self.require_bounded("full_window_partition()")
         return PartitionWindowedStream(self)
 
     def key_by(self, key):
@@ -121,7 +124,7 @@ class DataStream:
 
     def job_graph(self):
         """The job graph (FLIP-331 attributes, chains, pipelined regions) of this stream."""
-        from ..runtime.planner import build_graph
+        from .job_graph import build_graph
 
         return build_graph(self)
 
@@ -137,7 +140,8 @@ class DataStream:
 
         return execute(self, job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
 
-    def _require_bounded(self, what: str) -> None:
+    def require_bounded(self, what: str) -> None:
+        """Refuse, in one line, a full-window ``what`` on a streaming (unbounded) source."""
         if self.is_streaming:
             raise FullWindowError(
                 f"full-window processing needs bounded input: {self.name!r} is a streaming "
@@ -145,8 +149,12 @@ class DataStream:
                 "(spark.read instead of spark.readStream)"
             )
 
-    def _derive(self, build, step: Step, schema: T.StructType | None = None) -> "DataStream":
-        return DataStream(build, self._spark, step, schema)
+    def derive(self, build, step: Step, schema: T.StructType | None = None, partitions: int | None = None) -> DataStream:
+        """A stream computed from this one: ``build()`` makes its DataFrame, ``step`` is its operator.
+
+        How each operation makes its output; ``partitions``: its partition count, when known.
+        """
+        return DataStream(build, self._spark, step, schema, partitions)
 
     # -- reading -------------------------------------------------------------------
 

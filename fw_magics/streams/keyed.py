@@ -11,13 +11,22 @@ from ..errors import FullWindowError
 from ..functions import Order, as_aggregate_function
 from ..schema import nullable, parse_schema, resolve_field
 from . import workers
+from .arguments import (
+    aggregate_columns,
+    analysed,
+    check_callable,
+    describe_sort,
+    function_name,
+    input_columns,
+    result_schema,
+    sort_columns,
+    sort_specs,
+    with_key_column,
+    writer_for,
+)
 from .arrow_calls import apply_in_arrow, map_in_arrow
 from .datastream import DataStream
-from .plan import Step
-from .windowed import (
-    aggregate_columns, analysed, check_callable, describe_sort, function_name,
-    input_columns, result_schema, sort_columns, sort_specs, with_key_column, writer_for,
-)
+from .lineage import Step
 
 
 class KeyedStream:
@@ -29,7 +38,7 @@ class KeyedStream:
     """
 
     def __init__(self, stream: DataStream, key):
-        self._in = stream
+        self.stream = stream  # the input
         schema = stream.schema
         if callable(key) and not isinstance(key, (str, list, tuple)):
             self.selector = key
@@ -48,13 +57,13 @@ class KeyedStream:
             self.names = [k.split(".")[-1] if k not in schema.names else k for k in keys]
             self.key_fields = [T.StructField(n, dtype) for n, (_, dtype) in zip(self.names, resolved)]
             self.label = ", ".join(keys)
-        if stream._partitions is not None:
-            self.parallelism = stream._partitions
+        if stream.known_partitions is not None:
+            self.parallelism = stream.known_partitions
         else:
-            self.parallelism = int(stream._spark.conf.get("spark.sql.shuffle.partitions"))
+            self.parallelism = int(stream.spark.conf.get("spark.sql.shuffle.partitions"))
 
-    def full_window_partition(self) -> "KeyedPartitionWindowedStream":
-        self._in._require_bounded("key_by(...).full_window_partition()")
+    def full_window_partition(self) -> KeyedPartitionWindowedStream:
+        self.stream.require_bounded("key_by(...).full_window_partition()")
         return KeyedPartitionWindowedStream(self)
 
     def with_key(self, frame):
@@ -62,7 +71,7 @@ class KeyedStream:
         if self.selector is None:
             return frame
         return map_in_arrow(
-            frame, functools.partial(workers.add_key_column, self.selector), with_key_column(self._in.schema)
+            frame, functools.partial(workers.add_key_column, self.selector), with_key_column(self.stream.schema)
         )
 
     def placed(self, frame, after_grouping: bool = False):
@@ -97,18 +106,17 @@ class KeyedPartitionWindowedStream:
 
     def __init__(self, keyed: KeyedStream):
         self._keyed = keyed
-        self._in = keyed._in
+        self._in = keyed.stream
 
     def _derive(self, kind: str, label: str, transform, schema, sorter: bool = True) -> DataStream:
         keyed, parent = self._keyed, self._in
         step = Step(
             name=f"{kind}({label})" if label else kind, kind=kind, parallelism=keyed.parallelism,
-            parent=parent._step, keyed_by=tuple(keyed.names) or (keyed.label,),
+            parent=parent.step, keyed_by=tuple(keyed.names) or (keyed.label,),
             output_only_after_end_of_stream=True, internal_sorter_supported=sorter, transform=transform,
         )
-        out = parent._derive(lambda: transform(parent.to_dataframe(), parent.num_partitions), step, schema)
-        out._partitions = keyed.parallelism
-        return out
+        return parent.derive(lambda: transform(parent.to_dataframe(), parent.num_partitions), step, schema,
+                             partitions=keyed.parallelism)
 
     def _per_key(self, op, out_schema, with_key: bool = False):
         keyed = self._keyed
@@ -121,7 +129,7 @@ class KeyedPartitionWindowedStream:
     def map_partition(self, fn, schema=None) -> DataStream:
         """Call ``fn(records)`` once per key with that key's records."""
         check_callable(fn, "map_partition")
-        out = nullable(parse_schema(schema, self._in._spark) if schema is not None else self._in.schema)
+        out = nullable(parse_schema(schema, self._in.spark) if schema is not None else self._in.schema)
         writer = writer_for(out, f"map_partition function {function_name(fn)!r}")
         op = functools.partial(workers.map_partition, fn, writer, self._keyed.helper_columns)
         return self._derive("map_partition", function_name(fn), self._per_key(op, out), out)
@@ -167,7 +175,7 @@ class KeyedPartitionWindowedStream:
             label = ", ".join(out.names[len(keyed.names):])
             return self._derive("aggregate", label, transform, out)
         agg = as_aggregate_function(agg)
-        result = result_schema(agg, schema, self._in._spark)
+        result = result_schema(agg, schema, self._in.spark)
         key_fields = keyed.key_fields if keyed.selector is None else []
         out = nullable(T.StructType(key_fields + result.fields))
         writer = writer_for(out, f"{type(agg).__name__}.get_result")

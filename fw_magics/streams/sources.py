@@ -13,7 +13,7 @@ from ..schema import arrow_schema, parse_schema
 from ..session import get_spark
 from . import workers
 from .datastream import DataStream
-from .plan import Step
+from .lineage import Step
 
 
 def from_dataframe(df, name: str | None = None) -> DataStream:

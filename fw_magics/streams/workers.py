@@ -7,7 +7,7 @@ batch at a time, so memory is bounded by a batch, not by the partition.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
 

@@ -7,12 +7,11 @@ kernel inherits SPARK_REMOTE from the server).
 from __future__ import annotations
 
 import pathlib
-import shutil
 
 import pytest
 
 from fw_magics.graph import JobGraph
-from fw_magics.widgets.jobs import read_job
+from fw_magics.recovery.jobs import read_job
 from fw_magics.widgets.model import what_if
 
 from .conftest import REPO, run_all_cells, shot, start_lab, stop_lab
@@ -27,7 +26,7 @@ def tour(request, tmp_path_factory, browser):
     """Tutorial 5 opened and run top to bottom in JupyterLab; yields (page, root, mode)."""
     mode = request.param
     root = tmp_path_factory.mktemp(f"lab-{mode}")
-    shutil.copy(REPO / "tutorials" / TUTORIAL, root / TUTORIAL)
+    copy_without_outputs(REPO / "tutorials" / TUTORIAL, root / TUTORIAL)
     process, base, token = start_lab(root, MODES[mode])
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     try:
@@ -40,6 +39,18 @@ def tour(request, tmp_path_factory, browser):
     finally:
         page.close()
         stop_lab(process)
+
+
+def copy_without_outputs(source: pathlib.Path, target: pathlib.Path) -> None:
+    """The tutorial as a reader opens it before running it: the committed notebook carries its
+    saved outputs and execution counts, which would satisfy run_all_cells before anything ran."""
+    import nbformat
+
+    nb = nbformat.read(source, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nbformat.write(nb, target)
 
 
 def _graph(root: pathlib.Path) -> JobGraph:

@@ -6,12 +6,12 @@ plays the part of Flink's partition availability checker: the producers whose re
 """
 
 import pytest
-from fw_magics.errors import FullWindowError
-from fw_magics.failover import RestartAllStrategy, RestartPipelinedRegionStrategy
-from fw_magics.graph import JobGraph, OperatorAttributes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fw_magics.errors import FullWindowError
+from fw_magics.failover import RestartAllStrategy, RestartPipelinedRegionStrategy
+from fw_magics.graph import JobGraph, OperatorAttributes
 from tests.graph import reference_graph as ref
 
 
@@ -166,3 +166,11 @@ def test_restart_sets_are_whole_regions_closed_downstream_and_within_restart_all
         assert all(u in tasks for u, _ in g.producers_of(v) if u in unavailable), "a lost input was not recomputed"
     everything = RestartAllStrategy(g).tasks_to_restart(failed, unavailable)
     assert tasks <= everything == set(g.execution_vertices())
+
+
+def test_both_strategies_are_failover_strategies():
+    from fw_magics.failover import FailoverStrategy
+
+    g = flink_six()
+    assert isinstance(RestartAllStrategy(g), FailoverStrategy)
+    assert isinstance(RestartPipelinedRegionStrategy(g), FailoverStrategy)

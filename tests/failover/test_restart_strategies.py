@@ -3,6 +3,7 @@
 import random
 
 import pytest
+
 from fw_magics.errors import FullWindowError
 from fw_magics.failover import ExponentialDelayRestart, FailureRateRestart, FixedDelayRestart
 
@@ -203,3 +204,16 @@ def test_bad_settings_are_refused_in_one_line(make, message):
     with pytest.raises(FullWindowError) as caught:
         make()
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_every_restart_strategy_has_the_restart_backoff_time_strategy_interface():
+    import inspect
+
+    from fw_magics.failover import RestartBackoffTimeStrategy
+
+    members = {"notify_failure", "can_restart", "backoff"}
+    assert members <= set(vars(RestartBackoffTimeStrategy))
+    for kind in (FixedDelayRestart, FailureRateRestart, ExponentialDelayRestart):
+        for name in members:
+            ours, theirs = inspect.getattr_static(kind, name), inspect.getattr_static(RestartBackoffTimeStrategy, name)
+            assert type(ours) is type(theirs), (kind.__name__, name)  # a method, or a property

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from fw_magics.graph import JobGraph, OperatorAttributes
 from hypothesis import strategies as st
+
+from fw_magics.graph import JobGraph, OperatorAttributes
 
 
 @st.composite

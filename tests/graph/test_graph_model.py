@@ -5,6 +5,7 @@ import hashlib
 import pathlib
 
 import pytest
+
 from fw_magics.errors import FullWindowError
 from fw_magics.graph import Edge, JobGraph, Operator, OperatorAttributes
 

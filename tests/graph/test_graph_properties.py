@@ -1,8 +1,9 @@
 """Properties of the job graph on random graphs, against the naive reference model."""
 
-from fw_magics.graph import JobGraph
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fw_magics.graph import JobGraph
 
 from . import reference_graph as ref
 

@@ -7,6 +7,7 @@ streaming mode with chaining off so that nothing else decides the type.
 """
 
 import pytest
+
 from fw_magics.graph import JobGraph
 from fw_magics.graph.components import DisjointSets, strongly_connected
 

@@ -5,8 +5,9 @@ import shutil
 import xml.etree.ElementTree as ElementTree
 
 import pytest
-from fw_magics.graph import JobGraph, OperatorAttributes
-from fw_magics.graph import render
+
+from fw_magics.errors import GraphvizNotFound
+from fw_magics.graph import JobGraph, OperatorAttributes, render
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 
@@ -117,5 +118,5 @@ def test_without_graphviz_the_bundle_falls_back_to_text_and_dot(monkeypatch):
     monkeypatch.setattr(render.shutil, "which", lambda name: None)
     g = sort_job()
     assert set(g._repr_mimebundle_()) == {"text/plain", "text/vnd.graphviz"}
-    with pytest.raises(RuntimeError, match="Graphviz's 'dot' is not installed"):
+    with pytest.raises(GraphvizNotFound, match="Graphviz's 'dot' is not installed"):
         g.to_svg()

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
-from fw_magics.magics import display
+from fw_magics.streams import preview as display
 
 from ..conftest import is_connect
 from ..streams.helpers import SCHEMA, SPARK_SETTINGS, record

@@ -1,4 +1,4 @@
-"""The %%fullwindow grammar: valid lines give the documented Plan, anything else one UsageError line.
+"""The %%fullwindow grammar: valid lines give the documented Command, anything else one UsageError line.
 
 Pure parser tests: no Spark starts here.
 """
@@ -12,46 +12,55 @@ from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
 from fw_magics.magics.grammar import (
-    AGGREGATES, Aggregate, AggregateCalls, Call, Function, Map, Plan, Reduce, Sort, parse,
+    AGGREGATES,
+    Aggregate,
+    AggregateCalls,
+    Call,
+    Command,
+    Function,
+    Map,
+    Reduce,
+    Sort,
+    parse,
 )
 
 VALID = [
-    ("sort field=price desc", Plan((Sort((("price", "desc"),)),))),
-    ("sort field=2", Plan((Sort(((2, "asc"),)),))),
+    ("sort field=price desc", Command((Sort((("price", "desc"),)),))),
+    ("sort field=2", Command((Sort(((2, "asc"),)),))),
     ('sort field=customer ASC field="unit price" desc field=0',
-     Plan((Sort((("customer", "asc"), ("unit price", "desc"), (0, "asc"))),))),
-    ('sort field="2"', Plan((Sort((("2", "asc"),)),))),
-    ("sort field=info.city", Plan((Sort((("info.city", "asc"),)),))),
+     Command((Sort((("customer", "asc"), ("unit price", "desc"), (0, "asc"))),))),
+    ('sort field="2"', Command((Sort((("2", "asc"),)),))),
+    ("sort field=info.city", Command((Sort((("info.city", "asc"),)),))),
     ('map fn=top3 schema="customer string, price double"',
-     Plan((Map(Function("top3"), "customer string, price double"),))),
-    ("map fn=helpers.top3", Plan((Map(Function("helpers.top3")),))),
+     Command((Map(Function("top3"), "customer string, price double"),))),
+    ("map fn=helpers.top3", Command((Map(Function("helpers.top3")),))),
     ('map fn="lambda rs: [(sum(r.qty for r in rs),)]" schema=long',
-     Plan((Map(Function("lambda rs: [(sum(r.qty for r in rs),)]", is_lambda=True), "long"),))),
+     Command((Map(Function("lambda rs: [(sum(r.qty for r in rs),)]", is_lambda=True), "long"),))),
     ("reduce fn='lambda a, b: a if a.qty > b.qty else b'",
-     Plan((Reduce(Function("lambda a, b: a if a.qty > b.qty else b", is_lambda=True)),))),
-    ("aggregate fn=Revenue", Plan((Aggregate(Function("Revenue")),))),
-    ('aggregate fn=revenue schema="total double"', Plan((Aggregate(Function("revenue"), "total double"),))),
+     Command((Reduce(Function("lambda a, b: a if a.qty > b.qty else b", is_lambda=True)),))),
+    ("aggregate fn=Revenue", Command((Aggregate(Function("Revenue")),))),
+    ('aggregate fn=revenue schema="total double"', Command((Aggregate(Function("revenue"), "total double"),))),
     ("aggregate sum(qty) count() count(*) max(price) percentile_approx(price, 0.5) first(name, true)",
-     Plan((AggregateCalls((
+     Command((AggregateCalls((
          Call("sum", ("qty",)), Call("count", ()), Call("count", ("*",)), Call("max", ("price",)),
          Call("percentile_approx", ("price", 0.5)), Call("first", ("name", True)),
      )),))),
-    ('aggregate count_distinct( a , "b c" )', Plan((AggregateCalls((Call("count_distinct", ("a", "b c")),)),))),
+    ('aggregate count_distinct( a , "b c" )', Command((AggregateCalls((Call("count_distinct", ("a", "b c")),)),))),
     ("sort field=price desc|map fn=top3 | aggregate sum(qty)",
-     Plan((Sort((("price", "desc"),)), Map(Function("top3")), AggregateCalls((Call("sum", ("qty",)),))))),
-    ("sort field=price key=customer,city", Plan((Sort((("price", "asc"),)),), key=("customer", "city"))),
-    ('key="home city" sort field=price', Plan((Sort((("price", "asc"),)),), key=("home city",))),
+     Command((Sort((("price", "desc"),)), Map(Function("top3")), AggregateCalls((Call("sum", ("qty",)),))))),
+    ("sort field=price key=customer,city", Command((Sort((("price", "asc"),)),), key=("customer", "city"))),
+    ('key="home city" sort field=price', Command((Sort((("price", "asc"),)),), key=("home city",))),
     ("sort field=1 --in df -o out --show 2 --explain",
-     Plan((Sort(((1, "asc"),)),), input="df", output="out", show=2, explain=True)),
-    ("sort field=1 --show=0 -o=out", Plan((Sort(((1, "asc"),)),), output="out", show=0)),
-    ("  sort field=1 ;  ", Plan((Sort(((1, "asc"),)),), silent=True)),
+     Command((Sort(((1, "asc"),)),), input="df", output="out", show=2, explain=True)),
+    ("sort field=1 --show=0 -o=out", Command((Sort(((1, "asc"),)),), output="out", show=0)),
+    ("  sort field=1 ;  ", Command((Sort(((1, "asc"),)),), silent=True)),
 ]
 
 
-@pytest.mark.parametrize("line, plan", VALID, ids=[line for line, _ in VALID])
-def test_valid_lines_give_the_documented_plan(line, plan):
-    assert parse(line) == plan
-    assert parse(str(plan)) == plan  # the canonical line reads back the same
+@pytest.mark.parametrize("line, command", VALID, ids=[line for line, _ in VALID])
+def test_valid_lines_give_the_documented_command(line, command):
+    assert parse(line) == command
+    assert parse(str(command)) == command  # the canonical line reads back the same
 
 
 ERRORS = [
@@ -125,13 +134,13 @@ lines = st.text(max_size=60) | st.lists(st.sampled_from(VOCABULARY), max_size=14
 @given(lines)
 def test_any_line_parses_or_raises_one_usage_error_line(line):
     try:
-        plan = parse(line)
+        command = parse(line)
     except UsageError as error:
         message = str(error)
         assert message and "\n" not in message, message
     else:
-        assert isinstance(plan, Plan) and plan.stages
-        assert parse(str(plan)) == plan
+        assert isinstance(command, Command) and command.stages
+        assert parse(str(command)) == command
 
 
 identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True).filter(lambda s: not keyword.iskeyword(s))
@@ -151,8 +160,8 @@ stages = st.one_of(
         st.builds(Call, st.sampled_from(AGGREGATES), st.lists(arguments, max_size=3).map(tuple)), min_size=1, max_size=3
     ).map(tuple)),
 )
-plans = st.builds(
-    Plan, st.lists(stages, min_size=1, max_size=4).map(tuple),
+commands = st.builds(
+    Command, st.lists(stages, min_size=1, max_size=4).map(tuple),
     key=st.none() | st.lists(names, min_size=1, max_size=2).map(tuple),
     output=st.none() | identifiers, show=st.integers(0, 1000), explain=st.booleans(),
     input=st.none() | identifiers, silent=st.booleans(),
@@ -160,9 +169,9 @@ plans = st.builds(
 
 
 @settings(max_examples=400, deadline=None)
-@given(plans)
-def test_every_plan_reads_back_from_its_canonical_line(plan):
-    assert parse(str(plan)) == plan
+@given(commands)
+def test_every_command_reads_back_from_its_canonical_line(command):
+    assert parse(str(command)) == command
 
 
 def test_aggregate_names_are_pyspark_functions():

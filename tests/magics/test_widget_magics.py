@@ -7,12 +7,12 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 import fw_magics as fw
-from fw_magics.runtime.planner import build_graph
-from fw_magics.magics.grammar import FLAGS, Plan, Sort, parse
+from fw_magics.magics.grammar import FLAGS, Command, Sort, parse
+from fw_magics.streams.job_graph import build_graph
 from fw_magics.widgets import GraphView, RecoveryPanel
 
 from .conftest import ok, run
-from .test_grammar import plans
+from .test_grammar import commands
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -35,9 +35,9 @@ def widget_ids(outputs) -> list[str]:
 
 def test_graph_is_a_flag_and_reads_back():
     assert "--graph" in FLAGS
-    plan = parse("sort field=price desc --graph -o top")
-    assert plan == Plan((Sort((("price", "desc"),)),), output="top", graph=True)
-    assert str(plan) == "sort field=price desc -o top --graph" and parse(str(plan)) == plan
+    command = parse("sort field=price desc --graph -o top")
+    assert command == Command((Sort((("price", "desc"),)),), output="top", graph=True)
+    assert str(command) == "sort field=price desc -o top --graph" and parse(str(command)) == command
     assert parse("sort field=price").graph is False
 
 
@@ -52,10 +52,10 @@ def test_graph_flag_mistakes_are_one_line(line, message):
 
 
 @settings(max_examples=150, deadline=None)
-@given(plans, st.booleans())
-def test_plans_with_or_without_graph_read_back(plan, graph):
-    plan = Plan(plan.stages, plan.key, plan.output, plan.show, plan.explain, graph, plan.input, plan.silent)
-    assert parse(str(plan)) == plan
+@given(commands, st.booleans())
+def test_commands_with_or_without_graph_read_back(command, graph):
+    command = Command(command.stages, command.key, command.output, command.show, command.explain, graph, command.input, command.silent)
+    assert parse(str(command)) == command
 
 
 # -- through the shell ---------------------------------------------------------------------
@@ -120,6 +120,19 @@ def test_fullwindow_graph_displays_the_graph_view(shell, monkeypatch):
     with capture_output() as captured:
         ok(shell, "%%fullwindow sort field=price desc\norders;")
     assert shown == [] and widget_ids(captured.outputs) == []  # no --graph, no graph view
+
+
+@pytest.mark.spark
+def test_any_error_of_the_family_is_one_usage_error_line(shell, monkeypatch):
+    # Without Graphviz the view cannot be drawn: GraphvizNotFound, an FwMagicsError but no
+    # FullWindowError, still reaches the notebook as one line, and nothing is bound.
+    from fw_magics.graph import render
+
+    monkeypatch.setattr(render.shutil, "which", lambda name: None)
+    shell.user_ns.pop("undrawn", None)
+    message = usage_error(shell, "%%fullwindow sort field=price --graph -o undrawn\norders;")
+    assert message.startswith("Graphviz's 'dot' is not installed") and "undrawn" not in shell.user_ns
+    assert usage_error(shell, "%fw_graph orders").startswith("Graphviz's 'dot' is not installed")
 
 
 @pytest.mark.spark

@@ -1,13 +1,14 @@
-"""Replay and resume planning on synthetic event logs (no Spark)."""
+"""Replay and resume decisions on synthetic event logs (no Spark)."""
 
 import os
 import time
 
 import pytest
-from fw_magics.errors import FullWindowError
-from fw_magics.recovery import JobLock, JobLockedError, events, plan_resume, replay, safe_job_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fw_magics.errors import FullWindowError
+from fw_magics.recovery import JobLock, JobLockedError, decide_resume, events, replay, safe_job_path
 
 
 def finished(v, i, ok=True):
@@ -39,7 +40,7 @@ def logs(draw):
     return vertices, producers, [finished(v, i, (v, i) not in bad) for v, i in sorted(done)], done, bad
 
 
-def reference_plan(vertices, producers, done, bad):
+def reference_rerun(vertices, producers, done, bad):
     """FLIP-383 by fixpoint: run what is unfinished, every sink whose output is gone, and
     every producer that a vertex to run reads and that is unfinished or lost its result."""
     consumed = {p for ps in producers.values() for p in ps}
@@ -53,7 +54,7 @@ def reference_plan(vertices, producers, done, bad):
 
 @settings(max_examples=300, deadline=None)
 @given(logs())
-def test_resume_plan_properties(case):
+def test_resume_decision_properties(case):
     vertices, producers, log, done, bad = case
     checked = []
 
@@ -61,17 +62,17 @@ def test_resume_plan_properties(case):
         checked.append(tuple(f["path"].split("/")))
         return None if f["sha256"] == "ok" else "result corrupt"
 
-    plan = plan_resume(vertices, producers, replay(log), file_problem)
-    assert plan.rerun == reference_plan(vertices, producers, done, bad)
-    assert plan.keep == set(vertices) - plan.rerun
-    assert set(vertices) - done <= plan.rerun  # every unfinished vertex runs
-    assert done - bad <= plan.keep  # intact work is never redone
-    for v in plan.rerun:  # a re-run vertex can read all its inputs
+    decision = decide_resume(vertices, producers, replay(log), file_problem)
+    assert decision.rerun == reference_rerun(vertices, producers, done, bad)
+    assert decision.keep == set(vertices) - decision.rerun
+    assert set(vertices) - done <= decision.rerun  # every unfinished vertex runs
+    assert done - bad <= decision.keep  # intact work is never redone
+    for v in decision.rerun:  # a re-run vertex can read all its inputs
         for p in producers[v]:
-            assert p in plan.rerun or p not in bad
+            assert p in decision.rerun or p not in bad
     # files are read only where a result is needed: sinks and inputs of what runs again
     consumed = {p for ps in producers.values() for p in ps}
-    needed = {v for v in done if v not in consumed} | {p for v in plan.rerun for p in producers[v]}
+    needed = {v for v in done if v not in consumed} | {p for v in decision.rerun for p in producers[v]}
     assert {(v, int(i)) for v, i in checked} <= needed and len(checked) == len(set(checked))
 
 
@@ -82,33 +83,14 @@ def test_a_lost_result_nothing_reads_again_is_not_recomputed():
     producers = {("v0", 0): [], ("v1", 0): [("v0", 0)], ("v2", 0): [("v1", 0)]}
     log = [finished("v0", 0, ok=False), finished("v1", 0)]
     looked = []
-    plan = plan_resume(vertices, producers, replay(log), lambda f: looked.append(f["path"]) or
+    decision = decide_resume(vertices, producers, replay(log), lambda f: looked.append(f["path"]) or
                        (None if f["sha256"] == "ok" else "result missing"))
-    assert plan.rerun == {("v2", 0)} and plan.reasons == {("v2", 0): "unfinished"}
+    assert decision.rerun == {("v2", 0)} and decision.reasons == {("v2", 0): "unfinished"}
     assert looked == ["v1/0"]
     # a lost sink output is the job's output: it runs again, and so does its lost input
     log = [finished("v0", 0, ok=False), finished("v1", 0), finished("v2", 0, ok=False)]
-    plan = plan_resume(vertices, producers, replay(log), lambda f: None if f["sha256"] == "ok" else "result missing")
-    assert plan.rerun == {("v2", 0)} and plan.reasons == {("v2", 0): "result missing"}
-
-
-def test_subtask_inputs_follow_the_graph_wiring():
-    from fw_magics.graph import JobGraph
-    from fw_magics.recovery import subtask_inputs
-
-    g = JobGraph(mode="batch")
-    g.add_operator("src", parallelism=2)
-    g.add_operator("sort", parallelism=2)
-    g.add_operator("map", parallelism=2, chainable=False)
-    g.add_operator("keyed", parallelism=3)
-    g.connect("src", "sort")
-    g.connect("sort", "map")
-    g.connect("map", "keyed", pattern="all_to_all")
-    vertices, inputs = subtask_inputs(g)
-    assert g.chains() == [["src", "sort"], ["map"], ["keyed"]]
-    assert vertices == [("v0", 0), ("v0", 1), ("v1", 0), ("v1", 1), ("v2", 0), ("v2", 1), ("v2", 2)]
-    assert inputs[("v0", 1)] == [] and inputs[("v1", 1)] == [("v0", 1)]
-    assert sorted(inputs[("v2", 2)]) == [("v1", 0), ("v1", 1)]
+    decision = decide_resume(vertices, producers, replay(log), lambda f: None if f["sha256"] == "ok" else "result missing")
+    assert decision.rerun == {("v2", 0)} and decision.reasons == {("v2", 0): "result missing"}
 
 
 def test_job_names_cannot_escape():

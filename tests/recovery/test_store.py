@@ -8,10 +8,11 @@ import time
 import warnings
 
 import pytest
-from fw_magics.recovery import JobEventStore
-from fw_magics.recovery.store import encode
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fw_magics.recovery import JobEventStore
+from fw_magics.recovery.event_store import encode
 
 
 def ev(i):

@@ -72,7 +72,7 @@ def main() -> None:
 
         from fw_magics.runtime import hooks
 
-        hooks.EVENT_HOOKS.append(counting)
+        hooks.register("event_written", counting)
     stream = three_vertex_job(markers, kill_in_last=(mode == "kill-last"))
     result = fw.execute(stream, job_dir=job_dir, job_name="sales")
     print(json.dumps({

@@ -2,8 +2,9 @@
 
 import os
 
-import fw_magics as fw
 import pytest
+
+import fw_magics as fw
 from fw_magics import testing
 from fw_magics.failover import FixedDelayRestart
 
@@ -32,6 +33,11 @@ def test_clean_run_equals_the_stream_and_records_events(spark, dirs):
     assert types[0] == "job_submitted" and types[-1] == "job_finished"
     assert types.count("vertex_initialized") == 3
     assert types.count("subtask_finished") == 4 + 4 + 4
+    # the on-disk contract a resume reads back: vertex names in the events and the folders
+    assert [e["vertex"] for e in result.events() if e["type"] == "vertex_initialized"] == ["v0", "v1", "v2"]
+    results = os.path.join(job_dir, "sales", "results")
+    assert {(v, f) for v in os.listdir(results) for f in os.listdir(os.path.join(results, v))} == {
+        (f"v{k}", f"{i}.{ext}") for k in range(3) for i in range(4) for ext in ("arrow", "json")}
 
 
 @pytest.mark.core
@@ -41,11 +47,8 @@ def test_spark_task_progress_is_reported_while_each_vertex_runs(spark, dirs):
     job_dir, markers = dirs
     reports = []
     record = lambda vertex, done, total: reports.append((vertex, done, total))  # noqa: E731
-    hooks.PROGRESS_HOOKS.append(record)
-    try:
+    with hooks.register("vertex_progress", record):
         fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
-    finally:
-        hooks.PROGRESS_HOOKS.remove(record)
     assert reports and all(0 <= done <= total for _, done, total in reports)
     if is_connect(spark):
         # The Connect server reports when it chooses: its last word may predate the last tasks.
@@ -111,7 +114,7 @@ def test_changed_graph_is_refused_in_one_line(spark, dirs):
     fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
     changed = fw.from_records(jobs.RECORDS, jobs.SCHEMA, partitions=4, name="sales")
     changed = changed.full_window_partition().sort_partition("v")
-    with pytest.raises(fw.FullWindowError) as caught:
+    with pytest.raises(fw.ResumeError) as caught:  # a state conflict, not a misuse
         fw.execute(changed, job_dir=job_dir, job_name="sales")
     assert "was recorded for a different graph" in str(caught.value) and "\n" not in str(caught.value)
     fresh = fw.execute(changed, job_dir=job_dir, job_name="sales", resume="never")
@@ -120,7 +123,7 @@ def test_changed_graph_is_refused_in_one_line(spark, dirs):
 
 def test_resume_require_without_a_log(spark, dirs):
     job_dir, markers = dirs
-    with pytest.raises(fw.FullWindowError, match="nothing to resume for job 'sales'"):
+    with pytest.raises(fw.ResumeError, match="nothing to resume for job 'sales'"):
         fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales", resume="require")
 
 

@@ -6,9 +6,10 @@ import subprocess
 import sys
 
 import pytest
-from fw_magics import testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fw_magics import testing
 
 from . import jobs
 

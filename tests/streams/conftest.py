@@ -1,5 +1,6 @@
-import fw_magics as fw
 import pytest
+
+import fw_magics as fw
 
 from .helpers import SCHEMA
 
@@ -15,6 +16,7 @@ def make(spark):
         # from_records splits contiguously and evenly; to get arbitrary partition sizes,
         # tag each record with its partition and repartition by it with placement keys.
         from pyspark.sql import functions as F
+
         from fw_magics.streams.layout import partition_keys
 
         n = len(partitions)

@@ -4,12 +4,12 @@ The oracle: every operation on such a stream gives what it gives on the same dat
 plain names, and the output keeps the awkward names.
 """
 
-import fw_magics as fw
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
+import fw_magics as fw
 from fw_magics.schema import _quote
 from fw_magics.streams.arrow_calls import _renamed_reference
 

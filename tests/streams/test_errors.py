@@ -1,8 +1,9 @@
 """Misuse: one line naming the culprit and what is accepted, and no Spark job started."""
 
-import fw_magics as fw
 import pytest
 from pyspark.sql import functions as F
+
+import fw_magics as fw
 
 from ..conftest import is_connect
 

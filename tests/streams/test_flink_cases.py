@@ -1,7 +1,8 @@
 """The cases of Flink's NonKeyedPartitionWindowedStreamITCase, on PySpark."""
 
-import fw_magics as fw
 import pytest
+
+import fw_magics as fw
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 

@@ -1,7 +1,8 @@
-import fw_magics as fw
 import pytest
-from fw_magics.streams.layout import partition_keys
 from pyspark.sql import functions as F
+
+import fw_magics as fw
+from fw_magics.streams.layout import partition_keys
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 

@@ -2,9 +2,10 @@
 
 import os
 
-import fw_magics as fw
 import pytest
 from pyspark.sql import functions as F
+
+import fw_magics as fw
 
 from .helpers import SCHEMA, plan_text
 

@@ -2,11 +2,12 @@
 
 from collections import Counter
 
-import fw_magics as fw
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
+
+import fw_magics as fw
 
 from .. import reference as ref
 from .helpers import SPARK_SETTINGS, flatten, partitioned, small, tuples

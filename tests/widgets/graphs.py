@@ -7,7 +7,7 @@ import os
 
 from fw_magics.graph import JobGraph, OperatorAttributes
 from fw_magics.recovery import JobEventStore, events
-from fw_magics.recovery.storage import Storage
+from fw_magics.recovery.filesystem import Storage
 
 
 def four_operators() -> JobGraph:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fw_magics.errors import FullWindowError
 from fw_magics.failover import RestartPipelinedRegionStrategy
 from fw_magics.recovery import events
 from fw_magics.widgets import model
@@ -38,11 +39,11 @@ def test_what_if_agrees_with_both_strategies_and_the_reference(g, data):
 
 @settings(max_examples=40, deadline=None)
 @given(ref.job_graphs(max_operators=4), st.data())
-def test_a_subtask_that_does_not_exist_is_a_value_error_naming_the_operator(g, data):
+def test_a_subtask_that_does_not_exist_is_a_misuse_error_naming_the_operator(g, data):
     op = data.draw(st.sampled_from([o.name for o in g.operators]))
     p = g.operator(op).parallelism
     bad = data.draw(st.sampled_from([-1, p, p + 7]))
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(FullWindowError) as caught:  # a ValueError, as before the error family
         model.what_if(g, op, bad)
     assert repr(op) in str(caught.value) and f"0..{p - 1}" in str(caught.value)
 

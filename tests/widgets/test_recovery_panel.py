@@ -5,8 +5,9 @@ import os
 
 import pytest
 
-from fw_magics.recovery import JobLock, events
-from fw_magics.widgets import RecoveryPanel, jobs, model
+from fw_magics.errors import JobLockedError, ResumeError
+from fw_magics.recovery import JobLock, events, jobs
+from fw_magics.widgets import RecoveryPanel, model
 
 from .graphs import commit_file, finished, four_operators, full_run, write_log
 
@@ -115,7 +116,7 @@ def test_resume_is_disabled_without_the_jobs_stream_and_quotes_the_cell(job_dir)
     assert panel.resume_button.disabled and panel.stream is None
     assert "define the job's DataStream in this kernel" in panel.message.value
     assert f"<pre>{html.escape(CELL)}</pre>" in panel.message.value
-    with pytest.raises(RuntimeError, match="nothing to resume here"):
+    with pytest.raises(ResumeError, match="nothing to resume here"):
         panel.resume()
 
 
@@ -148,7 +149,7 @@ def test_discard_is_refused_while_a_live_process_holds_the_lock(job_dir):
         assert f"is being run by pid {os.getpid()}" in panel.message.value
         assert panel.confirm.layout.display == "none"
         assert os.path.isfile(os.path.join(root, "events", "events.0"))
-        with pytest.raises(RuntimeError, match="not discarded"):
+        with pytest.raises(JobLockedError, match="not discarded"):
             jobs.discard(jobs.read_job(root, "broken"))
     panel.refresh()  # the lock is gone: the job is interrupted again
     assert panel.job.status == "interrupted"

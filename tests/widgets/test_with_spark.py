@@ -45,13 +45,13 @@ def test_a_view_follows_execute_live(spark, tmp_path):
     record = lambda store, event: seen.append((event["type"], dict(view.states)))  # noqa: E731
     def record_progress(vertex, done, total):
         progress.append((vertex, done, total, view.canvas.states[SORT if vertex == "v0" else MAP]["text"]))
-    hooks.EVENT_HOOKS.append(record)  # after the views' own hooks: sees what they show
-    hooks.PROGRESS_HOOKS.append(record_progress)
+    watching = [hooks.register("event_written", record),  # after the views' own hooks: sees what they show
+                hooks.register("vertex_progress", record_progress)]
     try:
         result = stream.execute(job_dir=str(tmp_path), job_name="x")
     finally:
-        hooks.EVENT_HOOKS.remove(record)
-        hooks.PROGRESS_HOOKS.remove(record_progress)
+        for hook in watching:
+            hook.unregister()
     # Spark's own task counts, polled while each vertex's Spark job ran, end complete
     for vertex in ("v0", "v1"):
         _, done, total, text = [p for p in progress if p[0] == vertex][-1]

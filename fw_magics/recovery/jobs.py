@@ -1,14 +1,17 @@
-"""The jobs in a job directory, as their event logs tell them (no Spark, no widgets)."""
+"""The jobs in a job directory, as their event logs and result files tell them. No Spark."""
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
 
-from fw_magics.graph import JobGraph
-from fw_magics.recovery import JobEventStore, JobLock, plan_resume, replay, subtask_inputs
-from fw_magics.recovery.replay import JobState
-from fw_magics.recovery.storage import Storage
+from ..errors import JobLockedError
+from ..graph import JobGraph, subtask_inputs
+from .event_store import JobEventStore
+from .filesystem import Storage
+from .integrity import file_intact
+from .lock import JobLock
+from .replay import JobState, decide_resume, replay
 
 
 @dataclass
@@ -40,32 +43,30 @@ class Job:
 
     def label(self) -> str:
         graph = self.graph
-        total = sum(graph.operator(chain[-1]).parallelism for chain in graph.chains()) if graph else 0
+        total = sum(v.parallelism for v in graph.job_vertices()) if graph else 0
         return f"{self.name}: {self.status}, {len(self.state.finished)}/{total} subtasks finished"
 
     def subtasks(self) -> list[dict]:
         """One row per job-vertex subtask: what a resume would keep, what it would re-run, and why."""
-        from fw_magics.runtime.results import file_intact
-
         graph = self.graph
         if graph is None:
             return []
         storage = Storage(self.root)
         vertices, inputs = subtask_inputs(graph)
-        plan = plan_resume(vertices, inputs, self.state, functools.partial(file_intact, storage))
-        chains = graph.chains()
+        decision = decide_resume(vertices, inputs, self.state, functools.partial(file_intact, storage))
+        chains = {v.name: v.operators for v in graph.job_vertices()}
         rows = []
         for vertex, subtask in vertices:
             event = self.state.finished.get((vertex, subtask))
             files = [] if event is None else event.get("files", [])
-            if (vertex, subtask) in plan.rerun:
-                verdict = f"re-run: {plan.reasons[(vertex, subtask)]}"
-            elif (vertex, subtask) in plan.problems:  # checked because a sink or a re-run reads it
+            if (vertex, subtask) in decision.rerun:
+                verdict = f"re-run: {decision.reasons[(vertex, subtask)]}"
+            elif (vertex, subtask) in decision.problems:  # checked because a sink or a re-run reads it
                 verdict = "keep: finished, result intact"
             else:
                 present = all(storage.size(storage.path(*f["path"].split("/"))) is not None for f in files)
                 verdict = "keep: finished, result not read again" + ("" if present else " (file missing)")
-            rows.append({"vertex": vertex, "operators": " + ".join(chains[int(vertex[1:])]), "subtask": subtask,
+            rows.append({"vertex": vertex, "operators": " + ".join(chains[vertex]), "subtask": subtask,
                          "verdict": verdict, "files": ", ".join(f["path"] for f in files),
                          "records": None if event is None else event.get("records_out")})
         return rows
@@ -91,22 +92,6 @@ def discard(job: Job) -> None:
     """Delete a job's folder: its event log and results. Refused while a live process runs it."""
     holder = JobLock(job.root).held_by()
     if holder is not None:
-        raise RuntimeError(f"job {job.name!r} is being run by pid {holder.get('pid')} on {holder.get('host')}; "
+        raise JobLockedError(f"job {job.name!r} is being run by pid {holder.get('pid')} on {holder.get('host')}; "
                            "not discarded")
     Storage(job.root).remove_tree(job.root)
-
-
-def find_stream(namespace: dict, job: Job):
-    """A DataStream in ``namespace`` whose job graph is the one recorded for ``job``, or None."""
-    from fw_magics.runtime.planner import build_graph
-    from fw_magics.streams.datastream import DataStream
-
-    candidates = [v for v in namespace.values() if isinstance(v, DataStream)]
-    candidates.sort(key=lambda s: s.name != job.name)  # same-named streams first
-    for stream in candidates:
-        try:
-            if build_graph(stream).fingerprint() == job.state.fingerprint:
-                return stream
-        except Exception:  # a stream that cannot be planned is simply not this job's
-            continue
-    return None

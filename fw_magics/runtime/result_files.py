@@ -15,17 +15,18 @@ import time
 
 import pyarrow as pa
 
-from ..recovery.storage import Storage
+from ..recovery.filesystem import Storage
+from ..recovery.paths import RESULTS, result_file, result_sidecar
 
 META_SCHEMA = "subtask int, path string, size long, sha256 string, records long, duration double"
 
 
 def result_path(storage: Storage, vertex: str, subtask: int) -> str:
-    return storage.path("results", vertex, f"{subtask}.arrow")
+    return storage.path(*result_file(vertex, subtask).split("/"))
 
 
 def sidecar_path(storage: Storage, vertex: str, subtask: int) -> str:
-    return storage.path("results", vertex, f"{subtask}.json")
+    return storage.path(*result_sidecar(vertex, subtask).split("/"))
 
 
 class _Hashing:
@@ -74,7 +75,7 @@ def write_partition(root: str, vertex: str, attempt: int, only, empty_schema: pa
                     writer.write_batch(batch)
                     records += batch.num_rows
     meta = {
-        "subtask": subtask, "attempt": attempt, "path": f"results/{vertex}/{subtask}.arrow",
+        "subtask": subtask, "attempt": attempt, "path": result_file(vertex, subtask),
         "size": sink.size, "sha256": sink.sha.hexdigest(), "records": records,
         "duration": round(time.monotonic() - started, 6),
     }
@@ -108,29 +109,12 @@ def read_results(spark, root: str, paths: list[str | None], schema):
 def committed(storage: Storage, vertex: str) -> dict[int, dict]:
     """The sidecars of every committed subtask of a vertex (what survived a failure)."""
     found = {}
-    for name in storage.listdir(storage.path("results", vertex)):
+    for name in storage.listdir(storage.path(RESULTS, vertex)):
         if name.endswith(".json") and name[:-5].isdigit():
             try:
-                with storage.open(storage.path("results", vertex, name)) as f:
+                with storage.open(storage.path(RESULTS, vertex, name)) as f:
                     meta = json.loads(f.read())
             except (OSError, ValueError):
                 continue
             found[int(meta["subtask"])] = meta
     return found
-
-
-def file_intact(storage: Storage, record: dict) -> str | None:
-    """None when the recorded file exists with its size and SHA-256, else why not."""
-    path = storage.path(*record["path"].split("/"))
-    size = storage.size(path)
-    if size is None:
-        return "result missing"
-    if size != record["size"]:
-        return f"result corrupt: size {size} != {record['size']}"
-    sha = hashlib.sha256()
-    with storage.open(path) as f:
-        while chunk := f.read(1 << 20):
-            sha.update(chunk)
-    if sha.hexdigest() != record["sha256"]:
-        return "result corrupt: checksum differs"
-    return None

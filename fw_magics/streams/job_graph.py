@@ -1,28 +1,9 @@
-"""From a DataStream's lineage to a job graph and the job vertices the runtime executes."""
+"""From a DataStream's lineage to its job graph (operators, FLIP-331 attributes, edges)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..graph import JobGraph, OperatorAttributes
-from ..streams.plan import Step
-
-
-@dataclass(frozen=True)
-class JobVertex:
-    """A chain of operators run as one Spark job, one task per subtask (FLIP-1's job vertex)."""
-
-    index: int
-    name: str  # "v0", "v1", ... : stable, safe as a folder name
-    operators: tuple[str, ...]  # graph operator names, upstream first
-    steps: tuple[Step, ...]
-    parallelism: int
-    upstream: int | None  # index of the job vertex it reads, None for the source
-    pattern: str | None  # "pointwise" | "all_to_all" for the edge from upstream
-
-    @property
-    def label(self) -> str:
-        return " -> ".join(self.operators)
+from .lineage import Step
 
 
 def operator_names(steps: list[Step]) -> list[str]:
@@ -38,7 +19,7 @@ def operator_names(steps: list[Step]) -> list[str]:
 
 def build_graph(stream, mode: str = "batch") -> JobGraph:
     """The job graph of a stream: sources, full-window operators and keyed (all-to-all) edges."""
-    steps = stream._step.lineage()
+    steps = stream.step.lineage()
     parallelism = _parallelisms(stream, steps)
     graph = JobGraph(mode=mode, chaining=True)
     names = operator_names(steps)
@@ -55,32 +36,15 @@ def build_graph(stream, mode: str = "batch") -> JobGraph:
     return graph
 
 
-def job_vertices(stream, graph: JobGraph) -> list[JobVertex]:
-    """The chains of the graph as job vertices, upstream first (the lineage is linear)."""
-    steps = stream._step.lineage()
-    by_name = dict(zip(operator_names(steps), steps))
-    parallelism = {op.name: op.parallelism for op in graph.operators}
-    vertices: list[JobVertex] = []
-    for index, chain in enumerate(graph.chains()):
-        first = by_name[chain[0]]
-        upstream = None if first.parent is None else index - 1
-        pattern = None if upstream is None else ("all_to_all" if first.keyed_by else "pointwise")
-        vertices.append(JobVertex(
-            index=index, name=f"v{index}", operators=tuple(chain), steps=tuple(by_name[n] for n in chain),
-            parallelism=parallelism[chain[-1]], upstream=upstream, pattern=pattern,
-        ))
-    return vertices
-
-
 def _parallelisms(stream, steps: list[Step]) -> list[int]:
     """Each step's parallelism; a DataFrame source of unknown layout is counted once (one job)."""
-    from ..streams.datastream import DataStream
+    from .datastream import DataStream
 
     known = [s.parallelism for s in steps]
     if known[0] is None:
         source = steps[0]
         if "partitions" not in source.detail:
-            counter = DataStream(lambda: source.transform(None, None), stream._spark, source)
+            counter = DataStream(lambda: source.transform(None, None), stream.spark, source)
             source.detail["partitions"] = counter.num_partitions()
         known[0] = source.detail["partitions"]
     out: list[int] = []

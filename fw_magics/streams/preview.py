@@ -19,7 +19,7 @@ _ROW, _PID, _COUNT, _ROWS = "__fw_row", "__fw_pid", "__fw_count", "__fw_rows"
 _CELL_WIDTH = 60
 
 # A preview the magic already computed (so its errors surfaced in the cell), shown once.
-_computed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_computed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,9 @@ def preview(stream, show: int = DEFAULT_SHOW) -> Preview:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    from ..errors import run_action
     from ..records import batch_records
     from ..schema import arrow_schema, nullable
-    from ..streams.datastream import run_action
 
     frame = stream.to_dataframe()
     data = nullable(frame.schema)
@@ -185,12 +185,3 @@ def render_html(shown: Preview) -> str:
         f'<div class="fw-stream"><p><b>{esc(_summary(shown))}</b></p>'
         f"<table><thead><tr><th>partition</th>{header}</tr></thead>{''.join(body)}</table></div>"
     )
-
-
-def explanation_bundle(title: str, sections: list[tuple[str, str]]) -> dict[str, str]:
-    """text/plain and text/html for ``--explain``: a title, then headed code blocks."""
-    text = [title] + [f"\n{heading}\n" + "\n".join("    " + line for line in body.splitlines()) for heading, body in sections]
-    markup = [f"<p><code>{html.escape(title)}</code></p>"] + [
-        f"<p><b>{html.escape(heading)}</b></p><pre>{html.escape(body)}</pre>" for heading, body in sections
-    ]
-    return {"text/plain": "\n".join(text), "text/html": '<div class="fw-explain">' + "".join(markup) + "</div>"}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 @dataclass(frozen=True, eq=False)
@@ -13,7 +13,7 @@ class Step:
     name: str  # what a user recognises: "records", "sort_partition(price desc)"
     kind: str  # source | map_partition | sort_partition | aggregate | reduce
     parallelism: int | None  # None: not known without running a job
-    parent: "Step | None" = None
+    parent: Step | None = None
     keyed_by: tuple[str, ...] | None = None  # the incoming edge is a hash exchange on these keys
     output_only_after_end_of_stream: bool = False
     internal_sorter_supported: bool = False
@@ -22,7 +22,7 @@ class Step:
     # (``partitions`` is a zero-argument callable giving the input's partition count).
     transform: Callable | None = field(default=None, repr=False)
 
-    def lineage(self) -> list["Step"]:
+    def lineage(self) -> list[Step]:
         """This step and its ancestors, source first."""
         steps: list[Step] = []
         step: Step | None = self

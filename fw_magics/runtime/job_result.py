@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from ..recovery.paths import result_file
 from ..streams.datastream import DataStream
-from ..streams.plan import Step
-from .results import read_results
+from ..streams.lineage import Step
+from .result_files import read_results
 
 
 class JobResult:
@@ -21,11 +22,16 @@ class JobResult:
         self.regions_run, self.attempts = list(regions_run), attempts
         self._stream, self._sink, self._vertices = stream, sink, vertices
 
+    @property
+    def stream(self) -> DataStream:
+        """The DataStream that was executed (its job graph is ``graph``)."""
+        return self._stream
+
     def _result_stream(self) -> DataStream:
         sink = self._sink
-        paths = [f"results/{sink.name}/{i}.arrow" for i in range(sink.parallelism)]
+        paths = [result_file(sink.name, i) for i in range(sink.parallelism)]
         schema = sink.steps[-1].detail["schema"]
-        spark = self._stream._spark
+        spark = self._stream.spark
         step = Step(name=f"{self.job_name} (result)", kind="source", parallelism=sink.parallelism)
         return DataStream(lambda: read_results(spark, self.job_dir, paths, schema), spark, step, schema)
 
@@ -50,7 +56,7 @@ class JobResult:
     def events(self) -> list[dict]:
         """The job's event log, in write order (FLIP-383's job events)."""
         from ..recovery import JobEventStore
-        from ..recovery.storage import Storage
+        from ..recovery.filesystem import Storage
 
         return JobEventStore(Storage(self.job_dir).path("events")).read_events()
 

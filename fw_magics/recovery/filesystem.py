@@ -19,6 +19,8 @@ def _is_local(root: str) -> bool:
 
 
 class Storage:
+    """The files under ``root`` (a local path or a URI), written atomically, read by path."""
+
     def __init__(self, root: str):
         self.root = root.rstrip("/")
         self.local = _is_local(root)
@@ -72,6 +74,20 @@ class Storage:
     def write_bytes(self, path: str, data: bytes) -> None:
         with self.atomic(path) as f:
             f.write(data)
+
+    def open_append(self, path: str):
+        """A binary file to append to, created (with its folder) if missing: for logs, not results."""
+        if self.local:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            return open(path, "ab")
+        return self._fs.open_append_stream(path)
+
+    def remove(self, path: str) -> None:
+        """Delete one file."""
+        if self.local:
+            os.remove(path)
+        else:
+            self._fs.delete_file(path)
 
     # -- reading ------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import time
 import warnings
 import zlib
 
-from .storage import Storage
+from .filesystem import Storage
 
 _HEADER = struct.Struct(">II")
 _PREFIX = "events."
@@ -123,11 +123,7 @@ class JobEventStore:
             self._thread = None
         if clear:
             for index in self._indexes():
-                path = self.storage.path(f"{_PREFIX}{index}")
-                if self.storage.local:
-                    os.remove(path)
-                else:
-                    self.storage._fs.delete_file(path)
+                self.storage.remove(self.storage.path(f"{_PREFIX}{index}"))
         self._raise_error()
 
     def _raise_error(self) -> None:
@@ -181,12 +177,7 @@ class JobEventStore:
 
     def _write(self, handle, data: bytes, sync: bool):
         if handle is None:
-            path = self.storage.path(f"{_PREFIX}{self._index}")
-            if self.storage.local:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                handle = open(path, "ab")
-            else:
-                handle = self.storage._fs.open_append_stream(path)
+            handle = self.storage.open_append(self.storage.path(f"{_PREFIX}{self._index}"))
         handle.write(bytes(data))
         if sync:
             self._sync(handle)

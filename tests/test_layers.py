@@ -1,0 +1,155 @@
+"""Dependencies flow one way: no module imports from a layer above its own (DESIGN.md, "Layout").
+
+Every module of the package (and of ``widgets/``, installed as ``fw_magics.widgets``) is read
+with ``ast``; each import, late ones inside functions included, is mapped to the layer of the
+module it names. The only upward imports allowed are the documented late ones behind
+``execute()`` and ``show_graph()``, as pandas reaches its plotting layer. A module that fits
+no layer fails the test until it is given one here, so new code is held to the rule from its
+first commit (``fw_magics/state/`` and ``fw_magics/streaming/`` already have theirs). No Spark.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+from dataclasses import dataclass
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+#: Layers from the bottom: 1 base, 2 pure models, 3 failover/recovery/streams, 4 runtime,
+#: 5 streaming, 6 the notebook faces. A module's layer is its longest entry here; the
+#: package itself (``fw_magics/__init__.py``, the public facade) and the helpers for
+#: notebooks and tests sit on top.
+LAYERS = {
+    "fw_magics.errors": 1, "fw_magics.records": 1, "fw_magics.convert": 1, "fw_magics.session": 1,
+    "fw_magics.schema": 1, "fw_magics.functions": 1, "fw_magics.keycodec": 1,
+    "fw_magics.graph": 2, "fw_magics.state": 2,
+    "fw_magics.failover": 3, "fw_magics.recovery": 3, "fw_magics.streams": 3,
+    "fw_magics.runtime": 4,
+    "fw_magics.streaming": 5,
+    "fw_magics.magics": 6, "fw_magics.widgets": 6, "fw_magics.testing": 6, "fw_magics.demo": 6,
+}
+TOP = "fw_magics"  # the package's own __init__: the facade, on top
+TOP_LAYER = 6
+
+#: The documented upward imports: (module, function, imported module). Each must be a late
+#: import inside that function, and each must still exist (a stale entry fails too).
+ALLOWED_LATE = {
+    ("fw_magics.streams.datastream", "DataStream.execute", "fw_magics.runtime"),
+    ("fw_magics.streams.datastream", "DataStream.show_graph", "fw_magics.widgets"),
+    ("fw_magics.runtime.job_result", "JobResult.show_graph", "fw_magics.widgets"),
+}
+
+#: Pure Python models and the recovery machinery: no Spark (they are tested without starting one).
+NO_SPARK = ("fw_magics.graph", "fw_magics.state", "fw_magics.failover", "fw_magics.recovery")
+
+
+def module_files() -> dict[str, pathlib.Path]:
+    """Every module of the installed package, by its import name."""
+    found = {}
+    for package, folder in (("fw_magics", ROOT / "fw_magics"), ("fw_magics.widgets", ROOT / "widgets")):
+        for path in sorted(folder.rglob("*.py")):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join([package, *parts])] = path
+    return found
+
+
+MODULES = module_files()
+
+
+def layer_of(module: str) -> int | None:
+    if module == TOP:
+        return TOP_LAYER
+    best = None
+    for prefix, layer in LAYERS.items():
+        if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, layer)
+    return None if best is None else best[1]
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importing module
+    function: str | None  # the enclosing function's qualified name; None at module level
+    target: str  # the module imported from (a submodule when ``from X import submodule``)
+    line: int
+
+
+def _target(module: str, is_package: bool, node: ast.ImportFrom, name: str) -> str:
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        source = ".".join(base + ([node.module] if node.module else []))
+    else:
+        source = node.module
+    candidate = f"{source}.{name}"
+    return candidate if candidate in MODULES else source
+
+
+def imports_of(module: str, path: pathlib.Path) -> list[Import]:
+    is_package = path.name == "__init__.py"
+    found: list[Import] = []
+
+    def visit(node, scope: list[str], function: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import):
+                found.extend(Import(module, function, alias.name, child.lineno) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                found.extend(Import(module, function, _target(module, is_package, child, alias.name), child.lineno)
+                             for alias in child.names)
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = ".".join([*scope, child.name])
+                visit(child, [*scope, child.name], name)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, [*scope, child.name], function)
+            else:
+                visit(child, scope, function)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), [], None)
+    return found
+
+
+IMPORTS = [imp for module, path in MODULES.items() for imp in imports_of(module, path)]
+OURS = [imp for imp in IMPORTS if imp.target == TOP or imp.target.startswith(TOP + ".")]
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted(m for m in MODULES if layer_of(m) is None)
+    assert not unplaced, f"give these modules a layer in tests/test_layers.py (see DESIGN.md): {unplaced}"
+
+
+def test_no_module_imports_from_a_higher_layer_except_the_documented_late_imports():
+    upward = []
+    for imp in OURS:
+        low, high = layer_of(imp.module), layer_of(imp.target)
+        if low is None or high is None or high <= low:
+            continue
+        allowed = imp.function is not None and (imp.module, imp.function, imp.target) in ALLOWED_LATE
+        if not allowed:
+            where = f"inside {imp.function}()" if imp.function else "at module level"
+            upward.append(f"{imp.module} (layer {low}) imports {imp.target} (layer {high}) {where}, line {imp.line}")
+    assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_the_allowed_late_imports_are_still_there():
+    used = {(imp.module, imp.function, imp.target) for imp in OURS}
+    assert ALLOWED_LATE <= used, f"stale entries: {sorted(ALLOWED_LATE - used)}"
+
+
+@pytest.mark.parametrize("prefix", NO_SPARK)
+def test_the_pure_models_import_no_spark(prefix):
+    spark = [f"{imp.module} line {imp.line}" for imp in IMPORTS
+             if (imp.module == prefix or imp.module.startswith(prefix + ".")) and imp.target.split(".")[0] == "pyspark"]
+    assert not spark, f"pyspark imported by pure modules: {spark}"
+
+
+def test_the_walk_sees_late_and_relative_imports():
+    # the checker itself: a late import is attributed to its function, relative names resolve
+    found = {(imp.function, imp.target) for imp in IMPORTS if imp.module == "fw_magics.streams.datastream"}
+    assert ("DataStream.execute", "fw_magics.runtime") in found
+    assert (None, "fw_magics.errors") in found and (None, "fw_magics.streams.workers") in found
+    assert "fw_magics.widgets.graph_view" in MODULES and "fw_magics.streams" in MODULES
