@@ -23,8 +23,11 @@ from .layout import partition_keys
 from .plan import Step
 
 
-def writer_for(schema: T.StructType, context: str) -> RowWriter:
-    return RowWriter(arrow_schema(schema), [f.dataType for f in schema.fields], context)
+def writer_for(schema: T.StructType, context: str, declared: T.StructType | None = None) -> RowWriter:
+    """A writer of ``schema`` (the nullable output schema Spark is given) that still refuses
+    None where ``declared`` (the schema the user wrote) says ``not null``."""
+    nulls = None if declared is None else [f.nullable for f in declared.fields]
+    return RowWriter(arrow_schema(schema), [f.dataType for f in schema.fields], context, nulls)
 
 
 def check_callable(fn, what: str) -> None:
@@ -92,11 +95,12 @@ def input_columns(agg, schema: T.StructType, keep=()) -> list[Column] | None:
 
 
 def result_schema(agg, schema, spark) -> T.StructType:
+    """The result schema as declared (``schema``, ``agg.schema``, or inferred); callers make it nullable."""
     if schema is not None:
-        return nullable(parse_schema(schema, spark))
+        return parse_schema(schema, spark)
     if agg.schema is not None:
-        return nullable(parse_schema(agg.schema, spark, what=f"{type(agg).__name__}.schema"))
-    return nullable(infer_result_schema(agg))
+        return parse_schema(agg.schema, spark, what=f"{type(agg).__name__}.schema")
+    return infer_result_schema(agg)
 
 
 def analysed(make_frame, what: str):
@@ -135,8 +139,9 @@ class PartitionWindowedStream:
         """Call ``fn(records)`` once per partition; it yields tuples, dicts or records."""
         check_callable(fn, "map_partition")
         spark = self._in._spark
-        out = nullable(parse_schema(schema, spark) if schema is not None else self._in.schema)
-        writer = writer_for(out, f"map_partition function {function_name(fn)!r}")
+        declared = parse_schema(schema, spark) if schema is not None else None
+        out = nullable(declared if declared is not None else self._in.schema)
+        writer = writer_for(out, f"map_partition function {function_name(fn)!r}", declared)
         op = functools.partial(workers.map_partition, fn, writer, (), ())
         return self._derive("map_partition", function_name(fn), lambda frame, n: map_in_arrow(frame, op, out), out)
 
@@ -170,8 +175,9 @@ class PartitionWindowedStream:
         if columns is not None:
             return self._aggregate_columns(columns)
         agg = as_aggregate_function(agg)
-        out = result_schema(agg, schema, self._in._spark)
-        writer = writer_for(out, f"{type(agg).__name__}.get_result")
+        declared = result_schema(agg, schema, self._in._spark)
+        out = nullable(declared)
+        writer = writer_for(out, f"{type(agg).__name__}.get_result", declared)
         op = functools.partial(workers.aggregate, agg, writer, (), ())
         used = input_columns(agg, self._in.schema)
 
