@@ -26,7 +26,8 @@ string                 ``str`` only (not bytes, not numbers).
 binary                 ``bytes``, ``bytearray``, ``memoryview`` (not str).
 boolean                ``bool`` (numpy bools too), not 0/1.
 date                   ``date``; a ``datetime`` only at midnight (its time of day would be lost).
-timestamp(_ntz)        ``datetime`` (naive ones are taken as UTC for timestamp); not dates or numbers.
+timestamp(_ntz)        ``datetime`` (naive ones are taken as UTC for timestamp); not dates or numbers,
+                       not pandas' NaT (use None) nor a Timestamp with nanoseconds.
 interval day to second ``timedelta``; time: ``datetime.time``; void: ``None``.
 array                  ``list``, ``tuple`` or numpy array; every element checked.
 map                    ``dict`` or a list of ``(key, value)`` pairs (what records hold); keys
@@ -284,6 +285,8 @@ class _Integer(_Check):
                 return "not a finite number"
             if value != value.to_integral_value():
                 return "its fractional part would be lost"
+            if value.adjusted() > 40:  # far out of range: do not build a huge int to say so
+                return f"out of range for {self.expected}: {self.low}..{self.high}"
             number = int(value)
         elif isinstance(value, numbers.Real):
             real = float(value)
@@ -400,9 +403,17 @@ class _Binary(_OfTypes):
     accepted = (bytes, bytearray, memoryview)
 
 
-class _Timestamp(_OfTypes):
+class _Timestamp(_Check):
     fast = frozenset({_dt.datetime})
-    accepted = (_dt.datetime,)
+
+    def fits(self, value):
+        if not isinstance(value, _dt.datetime):
+            return ""
+        if type(value).__name__ == "NaTType":
+            return "NaT is not a time; use None for a missing one"
+        if getattr(value, "nanosecond", 0):
+            return "Spark keeps microseconds: its nanoseconds would be lost"
+        return None
 
 
 class _Duration(_OfTypes):
@@ -424,6 +435,8 @@ class _Date(_Check):
 
     def fits(self, value):
         if isinstance(value, _dt.datetime):
+            if type(value).__name__ == "NaTType":
+                return "NaT is not a date; use None for a missing one"
             if value.hour or value.minute or value.second or value.microsecond or getattr(value, "nanosecond", 0):
                 return "its time of day would be lost"
             return None

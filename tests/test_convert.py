@@ -242,3 +242,16 @@ def test_records_read_from_arrow_are_written_back_unchanged():
     batch = pa.RecordBatch.from_pylist([dict(zip(schema.names, row)), dict.fromkeys(schema.names)], schema=arrow_schema(schema))
     w = RowWriter(arrow_schema(schema), [f.dataType for f in schema.fields], "f")
     assert w.batch(list(batch_records(batch))).equals(batch)
+
+
+def test_pandas_times_that_would_change_are_refused():
+    import pandas as pd
+
+    ts = col(T.TimestampType())
+    assert stored(writer(ts), [(pd.Timestamp("2024-01-01 12:00:00.000001", tz="UTC"),)]) == [
+        (dt.datetime(2024, 1, 1, 12, 0, 0, 1, tzinfo=UTC),)]
+    assert "(Spark keeps microseconds: its nanoseconds would be lost)" in refused(
+        writer(ts), [(pd.Timestamp("2024-01-01 00:00:00.000000001"),)])
+    assert "got NaTType NaT (NaT is not a time; use None for a missing one)" in refused(writer(ts), [(pd.NaT,)])
+    assert "(NaT is not a date" in refused(writer(col(T.DateType())), [(pd.NaT,)])
+    assert "(out of range for bigint" in refused(writer(LONG), [(Decimal("1E+100000000"),)])
