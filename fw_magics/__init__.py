@@ -10,6 +10,7 @@ from .errors import (
     FwMagicsError,
     GraphvizNotFound,
     JobLockedError,
+    JobLockLostError,
     ResumeError,
     SparkUnavailableError,
 )
@@ -40,7 +41,7 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "JobLockedError", "KeyedPartitionWindowedStream", "KeyedStream", "Order", "PartitionWindowedStream",
+    "JobLockedError", "JobLockLostError", "KeyedPartitionWindowedStream", "KeyedStream", "Order", "PartitionWindowedStream",
     "Record", "ResumeError", "SparkUnavailableError", "execute", "from_dataframe", "from_pandas",
     "from_records", "get_spark",
 ]

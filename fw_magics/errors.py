@@ -46,7 +46,11 @@ class ResumeError(FwMagicsError, RuntimeError):
 
 
 class JobLockedError(FwMagicsError, RuntimeError):
-    """Another live process is running this job."""
+    """Another live process is running this job (or the lock cannot be taken safely)."""
+
+
+class JobLockLostError(JobLockedError):
+    """This process held the job's lock and lost it to another process while running."""
 
 
 class SparkUnavailableError(FwMagicsError, RuntimeError):

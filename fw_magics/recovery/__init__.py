@@ -2,11 +2,11 @@
 
 from . import events
 from .event_store import JobEventStore
-from .lock import JobLock, JobLockedError
+from .lock import JobLock, JobLockedError, JobLockLostError
 from .paths import safe_job_path
 from .replay import JobState, ResumeDecision, decide_resume, replay
 
 __all__ = [
-    "JobEventStore", "JobLock", "JobLockedError", "JobState", "ResumeDecision", "events",
+    "JobEventStore", "JobLock", "JobLockedError", "JobLockLostError", "JobState", "ResumeDecision", "events",
     "decide_resume", "replay", "safe_job_path",
 ]

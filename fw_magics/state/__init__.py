@@ -24,11 +24,17 @@ standard library, never Spark or Arrow.
 """
 
 from .checkpointed import (
-    CheckpointedFunction, FunctionInitializationContext, FunctionSnapshotContext, initialize_function,
+    CheckpointedFunction,
+    FunctionInitializationContext,
+    FunctionSnapshotContext,
+    initialize_function,
     snapshot_function,
 )
 from .document import (
-    OPERATOR_STATE_FORMAT, OPERATOR_STATE_VERSION, operator_state_document, parse_operator_state,
+    OPERATOR_STATE_FORMAT,
+    OPERATOR_STATE_VERSION,
+    operator_state_document,
+    parse_operator_state,
     validate_operator_state,
 )
 from .errors import StateError

@@ -19,8 +19,11 @@ from ..schema import arrow_schema, nullable, parse_schema, require_orderable, re
 from . import workers
 
 
-def writer_for(schema: T.StructType, context: str) -> RowWriter:
-    return RowWriter(arrow_schema(schema), [f.dataType for f in schema.fields], context)
+def writer_for(schema: T.StructType, context: str, declared: T.StructType | None = None) -> RowWriter:
+    """A writer of ``schema`` (the nullable output schema Spark is given) that still refuses
+    None where ``declared`` (the schema the user wrote) says ``not null``."""
+    nulls = None if declared is None else [f.nullable for f in declared.fields]
+    return RowWriter(arrow_schema(schema), [f.dataType for f in schema.fields], context, nulls)
 
 
 def check_callable(fn, what: str) -> None:
@@ -88,11 +91,12 @@ def input_columns(agg, schema: T.StructType, keep=()) -> list[Column] | None:
 
 
 def result_schema(agg, schema, spark) -> T.StructType:
+    """The result schema as declared (``schema``, ``agg.schema``, or inferred); callers make it nullable."""
     if schema is not None:
-        return nullable(parse_schema(schema, spark))
+        return parse_schema(schema, spark)
     if agg.schema is not None:
-        return nullable(parse_schema(agg.schema, spark, what=f"{type(agg).__name__}.schema"))
-    return nullable(infer_result_schema(agg))
+        return parse_schema(agg.schema, spark, what=f"{type(agg).__name__}.schema")
+    return infer_result_schema(agg)
 
 
 def analysed(make_frame, what: str):

@@ -129,8 +129,9 @@ class KeyedPartitionWindowedStream:
     def map_partition(self, fn, schema=None) -> DataStream:
         """Call ``fn(records)`` once per key with that key's records."""
         check_callable(fn, "map_partition")
-        out = nullable(parse_schema(schema, self._in.spark) if schema is not None else self._in.schema)
-        writer = writer_for(out, f"map_partition function {function_name(fn)!r}")
+        declared = parse_schema(schema, self._in.spark) if schema is not None else None
+        out = nullable(declared if declared is not None else self._in.schema)
+        writer = writer_for(out, f"map_partition function {function_name(fn)!r}", declared)
         op = functools.partial(workers.map_partition, fn, writer, self._keyed.helper_columns)
         return self._derive("map_partition", function_name(fn), self._per_key(op, out), out)
 
@@ -178,7 +179,8 @@ class KeyedPartitionWindowedStream:
         result = result_schema(agg, schema, self._in.spark)
         key_fields = keyed.key_fields if keyed.selector is None else []
         out = nullable(T.StructType(key_fields + result.fields))
-        writer = writer_for(out, f"{type(agg).__name__}.get_result")
+        declared = T.StructType(out.fields[:len(key_fields)] + result.fields)  # keys come from the data
+        writer = writer_for(out, f"{type(agg).__name__}.get_result", declared)
         op = functools.partial(workers.aggregate, agg, writer, keyed.helper_columns)
         per_key = self._per_key(op, out, with_key=keyed.selector is None)
         used = None if keyed.selector is not None else input_columns(agg, self._in.schema, keep=keyed.columns)

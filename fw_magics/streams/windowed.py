@@ -58,8 +58,9 @@ class PartitionWindowedStream:
         """Call ``fn(records)`` once per partition; it yields tuples, dicts or records."""
         check_callable(fn, "map_partition")
         spark = self._in.spark
-        out = nullable(parse_schema(schema, spark) if schema is not None else self._in.schema)
-        writer = writer_for(out, f"map_partition function {function_name(fn)!r}")
+        declared = parse_schema(schema, spark) if schema is not None else None
+        out = nullable(declared if declared is not None else self._in.schema)
+        writer = writer_for(out, f"map_partition function {function_name(fn)!r}", declared)
         op = functools.partial(workers.map_partition, fn, writer, (), ())
         return self._derive("map_partition", function_name(fn), lambda frame, n: map_in_arrow(frame, op, out), out)
 
@@ -93,8 +94,9 @@ class PartitionWindowedStream:
         if columns is not None:
             return self._aggregate_columns(columns)
         agg = as_aggregate_function(agg)
-        out = result_schema(agg, schema, self._in.spark)
-        writer = writer_for(out, f"{type(agg).__name__}.get_result")
+        declared = result_schema(agg, schema, self._in.spark)
+        out = nullable(declared)
+        writer = writer_for(out, f"{type(agg).__name__}.get_result", declared)
         op = functools.partial(workers.aggregate, agg, writer, (), ())
         used = input_columns(agg, self._in.schema)
 

@@ -5,11 +5,19 @@ import json
 import pathlib
 import sys
 
-import fw_magics.state
 import pytest
+
+import fw_magics.state
 from fw_magics.state import (
-    OPERATOR_STATE_FORMAT, OPERATOR_STATE_VERSION, OperatorStateStore, StateError, operator_state_document,
-    parse_operator_state, restore_subtasks, snapshot_subtask, validate_operator_state,
+    OPERATOR_STATE_FORMAT,
+    OPERATOR_STATE_VERSION,
+    OperatorStateStore,
+    StateError,
+    operator_state_document,
+    parse_operator_state,
+    restore_subtasks,
+    snapshot_subtask,
+    validate_operator_state,
 )
 
 

@@ -4,14 +4,25 @@ import decimal
 import json
 
 import pytest
-from fw_magics.errors import FullWindowError
-from fw_magics.state import (
-    BroadcastState, CheckpointedFunction, FunctionInitializationContext, FunctionSnapshotContext, ListState,
-    OperatorStateStore, StateError, UnionListState, initialize_function, redistribute, restore_subtasks,
-    snapshot_function, snapshot_subtask,
-)
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fw_magics.errors import FullWindowError
+from fw_magics.state import (
+    BroadcastState,
+    CheckpointedFunction,
+    FunctionInitializationContext,
+    FunctionSnapshotContext,
+    ListState,
+    OperatorStateStore,
+    StateError,
+    UnionListState,
+    initialize_function,
+    redistribute,
+    restore_subtasks,
+    snapshot_function,
+    snapshot_subtask,
+)
 
 # --- the seed's scenario as a function: a source reading 4 partitions ------------------------
 

@@ -12,6 +12,7 @@ import copy
 import random
 
 import pytest
+
 from fw_magics.errors import FullWindowError
 from fw_magics.state import StateError, assignment, redistribute
 

@@ -1,8 +1,9 @@
 """Redistribution on random restores, against the reference model and the rule's invariants."""
 
-from fw_magics.state import assignment, redistribute
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fw_magics.state import assignment, redistribute
 
 from . import reference_state as ref
 
