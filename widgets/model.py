@@ -132,7 +132,7 @@ def vertex_states(graph, events, recovered=(), running=None, tasks=None) -> dict
             state.state = "failed"
         elif kind == "region_restarted" and state is not None:
             state.state = "pending"
-        elif kind in ("job_finished", "job_failed"):
+        elif kind in ("job_finished", "job_failed", "job_cancelled"):
             ended = kind
         elif kind == "job_submitted":
             ended = None
@@ -176,6 +176,7 @@ def describe_event(event: dict) -> str:
         "region_restarted": lambda e: f"{e['region']}, restarting {', '.join(e['vertices'])}",
         "job_finished": lambda e: "",
         "job_failed": lambda e: e["cause"],
+        "job_cancelled": lambda e: e["cause"],
     }[kind](event)
     return f"{when}  {kind.replace('_', ' ')}" + (f": {about}" if about else "")
 

@@ -17,6 +17,7 @@ REQUIRED = {
     "region_restarted": ("region", "vertices", "attempt"),
     "job_finished": (),
     "job_failed": ("cause",),
+    "job_cancelled": ("cause",),
 }
 
 
@@ -57,6 +58,11 @@ def job_finished():
 
 def job_failed(cause):
     return _event("job_failed", cause=cause)
+
+
+def job_cancelled(cause):
+    """The user stopped the run (Kernel > Interrupt, a Stop button): Flink's CANCELED. It resumes."""
+    return _event("job_cancelled", cause=cause)
 
 
 def problem(event) -> str | None:

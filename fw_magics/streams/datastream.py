@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -10,7 +11,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import FullWindowError, run_action
+from ..actions import run_action
+from ..errors import FullWindowError
 from ..records import Record, batch_records
 from ..schema import arrow_schema, nullable
 from . import workers
@@ -85,9 +87,10 @@ class DataStream:
         """
         if self._partitions is None:
             frame = self.to_dataframe().select(F.lit(0).alias("_"))
-            counted = run_action(
-                lambda: frame.mapInArrow(workers.count_partition, "p int").count()
-            )
+            # one tiny row per partition, read through Arrow (a blocking Py4J count() could not
+            # be interrupted cleanly)
+            counted = run_action(lambda: frame.mapInArrow(workers.count_partition, "p int").toArrow().num_rows,
+                                 self._spark)
             self._partitions = int(counted)
         return self._partitions
 
@@ -165,10 +168,10 @@ class DataStream:
         return self._df
 
     def to_pandas(self):
-        return run_action(lambda: self.to_dataframe().toPandas())
+        return run_action(lambda: _to_pandas(self.to_dataframe()), self._spark)
 
     def to_arrow(self) -> pa.Table:
-        return run_action(lambda: self.to_dataframe().toArrow())
+        return run_action(lambda: self.to_dataframe().toArrow(), self._spark)
 
     def collect(self) -> list[Record]:
         """All records, partition after partition."""
@@ -184,7 +187,7 @@ class DataStream:
         )
         marker = arrow_schema(tagged)
         table = run_action(
-            lambda: map_in_arrow(frame, functools.partial(workers.tag_partition, marker), tagged).toArrow()
+            lambda: map_in_arrow(frame, functools.partial(workers.tag_partition, marker), tagged).toArrow(), self._spark
         )
         table = table.sort_by([(workers.PID_COLUMN, "ascending"), (workers.SEQ_COLUMN, "ascending")])
         pids = table.column(workers.PID_COLUMN).to_pylist()
@@ -198,3 +201,11 @@ class DataStream:
                 partitions[pid].append(record)
         self._partitions = count
         return partitions
+
+
+def _to_pandas(frame):
+    """``frame.toPandas()`` without PySpark's warning that Arrow "reached the error below":
+    the error itself follows, once."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization", category=UserWarning)
+        return frame.toPandas()

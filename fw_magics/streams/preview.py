@@ -43,7 +43,7 @@ def preview(stream, show: int = DEFAULT_SHOW) -> Preview:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from ..errors import run_action
+    from ..actions import run_action
     from ..records import batch_records
     from ..schema import arrow_schema, nullable
 
@@ -59,7 +59,7 @@ def preview(stream, show: int = DEFAULT_SHOW) -> Preview:
         T.StructField(_ROWS, T.ArrayType(data)),
     ])
     worker = functools.partial(head_and_count, show, row_type)
-    table = run_action(lambda: heads.mapInArrow(worker, out).toArrow()).sort_by(_PID)
+    table = run_action(lambda: heads.mapInArrow(worker, out).toArrow(), stream.spark).sort_by(_PID)
     counts = table.column(_COUNT).to_pylist()
     rows = table.column(_ROWS).combine_chunks()
     partitions = tuple(
