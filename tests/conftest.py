@@ -1,10 +1,18 @@
 """One Spark session for the whole run (classic, or Spark Connect when SPARK_REMOTE is set)."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
 os.environ.setdefault("FW_SPARK_LOG_LEVEL", "FATAL")
+# Jobs the tests run (here and in the kernels they start) are indexed in a file of this run,
+# never in the user's own job index (fw_magics.recovery.index).
+_INDEX = tempfile.mkdtemp(prefix="fw-test-index-")
+atexit.register(shutil.rmtree, _INDEX, True)
+os.environ["FW_JOB_INDEX"] = os.path.join(_INDEX, "jobs.json")
 # Spark's Python workers unpickle test classes by reference: let them import `tests`.
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")]))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import JobLockedError
 from ..graph import JobGraph, subtask_inputs
+from . import index
 from .event_store import JobEventStore
 from .filesystem import Storage
 from .integrity import file_intact
@@ -24,7 +25,8 @@ class Job:
 
     @property
     def status(self) -> str:
-        """finished | failed | running | interrupted (the process died without a last word)."""
+        """finished | failed | cancelled (stopped by the user) | running | interrupted (the process
+        died without a last word)."""
         if self.holder is not None:
             return "running"
         if self.state.status == "running":
@@ -86,6 +88,32 @@ def list_jobs(job_dir: str) -> list[Job]:
         if storage.exists(Storage(root).path("events")):
             jobs.append(read_job(root, name))
     return jobs
+
+
+@dataclass
+class Found:
+    """The jobs ``find_jobs`` found, and where it looked: (place, how many jobs came from there)."""
+
+    jobs: list
+    looked: list
+
+
+def find_jobs(job_dir: str, elsewhere: bool = True) -> Found:
+    """The jobs in ``job_dir``, then (``elsewhere``) those this process ran and those in the
+    user's job index (``fw_magics.recovery.index``), each job once, with where each came from."""
+    jobs = list_jobs(job_dir)
+    seen = {index.normalized_root(job.root) for job in jobs}
+    looked = [(job_dir, len(jobs))]
+    if elsewhere:
+        for place, entries in (("this kernel's runs", index.ran_here()), (index.index_path(), index.registered())):
+            added = 0
+            for root, name in entries:
+                if root not in seen:
+                    seen.add(root)
+                    jobs.append(read_job(root, name))
+                    added += 1
+            looked.append((place, added))
+    return Found(jobs, looked)
 
 
 def discard(job: Job) -> None:
