@@ -9,12 +9,14 @@ from .errors import (
     FullWindowError,
     FwMagicsError,
     GraphvizNotFound,
+    Interrupted,
     JobLockedError,
     JobLockLostError,
     ResumeError,
     SparkUnavailableError,
 )
 from .functions import AggregateFunction, Order
+from .options import options
 from .records import Record
 from .session import get_spark
 from .streams import (
@@ -41,9 +43,9 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "JobLockedError", "JobLockLostError", "KeyedPartitionWindowedStream", "KeyedStream", "Order", "PartitionWindowedStream",
-    "Record", "ResumeError", "SparkUnavailableError", "execute", "from_dataframe", "from_pandas",
-    "from_records", "get_spark",
+    "Interrupted", "JobLockedError", "JobLockLostError", "KeyedPartitionWindowedStream", "KeyedStream", "Order",
+    "PartitionWindowedStream", "Record", "ResumeError", "SparkUnavailableError", "execute", "from_dataframe",
+    "from_pandas", "from_records", "get_spark", "options",
 ]
 
 

@@ -5,9 +5,10 @@ vertex of ``execute()``, and whatever the streaming side runs) goes through ``ru
 
 * the action's Spark jobs carry a tag of their own. On a classic session it is a
   SparkContext job tag (``sc.addJobTag``), which reaches the jobs Spark starts in its
-  serving threads too, and the jobs run in a job group (the thread's own, else one named
-  after the tag) so that they can be counted, with interrupt-on-cancel. Under Spark Connect
-  it is ``spark.addTag``. Both are thread-local: another thread's actions are untouched;
+  serving threads too, with interrupt-on-cancel; under Spark Connect it is ``spark.addTag``.
+  Both are thread-local: another thread's actions are untouched. (The cancelled jobs are
+  counted, on classic, as the jobs of this thread's job group that started during the action
+  and were running; Structured Streaming runs its batches in groups of their own.)
 * *Kernel > Interrupt* (SIGINT in the main thread) or ``Scope.cancel()`` from any thread
   cancels those jobs at once: ``sc.cancelJobsWithTag`` on classic, ``spark.interruptTag``
   under Connect. Spark kills the tasks and, within ``spark.python.task.killTimeout``, their
@@ -82,14 +83,8 @@ class _Action:
             return
         context = spark.sparkContext
         context.addJobTag(self.tag)
-        group = context.getLocalProperty(_GROUP)
-        if group is None:  # jobs of this action are then exactly this group's
-            self._restore.append((_GROUP, None))
-            context.setLocalProperty(_GROUP, self.tag)
-            group = self.tag
-        else:  # a group of the caller's (the runtime's progress view, the user's): count what is new in it
-            self._known = set(context.statusTracker().getJobIdsForGroup(group))
-        self._group = group
+        self._group = context.getLocalProperty(_GROUP)  # None: no group, as most notebooks run
+        self._known = set(context.statusTracker().getActiveJobsIds())  # not this action's
         self._restore.append((_INTERRUPT, context.getLocalProperty(_INTERRUPT)))
         context.setLocalProperty(_INTERRUPT, "true")
 
@@ -126,11 +121,9 @@ class _Action:
                 return
             context = spark.sparkContext
             tracker = context.statusTracker()
-            running = []
-            for job in tracker.getJobIdsForGroup(self._group):
-                info = tracker.getJobInfo(job)
-                if job not in self._known and info is not None and info.status == "RUNNING":
-                    running.append(job)
+            running = set(tracker.getActiveJobsIds()) - self._known
+            if running:
+                running &= set(tracker.getJobIdsForGroup(self._group))
             context.cancelJobsWithTag(self.tag)
             self.count = len(running)
         except Exception:  # the session is gone: there is nothing left to cancel

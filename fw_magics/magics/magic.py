@@ -50,7 +50,8 @@ class FullWindowMagics(Magics):
 
             key=COL[,COL...]   every stage works per key instead of per partition
             -o NAME            also bind the result to NAME
-            --show N           preview N records per partition (default 5; 0 shows the counts only)
+            --show N           preview N records per partition (default 5; 0 shows the counts only); a
+                               preview shows at most fw.options.display_max_rows records in all (1,000)
             --explain          also show the same job as Python API calls, as plain PySpark, and Spark's physical plan
             --graph            also show the interactive job graph (see %fw_graph)
             --in NAME          the line form's input: a variable
