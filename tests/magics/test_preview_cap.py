@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 import fw_magics as fw
 from fw_magics.streams import preview as display
 
-
 COLUMNS = ("id", "text")
 
 
