@@ -88,7 +88,10 @@ class Interrupted(KeyboardInterrupt):
 
 
 def closest(word, choices) -> str | None:
-    """The choice nearest to ``word`` (case ignored), or None when none is close."""
+    """The choice nearest to ``word`` (case ignored; a choice equal but for case comes first), or None."""
+    same = [str(c) for c in choices if str(c).lower() == str(word).lower()]
+    if same:
+        return same[0]
     lowered = {str(c).lower(): str(c) for c in choices}
     close = difflib.get_close_matches(str(word).lower(), list(lowered), n=1)
     return lowered[close[0]] if close else None

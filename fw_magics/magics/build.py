@@ -154,7 +154,8 @@ def aggregate_column(call: Call, stream: DataStream):
         if is_column != isinstance(arg, str) or arg == "*":
             wanted = "a column name" if is_column else "a number or true/false"
             raise UsageError(f"{call}: argument {parameter.name!r} takes {wanted}; got {arg!r}")
-        resolved.append(resolve_field(stream.schema, arg, what="column")[0] if is_column else arg)
+        resolved.append(resolve_field(stream.schema, arg, what="column", case_sensitive=stream.case_sensitive)[0]
+                        if is_column else arg)
     return function(*resolved), f"F.{call.name}({', '.join(map(repr, resolved))})"
 
 
@@ -193,7 +194,8 @@ def _pyspark_stage(stage: Stage, stream: DataStream, output: DataStream, key) ->
     ddl = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in output.schema.fields)
     if isinstance(stage, Sort):
         columns = [
-            f"F.col({resolve_field(stream.schema, field)[0]!r}).{order}()" for field, order in stage.keys
+            f"F.col({resolve_field(stream.schema, field, case_sensitive=stream.case_sensitive)[0]!r}).{order}()"
+            for field, order in stage.keys
         ]
         if key is not None:
             columns = [f"F.col({k!r}).asc()" for k in key] + columns

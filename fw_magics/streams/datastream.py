@@ -69,6 +69,17 @@ class DataStream:
         return self._partitions
 
     @property
+    def case_sensitive(self) -> bool:
+        """Spark's rule for column names on this stream's session (``spark.sql.caseSensitive``,
+        false by default), read once per lineage: every stream derived from the same source shares it."""
+        from ..schema import case_sensitive
+
+        shared = self._step.lineage()[0].detail
+        if "case_sensitive" not in shared:
+            shared["case_sensitive"] = case_sensitive(self._spark)
+        return shared["case_sensitive"]
+
+    @property
     def schema(self) -> T.StructType:
         """The Spark schema of the records (no Spark job runs to learn it)."""
         if self._schema is None:
