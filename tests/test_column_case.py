@@ -16,6 +16,7 @@ from pyspark.sql import types as T
 
 from fw_magics.errors import FullWindowError, did_you_mean
 from fw_magics.schema import resolve_field, resolve_path
+from fw_magics.streams.planned import planned_partitions
 
 NAMES = ["a", "A", "x", "X", "price", "Price", "qty", "s", "a.b"]
 
@@ -77,3 +78,22 @@ def test_nested_fields_follow_the_same_rule(field, case_sensitive, expected):
 def test_suggestions_prefer_the_name_equal_but_for_case():
     assert did_you_mean("Y", ["yy", "y"]) == "; did you mean 'y'?"
     assert did_you_mean("PRICE", ["prize", "price"]) == "; did you mean 'price'?"
+
+
+@pytest.mark.parametrize("plan, count", [
+    ("Repartition 3, true\n+- Relation [x#42,y#43] csv", 3),
+    ("Project [y#1L]\n+- Filter (y#1L > 1)\n   +- Repartition 3, true\n      +- Range (0, 100, step=1, splits=Some(5))", 3),
+    ("RepartitionByExpression [y#1L], 4\n+- Range (0, 100, step=1, splits=Some(5))", 4),
+    ("Sort [y#1L ASC NULLS FIRST], false\n+- Repartition 2, false\n   +- Range (0, 9, step=1, splits=Some(5))", 2),
+    ("Project [id#0L]\n+- Range (0, 100, step=1, splits=Some(5))", 5),
+    ("RepartitionByExpression [y#1L]\n+- Range (0, 100, step=1, splits=Some(5))", None),  # AQE decides
+    ("Aggregate [y#1L], [y#1L, count(1) AS n#2L]\n+- Repartition 3, true\n   +- Range (0, 1, step=1, splits=Some(1))",
+     None),
+    ("Sort [y#1L ASC NULLS FIRST], true\n+- Repartition 3, true\n   +- Range (0, 1, step=1, splits=Some(1))", None),
+    ("Union false, false\n:- Repartition 3, true\n:  +- Range (0, 1, step=1, splits=Some(1))\n"
+     "+- Range (0, 1, step=1, splits=Some(1))", None),
+    ("Relation [x#23,y#24] csv", None),
+    ("", None),
+])
+def test_the_partition_count_a_plan_fixes(plan, count):
+    assert planned_partitions(plan) == count

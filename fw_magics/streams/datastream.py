@@ -19,6 +19,8 @@ from . import workers
 from .arrow_calls import map_in_arrow
 from .lineage import Step
 
+_UNREAD = object()  # the plan has not been read yet
+
 
 class DataStream:
     """A stream of records over a PySpark DataFrame (classic or Spark Connect).
@@ -43,6 +45,7 @@ class DataStream:
         if schema is not None:
             step.detail.setdefault("schema", schema)  # the runtime reads materialized results with it
         self._partitions = step.parallelism if partitions is None else partitions
+        self._planned = _UNREAD
 
     # -- identity ----------------------------------------------------------------
 
@@ -67,6 +70,17 @@ class DataStream:
     def known_partitions(self) -> int | None:
         """The partition count when known without a Spark job, else None (``num_partitions()`` counts)."""
         return self._partitions
+
+    def planned_partitions(self) -> int | None:
+        """The partition count when known without a job: made by fw-magics (``known_partitions``)
+        or fixed by the DataFrame's plan (``df.repartition(3)``: see ``streams.planned``), else None."""
+        if self._partitions is not None:
+            return self._partitions
+        if self._planned is _UNREAD:
+            from .planned import partitions_of
+
+            self._planned = partitions_of(self.to_dataframe())
+        return self._planned
 
     @property
     def case_sensitive(self) -> bool:
@@ -96,6 +110,8 @@ class DataStream:
         Known without Spark for streams made by ``from_records``/``from_pandas`` and every
         operation on them; for a DataFrame of unknown layout one small job counts them.
         """
+        if self._partitions is None and self.planned_partitions() is not None:
+            self._partitions = self._planned
         if self._partitions is None:
             frame = self.to_dataframe().select(F.lit(0).alias("_"))
             # one tiny row per partition, read through Arrow (a blocking Py4J count() could not

@@ -34,8 +34,9 @@ class KeyedStream:
 
     The key is one or more column names ("a.b" for nested fields; matched as Spark matches
     them, ignoring case unless ``spark.sql.caseSensitive``) or a function of the record.
-    Records move over a hash exchange into as many partitions as the input has
-    (or ``spark.sql.shuffle.partitions`` when that is not known without a job).
+    Records move over a hash exchange into as many partitions as the input has: a count
+    fw-magics made, or one the input's plan fixes (``df.repartition(3)``), else
+    ``spark.sql.shuffle.partitions``.
     """
 
     def __init__(self, stream: DataStream, key):
@@ -60,8 +61,9 @@ class KeyedStream:
             self.names = [path[-1] for path, _ in paths]  # the columns' own names, as Spark's groupBy gives them
             self.key_fields = [T.StructField(n, dtype) for n, (_, dtype) in zip(self.names, resolved)]
             self.label = ", ".join(".".join(path) for path, _ in paths)
-        if stream.known_partitions is not None:
-            self.parallelism = stream.known_partitions
+        planned = stream.planned_partitions()
+        if planned is not None:
+            self.parallelism = planned
         else:
             self.parallelism = int(stream.spark.conf.get("spark.sql.shuffle.partitions"))
 
