@@ -114,7 +114,17 @@ def test_canvas_operator_ids_are_svg_node_titles(view):
     titles = re.findall(r'<g id="[^"]*" class="node">\s*<title>([^<]*)</title>', svg)
     for node_id in view.canvas.operators:
         assert node_id in titles
-    assert "legend" in titles and len(view.canvas.operators) == len(titles) - 1
+    assert sorted(titles) == sorted(view.canvas.operators)  # the legend is not a node of the drawing...
+
+
+def test_the_legend_folds_under_the_header_with_every_style_and_region_colour(view):
+    legend = view.legend.value  # ...but one line that unfolds, above the drawing
+    assert legend.startswith("<details") and "<summary" in legend
+    assert view.children.index(view.legend) < view.children.index(view.canvas)
+    for text in ("blocking: the consumer starts after the producer finished",
+                 "pipelined: records stream while both run", "chained: fused into one task",
+                 "regions 1-3", "regions 4-6", "regions 7-9", "<b>running</b> blue"):
+        assert text in legend, text
 
 
 def test_show_events_colours_operators_by_their_vertex(view):
