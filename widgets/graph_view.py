@@ -49,9 +49,11 @@ class GraphView(W.VBox):
         self.details = W.HTML("<i>Click an operator to see its attributes.</i>")
         self.details.add_class("fw-details")
         names = [op.name for op in graph.operators]
-        self.fail_operator = W.Dropdown(options=names, description="fail", layout=W.Layout(width="auto"))
+        self.fail_operator = W.Dropdown(options=names, description="fail", layout=W.Layout(width="auto"),
+                                        style={"description_width": "initial"})
         self.fail_subtask = W.BoundedIntText(value=0, min=0, max=graph.operator(names[0]).parallelism - 1,
-                                             description="subtask", layout=W.Layout(width="160px"))
+                                             description="subtask", layout=W.Layout(width="130px"),
+                                             style={"description_width": "initial"})
         # the toggle keeps its two buttons on one row; the row of controls wraps as a whole
         self.mode = W.ToggleButtons(options=[("region failover", "region"), ("restart all", "all")],
                                     value="region", tooltips=["FLIP-1: restart the failed pipelined region",

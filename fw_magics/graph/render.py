@@ -278,7 +278,8 @@ def to_html(graph) -> str:
     style = (f"display:block;width:100%;height:auto;max-width:{width:.0f}px;"
              f"min-width:{width * READABLE_SCALE:.0f}px")
     fallback = (f'<foreignObject style="display:none"><pre style="font-size:12px;line-height:1.4">'
-                f"{html.escape(summary(graph))}</pre></foreignObject>")
+                f"{html.escape(summary(graph))}</pre><div style='font-size:12px;line-height:1.4'><i>The drawing "
+                f"shows once the cell has run or the notebook is trusted.</i></div></foreignObject>")
     svg = inline_svg(svg, prefix)
     svg = re.sub(r"<svg ([^>]*)>", lambda m: f'<svg class="fw-jobgraph-svg" style="{style}" {m.group(1)}>{fallback}',
                  svg, count=1)
