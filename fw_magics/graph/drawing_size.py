@@ -33,6 +33,7 @@ EDGE_LABEL_PAD = 4
 MARGIN = 8  # the graph's own margin, 4 pt on each side
 CLUSTER_PAD = 16  # a chain's frame, 8 pt on each side
 CLUSTER_FONT = 12  # points, a chain frame's title (the graph's font size)
+VIRTUAL = 18  # the room an edge takes where it passes a rank
 
 
 def text_width(text: str, size: float) -> float:
@@ -82,12 +83,19 @@ def estimate_width(graph, node_lines: dict, edge_lines: dict, rankdir: str, min_
             held = sum(step[first:last]) + column[last]
             width += max(0.0, title - held - CLUSTER_PAD)
         return width + MARGIN + (CLUSTER_PAD if frames else 0)
-    row = [0.0] * depth  # TB: the operators of a level side by side; labels in a rank between two levels
+    # TB: the operators of a level side by side; between two levels a rank of edge labels. An
+    # edge that skips levels passes each rank between as a thin virtual node of its own.
+    row = [0.0] * depth
     for name, w in node.items():
         row[level[name]] += w + NODE_SEP
-    labels = [0.0] * depth
-    for (source, _), w in label.items():
-        labels[level[source]] += w + NODE_SEP
-    widest = max(max(row), max(labels)) - NODE_SEP
+    between = [0.0] * depth  # between[k]: the label rank under level k
+    for key, w in label.items():
+        top, bottom = level[key[0]], level[key[1]]
+        middle = (top + bottom - 1) // 2  # dot puts a long edge's label half way
+        for k in range(top, bottom):
+            between[k] += (w if k == middle else VIRTUAL) + NODE_SEP
+            if k > top:
+                row[k] += VIRTUAL + NODE_SEP
+    widest = max(max(row), max(between)) - NODE_SEP
     widest = max([widest] + [title + CLUSTER_PAD for _, title in frames])
     return widest + MARGIN + (CLUSTER_PAD if frames else 0)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import math
 import re
 import shutil
 import subprocess
@@ -275,8 +276,8 @@ def to_html(graph) -> str:
     svg = to_svg(graph, legend=False, caption=False)
     width, _ = natural_size(svg)
     prefix = "fwg" + hashlib.sha1(svg.encode()).hexdigest()[:8] + "-"
-    style = (f"display:block;width:100%;height:auto;max-width:{width:.0f}px;"
-             f"min-width:{width * READABLE_SCALE:.0f}px")
+    style = (f"display:block;width:100%;height:auto;max-width:{math.ceil(width)}px;"
+             f"min-width:{math.ceil(width * READABLE_SCALE)}px")
     fallback = (f'<foreignObject style="display:none"><pre style="font-size:12px;line-height:1.4">'
                 f"{html.escape(summary(graph))}</pre><div style='font-size:12px;line-height:1.4'><i>The drawing "
                 f"shows once the cell has run or the notebook is trusted.</i></div></foreignObject>")

@@ -209,6 +209,8 @@ def run_all_cells(page, timeout_ms: int = 300_000) -> None:
 
 # -- what a person sees: geometry read from the page ---------------------------------------------
 
+READABLE_PX = 11 - 0.01  # the smallest text on screen: 11 px, give or take a rounding of the browser's
+
 #: For one drawing (a static ``.fw-jobgraph`` output or a ``.fw-graph-view`` widget): every
 #: operator box, text and badge must lie inside the visible part of its scrolling box and of
 #: the output area; every text must be at least ``minPx`` on screen; a badge must lie inside
@@ -244,7 +246,7 @@ GEOMETRY_JS = """
         texts += 1;
         const px = parseFloat(getComputedStyle(t).fontSize) * scale;
         minFont = Math.min(minFont, px);
-        if (px < minPx - 0.01) problems.push(`text '${t.textContent}' is ${px.toFixed(1)} px on screen`);
+        if (px < minPx) problems.push(`text '${t.textContent}' is ${px.toFixed(1)} px on screen`);
         const r = t.getBoundingClientRect();
         if (wholeGraph && !inside(r, seen)) problems.push(`text '${t.textContent}' ${where(r)} is outside the visible area`);
     }
@@ -266,7 +268,7 @@ GEOMETRY_JS = """
 """
 
 
-def geometry(drawing, min_px: float = 11, whole_graph: bool = True) -> dict:
+def geometry(drawing, min_px: float = READABLE_PX, whole_graph: bool = True) -> dict:
     """Check one drawing's geometry on the page (see GEOMETRY_JS)."""
     drawing.scroll_into_view_if_needed()
     return drawing.evaluate(GEOMETRY_JS, [min_px, whole_graph])

@@ -16,7 +16,7 @@ import pytest
 
 from fw_magics.graph import JobGraph, OperatorAttributes
 
-from .conftest import REPO, copy_without_outputs, geometry, run_all_cells, shot
+from .conftest import READABLE_PX, REPO, copy_without_outputs, geometry, run_all_cells, shot
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 VIEWPORT = {"width": 1385, "height": 1100}  # JupyterLab's output area is then about 953 px wide
@@ -66,7 +66,7 @@ def test_static_drawings_fit_the_output_area_with_readable_text(tutorial, number
         drawing = drawings.nth(k)
         found = geometry(drawing)
         assert found["problems"] == [], f"drawing {k}: {found['problems']}"
-        assert found["nodes"] >= 3 and found["minFont"] >= 11
+        assert found["nodes"] >= 3 and found["minFont"] >= READABLE_PX
         legend = drawing.locator("details.fw-legend")
         assert legend.get_attribute("open") is None and "blocking" in legend.locator("summary").inner_text()
     last = drawings.nth(drawings.count() - 1)  # 02: the exercise's six operators; 03: "keyed streaming"
@@ -81,7 +81,7 @@ def test_the_graph_widget_shows_the_whole_graph_and_zooms(tutorial):
     view.locator("text.fw-badge").first.wait_for(state="attached", timeout=30_000)  # the what-if of the cell
     found = geometry(view)
     assert found["problems"] == [], found["problems"]
-    assert found["nodes"] == 4 and found["minFont"] >= 11
+    assert found["nodes"] == 4 and found["minFont"] >= READABLE_PX
     shot_of = lambda name: (view.scroll_into_view_if_needed(), shot(page, name))  # noqa: E731
     shot_of("graphs-03-widget")
     # the what-if row follows view.what_if("aggregate", 0), run in the cell, and then a click
@@ -121,7 +121,7 @@ def test_the_recovery_panel_keeps_every_badge_inside_the_drawing(tutorial):
     drawing.locator("text.fw-badge").nth(2).wait_for(state="attached", timeout=30_000)  # one per operator
     found = geometry(drawing)
     assert found["problems"] == [], found["problems"]
-    assert found["nodes"] == 3 and found["badges"] == 3 and found["minFont"] >= 11
+    assert found["nodes"] == 3 and found["badges"] == 3 and found["minFont"] >= READABLE_PX
     drawing.scroll_into_view_if_needed()
     shot(page, "graphs-04-recovery-panel")
 
@@ -168,14 +168,14 @@ WIDE = """
 from fw_magics.graph import JobGraph
 from fw_magics.widgets import GraphView
 
-wide = JobGraph(mode="streaming", chaining=False)  # six pipelines of six: wide either way round
-for k in range(6):
+wide = JobGraph(mode="streaming", chaining=False)  # eight pipelines of six: wide either way round
+for k in range(8):
     for step in range(6):
         wide.add_operator(f"pipeline {k} step {step}", 4, kind="map")
         if step:
             wide.connect(f"pipeline {k} step {step - 1}", f"pipeline {k} step {step}", "all_to_all")
 display(wide)
-GraphView(wide, title="six pipelines")
+GraphView(wide, title="eight pipelines")
 """
 
 
@@ -190,10 +190,11 @@ def test_a_graph_wider_than_the_cell_scrolls_instead_of_shrinking(labs, browser)
         page.goto(lab.url("wide.ipynb"))
         run_all_cells(page, timeout_ms=120_000)
         static, widget = page.locator(".fw-jobgraph").first, page.locator(".fw-graph-view").first
-        widget.locator("g.fw-op").nth(35).wait_for(state="attached", timeout=30_000)
+        widget.locator("g.fw-op").nth(47).wait_for(state="attached", timeout=30_000)
         for drawing, port in ((static, ".fw-jobgraph-scroll"), (widget, ".fw-graph-svg")):
             found = geometry(drawing, whole_graph=False)
-            assert found["problems"] == [] and found["nodes"] == 36 and found["minFont"] >= 11, found["problems"][:5]
+            assert found["problems"] == [], found["problems"][:5]
+            assert found["nodes"] == 48 and found["minFont"] >= READABLE_PX
             box = drawing.locator(port)
             assert box.evaluate("el => el.scrollWidth > el.clientWidth + 20")  # it scrolls sideways
         canvas = widget.locator(".fw-graph")

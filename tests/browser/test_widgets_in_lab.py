@@ -15,7 +15,7 @@ from fw_magics.graph import JobGraph
 from fw_magics.recovery.jobs import read_job
 from fw_magics.widgets.model import what_if
 
-from .conftest import MODES, REPO, copy_without_outputs, geometry, run_all_cells, shot
+from .conftest import MODES, READABLE_PX, REPO, copy_without_outputs, geometry, run_all_cells, shot
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 TUTORIAL = "05_reading_the_graph.ipynb"
@@ -101,7 +101,7 @@ def test_recovery_panel_draws_every_badge_inside_its_box(tour):
     drawing.locator("text.fw-badge").nth(3).wait_for(state="attached", timeout=30_000)  # one per operator
     found = geometry(drawing)
     assert found["problems"] == [], found["problems"]
-    assert found["nodes"] == 4 and found["badges"] == 4 and found["minFont"] >= 11
+    assert found["nodes"] == 4 and found["badges"] == 4 and found["minFont"] >= READABLE_PX
     drawing.scroll_into_view_if_needed()
     shot(page, f"{mode}-4a-recovery-panel-badges")
 
@@ -181,7 +181,7 @@ def test_a_500_operator_graph_stays_usable(tour, browser, frontend):
         nodes.nth(499).wait_for(state="attached", timeout=30_000)
         assert nodes.count() == 500
         found = geometry(view, whole_graph=False)  # too big to fit: it scrolls, its text stays readable
-        assert found["problems"] == [] and found["minFont"] >= 11, found["problems"][:5]
+        assert found["problems"] == [] and found["minFont"] >= READABLE_PX, found["problems"][:5]
         view.locator("g.fw-op[data-operator='op250']").click()
         view.locator(".fw-details td[data-key='operator']", has_text="op250").wait_for(timeout=30_000)
         view.locator("select").first.select_option("op250")
