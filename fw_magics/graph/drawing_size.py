@@ -46,14 +46,30 @@ def label_width(lines, size: float) -> float:
 
 
 def levels(graph) -> dict[str, int]:
-    """Each operator's level: the number of edges on the longest path from a source to it."""
+    """Each operator's level, as dot ranks it: first the longest path from a source to it;
+    then, as dot keeps edges short, an operator with more outputs than inputs moves down
+    next to its consumers (a source feeding a late join sits just before it), and one with
+    more inputs than outputs moves up next to its producers."""
     level: dict[str, int] = {}
     inputs: dict[str, list[str]] = {}
+    outputs: dict[str, list[str]] = {}
     for edge in graph.edges:
         inputs.setdefault(edge.target, []).append(edge.source)
-    for name in graph.topological_order():
+        outputs.setdefault(edge.source, []).append(edge.target)
+    order = graph.topological_order()
+    for name in order:
         level[name] = max((level[s] + 1 for s in inputs.get(name, ())), default=0)
-    return level
+    for _ in range(2):
+        for name in reversed(order):
+            ins, outs = inputs.get(name, ()), outputs.get(name, ())
+            if outs and len(outs) > len(ins):
+                level[name] = min(level[t] for t in outs) - 1
+        for name in order:
+            ins, outs = inputs.get(name, ()), outputs.get(name, ())
+            if ins and len(ins) > len(outs):
+                level[name] = max(level[s] for s in ins) + 1
+    low = min(level.values(), default=0)
+    return {name: k - low for name, k in level.items()}
 
 
 def estimate_width(graph, node_lines: dict, edge_lines: dict, rankdir: str, min_node_width: float = 0) -> float:
@@ -83,19 +99,22 @@ def estimate_width(graph, node_lines: dict, edge_lines: dict, rankdir: str, min_
             held = sum(step[first:last]) + column[last]
             width += max(0.0, title - held - CLUSTER_PAD)
         return width + MARGIN + (CLUSTER_PAD if frames else 0)
-    # TB: the operators of a level side by side; between two levels a rank of edge labels. An
-    # edge that skips levels passes each rank between as a thin virtual node of its own.
+    # TB: the operators of a level side by side, and between two levels a rank of edge labels.
+    # An edge's label sits at the middle rank of the ranks it spans (a node rank when it skips
+    # a level); every other rank it passes holds a thin virtual node of it.
     row = [0.0] * depth
     for name, w in node.items():
         row[level[name]] += w + NODE_SEP
     between = [0.0] * depth  # between[k]: the label rank under level k
     for key, w in label.items():
         top, bottom = level[key[0]], level[key[1]]
-        middle = (top + bottom - 1) // 2  # dot puts a long edge's label half way
-        for k in range(top, bottom):
-            between[k] += (w if k == middle else VIRTUAL) + NODE_SEP
-            if k > top:
-                row[k] += VIRTUAL + NODE_SEP
+        middle = top + bottom  # in ranks counted twice as fine: node ranks even, label ranks odd
+        for rank in range(2 * top + 1, 2 * bottom):
+            held = (w if rank == middle else VIRTUAL) + NODE_SEP
+            if rank % 2:
+                between[rank // 2] += held
+            else:
+                row[rank // 2] += held
     widest = max(max(row), max(between)) - NODE_SEP
     widest = max([widest] + [title + CLUSTER_PAD for _, title in frames])
     return widest + MARGIN + (CLUSTER_PAD if frames else 0)
