@@ -161,10 +161,10 @@ class GraphView(W.VBox):
         self.canvas.highlighted = {op: f"restarts {n}/{self.graph.operator(op).parallelism}"
                                    for op, n in counts.items()}
         shown = "region failover" if mode == "region" else "restart-all"
-        restarted = counted(len(w.restarted(mode)), "subtask").split(" ", 1)
+        n = len(w.restarted(mode))
         self.whatif_text.value = (f"<span class='fw-whatif-sentence'>{html.escape(w.sentence())}</span> "
-                                  f"Highlighted ({shown}): <b class='fw-whatif-count'>{restarted[0]}</b> "
-                                  f"{restarted[1]} in {counted(len(counts), 'operator')}.")
+                                  f"Highlighted ({shown}): <b class='fw-whatif-count'>{n:,}</b> "
+                                  f"subtask{'' if n == 1 else 's'} in {counted(len(counts), 'operator')}.")
 
     @property
     def highlighted(self) -> dict:
