@@ -20,6 +20,8 @@ import fw_magics as fw
 
 from .helpers import SPARK_SETTINGS
 
+pytestmark = [pytest.mark.spark]
+
 ROWS = [(1, 1, 10), (2, 1, 20), (5, 2, 30), (7, 3, 40), (4, 3, 50), (3, 2, 60)]
 
 
@@ -72,6 +74,7 @@ def test_the_magic_takes_names_in_any_case_as_groupBy_does(spark):
     assert sorted(tuple(r) for r in expected) == [(1, 3, 20), (2, 8, 60), (3, 11, 50)]
 
 
+@pytest.mark.core  # the rule is read from the session: under Spark Connect too
 def test_case_sensitive_sessions_are_followed_with_a_did_you_mean(spark):
     frame = spark.createDataFrame(ROWS, "x long, y long, z long")
     with case_sensitive(spark):
