@@ -42,7 +42,7 @@ def tour(request, labs, browser):
 
 def _graph(root: pathlib.Path) -> JobGraph:
     """The tour's job graph, read from the event log the notebook's own execute() wrote."""
-    return read_job(str(root / "fw-jobs-tour" / "tour"), "tour").graph
+    return read_job(str(root / ".fw-jobs" / "tour" / "tour"), "tour").graph
 
 
 def test_no_cell_failed(tour):
@@ -111,7 +111,7 @@ def test_recovery_panel_resumes_the_killed_job(tour):
     panel = page.locator(".fw-recovery-panel").first
     panel.scroll_into_view_if_needed()
     panel.locator(".fw-status[data-status='interrupted']").wait_for(timeout=30_000)
-    before = read_job(str(root / "fw-jobs-tour" / "tour-killed"), "tour-killed")
+    before = read_job(str(root / ".fw-jobs" / "tour" / "tour-killed"), "tour-killed")
     assert before.status == "interrupted"
     rerun = [row for row in before.subtasks() if not row["verdict"].startswith("keep")]
     assert rerun and len(rerun) < len(before.subtasks())  # something finished before the kill
@@ -128,7 +128,7 @@ def test_recovery_panel_resumes_the_killed_job(tour):
     panel.locator(".fw-resumed").wait_for(timeout=240_000)
     panel.locator(".fw-status[data-status='finished']").wait_for(timeout=30_000)
     shot(page, f"{mode}-5-resumed")
-    after = read_job(str(root / "fw-jobs-tour" / "tour-killed"), "tour-killed")
+    after = read_job(str(root / ".fw-jobs" / "tour" / "tour-killed"), "tour-killed")
     assert after.status == "finished"
     assert all(row["verdict"].startswith("keep") for row in after.subtasks())
     # only what the panel said would re-run ran again: kept subtasks were not re-finished
