@@ -38,6 +38,9 @@ def from_records(records, schema, partitions: int = 4, name: str | None = None) 
     record is checked against ``schema`` (a DDL string or StructType) before any job runs.
     """
     _check_partitions(partitions)
+    if isinstance(records, (str, bytes, dict)) or not hasattr(records, "__iter__"):
+        raise FullWindowError(f"from_records takes an iterable of records (tuples, dicts or records); "
+                              f"got {type(records).__name__} {records!r:.60}")
     spark = get_spark()
     struct = parse_schema(schema, spark)
     writer = RowWriter(arrow_schema(struct), [f.dataType for f in struct.fields], "from_records")
