@@ -3,7 +3,7 @@
 Each has a ``type`` and a wall-clock ``time``. Replay reads nothing else from disk: no
 pickles, no code. A job directory is untrusted input, so every record read back is checked
 against ``SCHEMA``: one entry per event type, mapping each field to the type it accepts
-(``Optional(...)`` fields may be missing or null; fields not listed are ignored, so a newer
+(``Optional(...)`` fields may be missing or null, ``Omittable(...)`` ones missing; fields not listed are ignored, so a newer
 writer may add some). ``problem(event)`` says in one phrase what does not fit; the reader
 skips such a record with a warning, as it skips a torn one. To add an event type, add its
 constructor and one ``SCHEMA`` entry.
@@ -78,6 +78,17 @@ class Optional(Field):
         return None if value is None else self.inner.problem(value)
 
 
+class Omittable(Optional):
+    """Missing, or what ``inner`` accepts (not null)."""
+
+    def __init__(self, inner: Field):
+        super().__init__(inner)
+        self.what = inner.what
+
+    def problem(self, value):
+        return self.inner.problem(value)
+
+
 class ListOf(Field):
     def __init__(self, item: Field, limit: int = 1 << 16):
         self.item, self.limit = item, limit
@@ -135,7 +146,7 @@ FILE = Record({"path": Text(1024), "size": COUNT, "sha256": Text(128)}, "a file 
 CONTENT = MapOf(Text(1000), MapOf(Text(40), Text(200), limit=64), limit=1 << 12)
 
 #: Every field every event has.
-COMMON = {"type": Text(64), "time": Optional(TIME)}
+COMMON = {"type": Text(64), "time": Omittable(TIME)}
 
 #: One entry per event type: field -> the values it accepts.
 SCHEMA: dict[str, dict[str, Field]] = {
@@ -211,7 +222,9 @@ def problem(event) -> str | None:
     if not isinstance(kind, str) or kind not in SCHEMA:
         return f"unknown event type {kind!r:.60}"
     for name, field in {**COMMON, **SCHEMA[kind]}.items():
-        if name not in event and not isinstance(field, Optional):
+        if name not in event:
+            if isinstance(field, Optional):
+                continue
             return f"{kind} event without {name!r}"
         why = field.problem(event.get(name))
         if why is not None:

@@ -128,17 +128,28 @@ class Storage:
                 raise
 
     def make_folders(self, path: str) -> None:
-        """Create ``path`` and its missing parents; under the root, never through a symbolic link."""
-        os.makedirs(path, exist_ok=True)
+        """Create ``path`` and its missing parents; under the root one component at a time, never
+        through a symbolic link (``UnsafeFile`` names a link or a non-folder in the way, before
+        anything is created beyond it)."""
         inside = os.path.relpath(path, self.base)
         if inside == "." or inside.startswith(".."):
+            os.makedirs(path, exist_ok=True)
             return
+        os.makedirs(self.base, exist_ok=True)
         current = self.base
         for part in inside.split(os.sep):
             current = os.path.join(current, part)
-            if stat.S_ISLNK(os.lstat(current).st_mode):
+            try:
+                mode = os.lstat(current).st_mode
+            except FileNotFoundError:
+                with contextlib.suppress(FileExistsError):  # another task made it meanwhile
+                    os.mkdir(current)
+                mode = os.lstat(current).st_mode
+            if stat.S_ISLNK(mode):
                 raise UnsafeFile(f"{current} is a symbolic link; fw-magics never writes through a link "
                                  "in a job directory: remove it")
+            if not stat.S_ISDIR(mode):
+                raise UnsafeFile(f"{current} is not a folder; fw-magics keeps its own files there: remove it")
 
     def write_bytes(self, path: str, data: bytes) -> None:
         with self.atomic(path) as f:

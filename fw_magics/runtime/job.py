@@ -38,7 +38,7 @@ from ..failover import (
 from ..graph import JobGraph, subtask_inputs
 from ..recovery import JobEventStore, JobLock, decide_resume, events, replay, safe_job_path
 from ..recovery.content import affected_vertices, compare
-from ..recovery.filesystem import Storage
+from ..recovery.filesystem import Storage, UnsafeFile
 from ..recovery.integrity import file_intact
 from ..recovery.paths import RESULTS, default_job_name, job_directory
 from ..schema import arrow_schema
@@ -368,6 +368,7 @@ class _Run:
             index = min(i for i, pending in todo.items() if pending)
             vertex = self.vertices[index]
             pending = todo.pop(index)
+            self._results_folder(vertex)
             try:
                 self._run_vertex(vertex, pending)
             except Exception as error:
@@ -377,6 +378,16 @@ class _Run:
                     if isinstance(error, JobStorageError):
                         raise
                     raise JobStorageError(_both(self.job_name, error, storage)) from error
+
+    def _results_folder(self, vertex: SparkVertex) -> None:
+        """Make ``results/<vertex>`` before its tasks write there; a link or a file in the way
+        (a damaged or hostile job directory) is one line, not a task failure retried to exhaustion."""
+        if not self.storage.local:
+            return
+        try:
+            self.storage.make_folders(self.storage.path(RESULTS, vertex.name))
+        except UnsafeFile as error:
+            raise JobStorageError(f"{self.where}: {error}") from None
 
     def _fail_over(self, vertex: SparkVertex, pending: set[int], error: Exception, todo: dict) -> None:
         """Record a failed job vertex and schedule what restarts, or re-raise ``error`` when no restart is left."""

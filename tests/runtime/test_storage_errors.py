@@ -9,8 +9,7 @@ permission (otherwise).
 
 import contextlib
 import os
-import resource
-import signal
+import shutil
 import subprocess
 import sys
 import uuid
@@ -158,3 +157,37 @@ def test_a_finished_job_in_a_read_only_folder_is_read_back_without_the_lock(spar
             from fw_magics.recovery import jobs as listing
 
             assert [(j.name, j.status) for j in listing.list_jobs(folder)] == [("sales", "finished")]
+
+
+@pytest.fixture(scope="module")
+def finished_sales(spark, tmp_path_factory):
+    """A finished job (written once) and the markers folder its functions' closures hold."""
+    root = tmp_path_factory.mktemp("finished")
+    markers = str(root / "markers")
+    fw.execute(jobs.three_vertex_job(markers), job_dir=str(root / "jobs"), job_name="sales")
+    return str(root / "jobs"), markers
+
+
+@pytest.mark.parametrize("plant", ["file", "fifo", "link to outside"])
+def test_a_results_folder_replaced_by_something_else_is_one_line_and_nothing_is_written_outside(
+        spark, tmp_path, finished_sales, plant):
+    """Found by the hostile-directory property test: a file where ``results/v2`` belongs was a raw
+    FileExistsError from every task attempt (retried to exhaustion); with a link there, folders
+    were made through it before the link was noticed."""
+    source, markers = finished_sales
+    folder, outside = str(tmp_path / "jobs"), tmp_path / "outside"
+    outside.mkdir()
+    shutil.copytree(source, folder, symlinks=True)
+    results = os.path.join(folder, "sales", "results", "v2")
+    for name in os.listdir(results):
+        os.remove(os.path.join(results, name))
+    os.rmdir(results)
+    {"file": lambda: open(results, "wb").close(), "fifo": lambda: os.mkfifo(results),
+     "link to outside": lambda: os.symlink(outside, results)}[plant]()
+    with pytest.raises(fw.JobStorageError) as caught:
+        fw.execute(jobs.three_vertex_job(markers), job_dir=folder, job_name="sales",
+                   restart=FixedDelayRestart(attempts=0))
+    message = str(caught.value)
+    assert "\n" not in message and results in message, message
+    assert ("symbolic link" if plant.startswith("link") else "is not a folder") in message
+    assert list(outside.iterdir()) == []
