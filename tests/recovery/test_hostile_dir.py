@@ -145,6 +145,7 @@ BAD_RECORDS = {
     "inputs not a list": dict(events.vertex_initialized("v1", 3, ["v0"]), inputs="v0"),
     "graph not text": dict(events.job_submitted("job", "{}", "f"), graph={"mode": "batch"}),
     "time far away": dict(events.job_finished(), time=1e300),
+    "time null": dict(events.region_failed("v1", ["v1[1]"], "boom", 1), time=None),  # crashed the panel
     "a list": [1, 2],
     "unknown type": {"type": "mystery", "time": 1.0},
 }
