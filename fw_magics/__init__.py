@@ -12,6 +12,7 @@ from .errors import (
     Interrupted,
     JobLockedError,
     JobLockLostError,
+    JobStorageError,
     ResumeError,
     SparkUnavailableError,
 )
@@ -43,9 +44,9 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "Interrupted", "JobLockedError", "JobLockLostError", "KeyedPartitionWindowedStream", "KeyedStream", "Order",
-    "PartitionWindowedStream", "Record", "ResumeError", "SparkUnavailableError", "execute", "from_dataframe",
-    "from_pandas", "from_records", "get_spark", "options",
+    "Interrupted", "JobLockedError", "JobLockLostError", "JobStorageError", "KeyedPartitionWindowedStream",
+    "KeyedStream", "Order", "PartitionWindowedStream", "Record", "ResumeError", "SparkUnavailableError", "execute",
+    "from_dataframe", "from_pandas", "from_records", "get_spark", "options",
 ]
 
 
