@@ -15,6 +15,7 @@ from .errors import (
     SparkUnavailableError,
 )
 from .functions import AggregateFunction, Order
+from .keyed_process import KeyedProcessFunction, ListStateDescriptor, ValueStateDescriptor
 from .records import Record
 from .session import get_spark
 from .streams import (
@@ -22,7 +23,9 @@ from .streams import (
     KeyedPartitionWindowedStream,
     KeyedStream,
     PartitionWindowedStream,
+    StatefulStream,
     from_dataframe,
+    from_files,
     from_pandas,
     from_records,
 )
@@ -41,8 +44,9 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "JobLockedError", "JobLockLostError", "KeyedPartitionWindowedStream", "KeyedStream", "Order", "PartitionWindowedStream",
-    "Record", "ResumeError", "SparkUnavailableError", "execute", "from_dataframe", "from_pandas",
+    "JobLockedError", "JobLockLostError", "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream",
+    "ListStateDescriptor", "Order", "PartitionWindowedStream", "Record", "ResumeError", "SparkUnavailableError",
+    "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe", "from_files", "from_pandas",
     "from_records", "get_spark",
 ]
 

@@ -17,6 +17,12 @@ REQUIRED = {
     "region_restarted": ("region", "vertices", "attempt"),
     "job_finished": (),
     "job_failed": ("cause",),
+    # streaming jobs (fw_magics.streaming): each start, the recorded backlog, phases, the switch, micro-batches
+    "stream_started": ("mode", "run"),
+    "backlog_recorded": ("position",),
+    "phase_changed": ("phase",),
+    "switch": ("watermark",),
+    "micro_batch": ("batch", "input_rows", "state_rows_updated", "watermark"),
 }
 
 
@@ -57,6 +63,32 @@ def job_finished():
 
 def job_failed(cause):
     return _event("job_failed", cause=cause)
+
+
+def stream_started(mode, run, source=None, parallelism=None):
+    """A streaming job (re)started in ``mode`` ("mixed", "stream", "batch"); ``run`` counts starts from 1."""
+    return _event("stream_started", mode=mode, run=run, source=source, parallelism=parallelism)
+
+
+def backlog_recorded(position):
+    """The backlog a streaming job's source recorded at its first start (JSON: files and bytes)."""
+    return _event("backlog_recorded", position=position)
+
+
+def phase_changed(phase, **detail):
+    """A streaming job entered ``phase`` (backlog, switching, stream, finished, stopped, failed)."""
+    return _event("phase_changed", phase=phase, **detail)
+
+
+def switch(watermark, **detail):
+    """FLIP-327's switch: the backlog's greatest watermark W (epoch ms, None without event time)."""
+    return _event("switch", watermark=watermark, **detail)
+
+
+def micro_batch(batch, input_rows, state_rows_updated, watermark, **detail):
+    """One committed micro-batch of a streaming job's query (``watermark``: epoch ms, None if none)."""
+    return _event("micro_batch", batch=batch, input_rows=input_rows, state_rows_updated=state_rows_updated,
+                  watermark=watermark, **detail)
 
 
 def problem(event) -> str | None:
