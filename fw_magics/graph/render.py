@@ -96,7 +96,8 @@ def to_dot(graph) -> str:
             lines.append(f'    label={_label("chain: " + " + ".join(chain))}; style="dashed,rounded"; color="#555555";')
             indent = "    "
         for name in chain:
-            lines.append(indent + _operator_node(graph.operator(name), node[name], span[name], colour[span[name]]))
+            lines.append(indent + _operator_node(graph.operator(name), node[name], span[name], colour[span[name]],
+                                                 graph.annotations(name)))
         if len(chain) > 1:
             lines.append("  }")
     for edge in graph.edges:
@@ -111,15 +112,17 @@ def to_dot(graph) -> str:
     return "\n".join(lines)
 
 
-def _operator_node(op, node_id: str, span: str, fill: str) -> str:
+def _operator_node(op, node_id: str, span: str, fill: str, notes: dict | None = None) -> str:
     a = op.attributes
     flags = [text for text, on in (("output only after end of input", a.output_only_after_end_of_stream),
                                    ("internal sorter", a.internal_sorter_supported),
                                    ("not chainable", not op.chainable)) if on]
-    label = _label(op.name, f"{op.kind or 'operator'}, parallelism {op.parallelism}", span, *flags)
+    noted = [f"{key}: {value}" for key, value in (notes or {}).items()]
+    label = _label(op.name, f"{op.kind or 'operator'}, parallelism {op.parallelism}", span, *flags, *noted)
     tooltip = _label(f"{op.name}: kind={op.kind}, parallelism={op.parallelism}, "
                      f"output_only_after_end_of_stream={a.output_only_after_end_of_stream}, "
-                     f"internal_sorter_supported={a.internal_sorter_supported}, chainable={op.chainable}; {span}")
+                     f"internal_sorter_supported={a.internal_sorter_supported}, chainable={op.chainable}; {span}"
+                     + "".join(f"; {n}" for n in noted))
     return f'{node_id} [label={label}, tooltip={tooltip}, fillcolor="{fill}"];'
 
 
