@@ -13,6 +13,7 @@ from .errors import (
     GraphvizNotFound,
     JobLockedError,
     JobLockLostError,
+    JobStorageError,
     ResumeError,
     SparkUnavailableError,
 )
@@ -71,7 +72,7 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "JobLockedError", "JobLockLostError", "KeyedPartitionWindowedStream", "KeyedStream", "Order", "PartitionWindowedStream",
+    "JobLockedError", "JobLockLostError", "JobStorageError", "KeyedPartitionWindowedStream", "KeyedStream", "Order", "PartitionWindowedStream",
     "Record", "ResumeError", "SparkUnavailableError", "execute", "from_dataframe", "from_pandas",
     "from_records", "get_spark",
 ]
