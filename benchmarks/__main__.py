@@ -57,6 +57,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default="")
+    parser.add_argument("--case", default="", help="full-window cases whose name contains this")
+    parser.add_argument("--no-naive", action="store_true", help="skip the (slow) naive Python timings")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
 
@@ -84,7 +86,8 @@ def main() -> None:
 
         print(f"\nfull-window operations: {args.rows:,} rows in {args.partitions} partitions, "
               f"median of {args.runs} runs taken in turns after two warm-up rounds, embedded Spark local[*]")
-        print_fullwindow(fullwindow.run(args.rows, args.partitions, args.runs))
+        print_fullwindow(fullwindow.run(args.rows, args.partitions, args.runs, only=args.case,
+                                                        naive=not args.no_naive))
 
 
 if __name__ == "__main__":

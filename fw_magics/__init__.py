@@ -5,6 +5,8 @@
     ds.full_window_partition().sort_partition("id", fw.Order.DESCENDING).collect_partitions()
 """
 
+from typing import TYPE_CHECKING
+
 from .errors import (
     FullWindowError,
     FwMagicsError,
@@ -15,21 +17,49 @@ from .errors import (
     ResumeError,
     SparkUnavailableError,
 )
-from .functions import AggregateFunction, Order
 from .keyed_process import KeyedProcessFunction, ListStateDescriptor, ValueStateDescriptor
-from .records import Record
-from .session import get_spark
-from .streams import (
-    DataStream,
-    KeyedPartitionWindowedStream,
-    KeyedStream,
-    PartitionWindowedStream,
-    StatefulStream,
-    from_dataframe,
-    from_files,
-    from_pandas,
-    from_records,
-)
+
+#: The public names that need pyarrow or pyspark, and the module each comes from: imported on
+#: first use (``fw.from_records``...), so ``import fw_magics`` and its pure subpackages
+#: (graph, state, failover, recovery) start without loading Spark.
+_LAZY = {
+    "AggregateFunction": "functions", "Order": "functions", "Record": "records", "get_spark": "session",
+    "DataStream": "streams", "KeyedPartitionWindowedStream": "streams", "KeyedStream": "streams",
+    "PartitionWindowedStream": "streams", "StatefulStream": "streams", "from_dataframe": "streams",
+    "from_files": "streams", "from_pandas": "streams", "from_records": "streams",
+}
+
+if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
+    from .functions import AggregateFunction, Order
+    from .records import Record
+    from .session import get_spark
+    from .streams import (
+        DataStream,
+        KeyedPartitionWindowedStream,
+        KeyedStream,
+        PartitionWindowedStream,
+        StatefulStream,
+        from_dataframe,
+        from_files,
+        from_pandas,
+        from_records,
+    )
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fw_magics' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

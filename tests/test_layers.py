@@ -156,3 +156,15 @@ def test_the_walk_sees_late_and_relative_imports():
     assert ("DataStream.execute", "fw_magics.runtime") in found
     assert (None, "fw_magics.errors") in found and (None, "fw_magics.streams.workers") in found
     assert "fw_magics.widgets.graph_view" in MODULES and "fw_magics.streams" in MODULES
+
+
+def test_importing_the_package_and_its_pure_parts_loads_no_spark_nor_arrow():
+    # in a fresh interpreter: Spark (and pyarrow, pandas) load on first use of a name that needs them
+    import subprocess
+    import sys
+
+    code = ("import sys, fw_magics, fw_magics.graph, fw_magics.state, fw_magics.failover, fw_magics.recovery\n"
+            "print(sorted(m for m in ('pyspark', 'pyarrow', 'pandas', 'py4j') if m in sys.modules))\n"
+            "fw_magics.from_records; print('pyspark' in sys.modules, sorted(set(fw_magics.__all__) - set(dir(fw_magics))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split("\n")[:2] == ["[]", "True []"], out.stdout + out.stderr

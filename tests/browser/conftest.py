@@ -53,6 +53,10 @@ def pytest_collection_modifyitems(items):
                     item.add_marker(pytest.mark.skip(reason=why))
 
 
+#: The tutorial the browser tests run (tests/test_tutorials.py leaves it to them when they run)
+TUTORIAL = "05_reading_the_graph.ipynb"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
