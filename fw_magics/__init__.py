@@ -17,6 +17,7 @@ from .errors import (
     ResumeError,
     SparkUnavailableError,
 )
+from .keyed_process import KeyedProcessFunction, ListStateDescriptor, ValueStateDescriptor
 
 #: The public names that need pyarrow or pyspark, and the module each comes from: imported on
 #: first use (``fw.from_records``...), so ``import fw_magics`` and its pure subpackages
@@ -24,8 +25,8 @@ from .errors import (
 _LAZY = {
     "AggregateFunction": "functions", "Order": "functions", "Record": "records", "get_spark": "session",
     "DataStream": "streams", "KeyedPartitionWindowedStream": "streams", "KeyedStream": "streams",
-    "PartitionWindowedStream": "streams", "from_dataframe": "streams", "from_pandas": "streams",
-    "from_records": "streams",
+    "PartitionWindowedStream": "streams", "StatefulStream": "streams", "from_dataframe": "streams",
+    "from_files": "streams", "from_pandas": "streams", "from_records": "streams",
 }
 
 if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
@@ -37,7 +38,9 @@ if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
         KeyedPartitionWindowedStream,
         KeyedStream,
         PartitionWindowedStream,
+        StatefulStream,
         from_dataframe,
+        from_files,
         from_pandas,
         from_records,
     )
@@ -72,8 +75,10 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "JobLockedError", "JobLockLostError", "JobStorageError", "KeyedPartitionWindowedStream", "KeyedStream", "Order", "PartitionWindowedStream",
-    "Record", "ResumeError", "SparkUnavailableError", "execute", "from_dataframe", "from_pandas",
+    "JobLockedError", "JobLockLostError", "JobStorageError", "KeyedPartitionWindowedStream", "KeyedProcessFunction",
+    "KeyedStream", "ListStateDescriptor", "Order", "PartitionWindowedStream", "Record", "ResumeError",
+    "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe", "from_files",
+    "from_pandas",
     "from_records", "get_spark",
 ]
 
