@@ -152,3 +152,31 @@ def test_a_plain_stream_has_no_backlog_and_a_failure_shows_its_cause():
     assert {s["state"] for s in states.values()} == {"failed"}
     shown = text(panel_html(status))
     assert "ValueError: bad" in shown and "backlog" not in shown and "switch" not in shown
+
+
+def test_the_recovery_panel_shows_a_streaming_job_phase_and_switch(tmp_path):
+    from fw_magics.widgets import RecoveryPanel
+
+    from .graphs import write_log
+
+    g = keyed_graph()
+    log = [events.job_submitted("sensors", g.to_json(), g.fingerprint()),
+           events.stream_started("mixed", 1, None, 2), events.backlog_recorded({"files": 8}),
+           events.phase_changed("backlog"), events.subtask_finished("v1", 0, 1, None, 5, 10, 0.1, []),
+           events.subtask_finished("v1", 1, 1, None, 5, 10, 0.1, []), events.switch(W, state_writes=40),
+           events.phase_changed("switching", watermark=W), events.micro_batch(0, 0, 40, W),
+           events.phase_changed("stream"), events.micro_batch(1, 9, 4, W)]
+    write_log(str(tmp_path / "sensors"), log)
+    panel = RecoveryPanel(str(tmp_path))
+    try:
+        shown = text(panel.status.value)
+        assert f"mixed mode: phase stream, switched at W = {moment(W)}, 2 micro-batches" in shown
+        view = panel.graph_view
+        assert view.stream["phase"] == "stream" and view.stream["state_writes"] == 40
+        panel.step.value = 4  # the timeline, back in the backlog
+        assert view.stream["phase"] == "backlog" and view.stream["watermark"] is None
+        assert "phase changed: backlog" in panel.event.value
+        panel.step.value = 7
+        assert "switch: W = 2024-01-01 00:59:50.000 UTC, 40 state writes in backlog" in panel.event.value
+    finally:
+        panel.close()
