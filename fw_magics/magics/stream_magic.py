@@ -110,6 +110,9 @@ class StreamMagics(Magics):
             if command.input is not None:
                 raise UsageError(f"--in {command.input} is for the line form %fwstream; in a %%fwstream cell the "
                                  "last expression is the input")
+            if not _ends_in_expression(shell, cell):
+                raise UsageError("the %%fwstream cell must end with an expression giving the input: a DataStream "
+                                 "over files (fw.from_files(...))")
             with _user_errors(shell):
                 value, _, _ = FullWindowMagics._run_body(self, cell)
         with _user_errors(shell):
@@ -147,6 +150,16 @@ class StreamMagics(Magics):
                 job.stop()
                 raise
         return job
+
+
+def _ends_in_expression(shell, cell: str) -> bool:
+    import ast
+
+    try:
+        tree = ast.parse(shell.transform_cell(cell))
+    except SyntaxError:
+        return True  # running it shows the user's syntax error as usual
+    return bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
 
 
 def status_bundle(job, show: int) -> dict[str, str]:

@@ -151,4 +151,6 @@ def test_a_bad_input_or_name_is_one_line_and_starts_nothing(readings, spark):
     assert isinstance(result.error_in_exec, UsageError) and "\n" not in str(result.error_in_exec)
     result = run(shell, "%fwstream reduce fn=add key=a --in nothere")
     assert "--in nothere: no such variable" in str(result.error_in_exec)
+    result = run(shell, "%%fwstream reduce fn=add key=a\nx = not_files")
+    assert "the %%fwstream cell must end with an expression giving the input" in str(result.error_in_exec)
     assert not spark.streams.active and "_fwstream" not in shell.user_ns
