@@ -66,6 +66,9 @@ class GraphView(W.VBox):
         self.whatif_text = W.HTML("")
         self.whatif_text.add_class("fw-whatif-result")
         self.legend = W.HTML(legend_html(graph, more=f"<div style='margin-top:4px'>{STATE_LEGEND}</div>"))
+        self.stream_panel = W.HTML("")  # a streaming job's phase, backlog, switch, micro-batches
+        self.stream_panel.add_class("fw-stream-panel")
+        self.stream = None  # the last status show_stream drew
         self.last_what_if = None
         self.fail_operator.observe(self._on_fail_operator, "value")
         self.fail_button.on_click(lambda _: self.what_if(self.fail_operator.value, self.fail_subtask.value))
@@ -75,7 +78,8 @@ class GraphView(W.VBox):
         controls = W.HBox([self.fail_operator, self.fail_subtask, self.mode, self.fail_button, self.clear_button],
                           layout=W.Layout(flex_flow="row wrap", align_items="center"))
         controls.add_class("fw-whatif-controls")
-        super().__init__([self.header, self.legend, self.canvas, self.details, controls, self.whatif_text])
+        super().__init__([self.header, self.legend, self.canvas, self.stream_panel, self.details, controls,
+                          self.whatif_text])
         self.add_class("fw-graph-view")
         if follow:
             live.watch(self)
@@ -180,6 +184,18 @@ class GraphView(W.VBox):
     def show_events(self, events, recovered=(), running=None, tasks=None) -> None:
         """Colour operators by the state the events leave them in (see model.vertex_states)."""
         self.canvas.states = operator_states(self.graph, vertex_states(self.graph, events, recovered, running, tasks))
+
+    def show_stream(self, status: dict, graph=None) -> None:
+        """Show a streaming job's status (``stream_status``): operator badges and the panel; with
+        ``graph`` (the job's annotated graph), redraw the drawing with its notes (backlog, phase, W)."""
+        from .stream_status import operator_states, panel_html
+
+        if graph is not None and graph.fingerprint() == self.graph.fingerprint():
+            self.graph, self._static = graph, None  # the notes show in the static drawing too
+            self.canvas.svg = to_svg(graph, legend=False, caption=False, badges=True)
+        self.stream = status
+        self.canvas.states = operator_states(self.graph, status)
+        self.stream_panel.value = panel_html(status)
 
     @property
     def states(self) -> dict:

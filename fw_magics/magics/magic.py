@@ -219,16 +219,23 @@ def _user_errors(shell):
 
 
 def load_ipython_extension(shell) -> None:
-    """``%load_ext fw_magics``: register %fullwindow / %%fullwindow, %fw_graph and %fw_recover."""
+    """``%load_ext fw_magics``: register %fullwindow / %%fullwindow, %fwstream / %%fwstream, %fw_graph
+    and %fw_recover."""
+    from .stream_magic import StreamMagics
+
     shell.register_magics(FullWindowMagics)
+    shell.register_magics(StreamMagics)
 
 
 def unload_ipython_extension(shell) -> None:
     """``%unload_ext fw_magics``: remove what load_ipython_extension registered."""
+    from .stream_magic import StreamMagics
+
     manager = shell.magics_manager
     for kind in ("line", "cell"):
-        for name in ("fullwindow", "fw_graph", "fw_recover"):
+        for name in ("fullwindow", "fw_graph", "fw_recover", "fwstream"):
             registered = manager.magics[kind].get(name)
-            if isinstance(getattr(registered, "__self__", None), FullWindowMagics):
+            if isinstance(getattr(registered, "__self__", None), (FullWindowMagics, StreamMagics)):
                 del manager.magics[kind][name]
     manager.registry.pop(FullWindowMagics.__name__, None)
+    manager.registry.pop(StreamMagics.__name__, None)
