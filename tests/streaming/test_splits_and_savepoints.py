@@ -146,3 +146,16 @@ def test_kill_9_while_writing_a_savepoint_leaves_the_previous_one_valid(tmp_path
     assert len(leftovers) == 1  # the unfinished one, which nothing reads
     third = _write(root, 4)
     assert list_savepoints(root) == [first, third]
+
+
+def test_the_recovery_panel_lists_a_jobs_savepoints(tmp_path):
+    from fw_magics.recovery.jobs import Job
+    from fw_magics.recovery.replay import replay
+
+    root = str(tmp_path / "job")
+    job = Job(name="job", root=root, events=[], state=replay([]), holder=None)
+    assert job.savepoints == [] and "savepoint" not in job.label()
+    first, second = _write(root, 1), _write(root, 2)
+    os.makedirs(os.path.join(root, "savepoints", ".tmp-unfinished"))
+    assert job.savepoints == [first, second]
+    assert job.label().endswith(", 2 savepoints (latest savepoint-000002)")
