@@ -7,7 +7,7 @@ import json
 
 import ipywidgets as W
 
-from fw_magics.graph.render import node_ids, summary, to_svg
+from fw_magics.graph.render import counted, legend_html, node_ids, summary, to_html, to_svg
 
 from . import live
 from .canvas import GraphCanvas
@@ -17,7 +17,9 @@ STATE_LEGEND = (
     "Outline and badge give each operator's state in a run: "
     "<b>pending</b> grey dotted, <b>running</b> blue, <b>finished</b> green, "
     "<b>failed</b> red dotted, <b>recovered</b> (kept from an earlier run) purple dashed; "
-    "a what-if restart is a red dashed outline with a 'restarts n/p' badge."
+    "a what-if restart is a red dashed outline with a 'restarts n/p' badge. "
+    "Ctrl or Cmd + wheel, a pinch or the buttons zoom; the wheel or a drag pans; "
+    "<i>fit</i> shows the whole graph, <i>reset</i> as much as fits with no text under 11 px."
 )
 
 
@@ -45,26 +47,33 @@ class GraphView(W.VBox):
         self.graph = graph
         self._stream = stream
         self._fragments: dict[str, str] | None = None
+        self._static: dict[str, str] | None = None  # the drawing for where widgets do not render
         self.vertex_of = {op: v.name for v in graph.job_vertices() for op in v.operators}
         ids = node_ids(graph)
-        self.canvas = GraphCanvas(svg=to_svg(graph), operators={ids[name]: name for name in ids})
+        self.canvas = GraphCanvas(svg=to_svg(graph, legend=False, caption=False, badges=True),
+                                  operators={ids[name]: name for name in ids})
         self.header = W.HTML(f"<b>{html.escape(title or 'job graph')}</b> &mdash; "
                              f"{html.escape(summary(graph).splitlines()[0])}")
         self.details = W.HTML("<i>Click an operator to see its attributes.</i>")
         self.details.add_class("fw-details")
         names = [op.name for op in graph.operators]
-        self.fail_operator = W.Dropdown(options=names, description="fail", layout=W.Layout(width="auto"))
+        self.fail_operator = W.Dropdown(options=names, description="fail", layout=W.Layout(width="auto"),
+                                        style={"description_width": "initial"})
         self.fail_subtask = W.BoundedIntText(value=0, min=0, max=graph.operator(names[0]).parallelism - 1,
-                                             description="subtask", layout=W.Layout(width="160px"))
+                                             description="subtask", layout=W.Layout(width="130px"),
+                                             style={"description_width": "initial"})
+        # the toggle keeps its two buttons on one row; the row of controls wraps as a whole
         self.mode = W.ToggleButtons(options=[("region failover", "region"), ("restart all", "all")],
                                     value="region", tooltips=["FLIP-1: restart the failed pipelined region",
-                                                              "restart every task of the job"])
+                                                              "restart every task of the job"],
+                                    style={"button_width": "auto"}, layout=W.Layout(width="auto", flex="0 0 auto"))
+        self.mode.add_class("fw-whatif-mode")
         self.fail_button = W.Button(description="What restarts?", button_style="warning")
         self.fail_button.add_class("fw-whatif-fail")
         self.clear_button = W.Button(description="clear")
         self.whatif_text = W.HTML("")
         self.whatif_text.add_class("fw-whatif-result")
-        self.legend = W.HTML(f"<small>{STATE_LEGEND}</small>")
+        self.legend = W.HTML(legend_html(graph, more=f"<div style='margin-top:4px'>{STATE_LEGEND}</div>"))
         self.last_what_if = None
         self.rescale_text = W.HTML("")
         self.rescale_text.add_class("fw-rescale-result")
@@ -74,9 +83,11 @@ class GraphView(W.VBox):
         self.clear_button.on_click(lambda _: self.clear())
         self.mode.observe(lambda _: self._show_what_if(), "value")
         self.canvas.observe(self._on_select, "selected")
-        controls = W.HBox([self.fail_operator, self.fail_subtask, self.mode, self.fail_button, self.clear_button])
-        super().__init__([self.header, self.canvas, self.details, controls, self.whatif_text,
-                          self.rescale_text, self.legend])
+        controls = W.HBox([self.fail_operator, self.fail_subtask, self.mode, self.fail_button, self.clear_button],
+                          layout=W.Layout(flex_flow="row wrap", align_items="center"))
+        controls.add_class("fw-whatif-controls")
+        super().__init__([self.header, self.legend, self.canvas, self.details, controls, self.whatif_text,
+                          self.rescale_text])
         self.add_class("fw-graph-view")
         if follow:
             live.watch(self)
@@ -94,6 +105,15 @@ class GraphView(W.VBox):
     def _on_select(self, change) -> None:
         name = change["new"]
         self.details.value = self._details_html(name) if name else ""
+        if name:  # the what-if row follows the click: "what if this one fails?" is one press away
+            self._pick(name)
+
+    def _pick(self, name: str, subtask: int | None = None) -> None:
+        """Show ``name`` (and ``subtask``) in the what-if row."""
+        if self.fail_operator.value != name:
+            self.fail_operator.value = name  # sets the subtask's bounds (_on_fail_operator)
+        if subtask is not None:
+            self.fail_subtask.value = subtask
 
     def attributes(self, name: str) -> dict:
         """What the attributes panel shows for ``name``, the Spark plan fragment included."""
@@ -140,6 +160,7 @@ class GraphView(W.VBox):
         if mode is not None:
             self.mode.value = mode
         self.last_what_if = what_if(self.graph, operator, int(subtask))
+        self._pick(operator, int(subtask))
         self._show_what_if()
         return self.last_what_if
 
@@ -152,9 +173,10 @@ class GraphView(W.VBox):
         self.canvas.highlighted = {op: f"restarts {n}/{self.graph.operator(op).parallelism}"
                                    for op, n in counts.items()}
         shown = "region failover" if mode == "region" else "restart-all"
+        n = len(w.restarted(mode))
         self.whatif_text.value = (f"<span class='fw-whatif-sentence'>{html.escape(w.sentence())}</span> "
-                                  f"Highlighted ({shown}): <b class='fw-whatif-count'>{len(w.restarted(mode)):,}</b> "
-                                  f"subtasks in {len(counts):,} operators.")
+                                  f"Highlighted ({shown}): <b class='fw-whatif-count'>{n:,}</b> "
+                                  f"subtask{'' if n == 1 else 's'} in {counted(len(counts), 'operator')}.")
 
     def rescale_what_if(self, snapshots, new_parallelism: int) -> list[tuple]:
         """What-if for a restore at ``new_parallelism`` (FLIP-8): which old subtask's operator-state units
@@ -206,8 +228,12 @@ class GraphView(W.VBox):
     # -- static fallback ----------------------------------------------------------------------
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        """The live widget where widgets render; SVG and a text summary everywhere else."""
+        """The live widget where widgets render; the static drawing (HTML, SVG) and a text
+        summary everywhere else."""
         bundle = dict(super()._repr_mimebundle_(include=include, exclude=exclude) or {})
-        bundle.update({"image/svg+xml": self.canvas.svg, "text/plain": summary(self.graph)})
+        if self._static is None:
+            self._static = {"text/html": to_html(self.graph), "image/svg+xml": to_svg(self.graph)}
+        bundle.update(self._static)
+        bundle["text/plain"] = summary(self.graph)
         return bundle
 

@@ -142,6 +142,7 @@ class StreamingJob:
         self._tag = f"fw-magics-{uuid.uuid4().hex[:12]}"
         self._query_name = f"fw-{job_name}-{uuid.uuid4().hex[:8]}"
         self._finished: dict[int, dict] = {}
+        self._ended = False
 
     # -- starting ------------------------------------------------------------------------------
 
@@ -182,7 +183,7 @@ class StreamingJob:
             self.lock.release()
             raise
         if phase == "finished":  # a batch job that has finished: nothing left to run
-            self._phase = "finished"
+            self._phase, self._ended = "finished", True
             self._close()
             return
         self._set_phase(phase)
@@ -276,8 +277,7 @@ class StreamingJob:
                 if self.mode == "batch":
                     deliver(self.sink, self._backlog_outputs(), BACKLOG_BATCH)
                     self._emit(events.job_finished())
-                    self._set_phase("finished")
-                    self._close()
+                    self._end("finished")
                     return
                 self._emit(events.switch(self.watermark, state_writes=self.backlog_state_writes,
                                          **self._backlog_counts()))
@@ -440,7 +440,8 @@ class StreamingJob:
                 pass
 
             def onQueryTerminated(self, event):  # noqa: N802
-                if job.query is not None and str(event.id) == str(job.query.id):
+                # the run id: a restarted job's query has the same id (the checkpoint's), not the same run
+                if job.query is not None and str(event.runId) == str(job.query.runId):
                     job._terminated(event.exception)
 
         self._listener = Listener()
@@ -449,7 +450,7 @@ class StreamingJob:
     def _record(self, progress) -> None:
         """One committed micro-batch: an event, a hook, and the phase "stream" after the switch."""
         with self._cond:
-            if progress.batchId in self._recorded:
+            if progress.batchId in self._recorded or self._ended:
                 return
             self._recorded.add(progress.batchId)
         operators = progress.stateOperators or []
@@ -476,7 +477,7 @@ class StreamingJob:
             self._record(progress)
 
     def _terminated(self, exception) -> None:
-        if self._stopping or self._phase in ENDED:
+        if self._stopping or self._ended:
             return
         if exception:
             self._fail(RuntimeError(str(exception).strip().splitlines()[0]))
@@ -489,8 +490,7 @@ class StreamingJob:
     def process_all_available(self, timeout: float | None = None) -> StreamingJob:
         """Return once every file present now is processed (and committed); re-raises a failure."""
         with self._cond:
-            ready = self._cond.wait_for(lambda: self.query is not None or self._phase in ENDED
-                                        or self._error is not None, timeout)
+            ready = self._cond.wait_for(lambda: self.query is not None or self._phase in ENDED, timeout)
         if not ready:
             raise TimeoutError(f"job {self.job_name!r} did not reach its stream within {timeout} s")
         if self._error is not None:
@@ -510,13 +510,13 @@ class StreamingJob:
                 self._end("stopped")
         if self._error is not None:
             raise self._error
-        if self._phase not in ENDED:
+        if not self._ended:
             self.store.flush()
         return self
 
     def stop(self) -> None:
         """Stop the job (its query, or the backlog's Spark job) and release it; start() again continues it."""
-        if self._phase in ENDED:
+        if self._ended:
             return
         self._stopping = True
         if self.query is not None:
@@ -535,7 +535,7 @@ class StreamingJob:
 
     def _fail(self, error: BaseException) -> None:
         with self._cond:
-            if self._phase in ENDED:
+            if self._ended:
                 return
             self._error = error
         if self.query is not None:
@@ -547,14 +547,18 @@ class StreamingJob:
         self._end("failed", cause=error_summary(error))
 
     def _end(self, phase: str, **detail) -> None:
-        if self._phase in ENDED:
-            return
+        """Record the last phase, release everything, and only then show the phase: whoever waits
+        for the end (``process_all_available``) can start the job again at once."""
+        with self._cond:
+            if self._ended:
+                return
+            self._ended = True
+        self._emit(events.phase_changed(phase, **detail))
+        self._close()
         with self._cond:
             self._phase = phase
             self._cond.notify_all()
-        self._emit(events.phase_changed(phase, **detail))
         hooks.trigger("stream_phase", self, phase, detail)
-        self._close()
 
     def _close(self) -> None:
         if self._listener is not None:
@@ -574,7 +578,7 @@ class StreamingJob:
 
     def events(self) -> list[dict]:
         """The job's event log, in write order."""
-        if self._phase not in ENDED and self.store._thread is not None:
+        if not self._ended:
             self.store.flush()
         return JobEventStore(self.storage.path("events")).read_events()
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from .value_text import float_text
+
 DEFAULT_SHOW = 5  # records previewed per partition
 _ROW, _PID, _COUNT, _ROWS = "__fw_row", "__fw_pid", "__fw_count", "__fw_rows"
 _CELL_WIDTH = 60
@@ -123,6 +125,8 @@ def _text(value) -> str:
         return "[" + ", ".join(_text(v) for v in value) + "]"
     if isinstance(value, (bytes, bytearray)):
         return repr(bytes(value))
+    if isinstance(value, float):
+        return float_text(value)  # as pandas shows it: 59.292, not 59.291999999999994
     return str(value)
 
 

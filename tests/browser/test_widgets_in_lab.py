@@ -1,7 +1,8 @@
 """Tutorial 5 in a real JupyterLab and Chromium: click, what-if, Resume a killed job.
 
 Marked slow; runs once on the embedded classic Spark and once under Spark Connect (the
-kernel inherits SPARK_REMOTE from the server).
+kernel inherits SPARK_REMOTE from the server; both servers are shared with the other
+browser tests, see conftest.labs).
 """
 
 from __future__ import annotations
@@ -14,43 +15,29 @@ from fw_magics.graph import JobGraph
 from fw_magics.recovery.jobs import read_job
 from fw_magics.widgets.model import what_if
 
-from .conftest import REPO, run_all_cells, shot, start_lab, stop_lab
+from .conftest import MODES, READABLE_PX, REPO, copy_without_outputs, geometry, run_all_cells, shot
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 TUTORIAL = "05_reading_the_graph.ipynb"
-MODES = {"classic": {}, "connect": {"SPARK_REMOTE": "local[2]"}}
 
 
 @pytest.fixture(scope="module", params=list(MODES))
-def tour(request, tmp_path_factory, browser):
-    """Tutorial 5 opened and run top to bottom in JupyterLab; yields (page, root, mode)."""
+def tour(request, labs, browser):
+    """Tutorial 5 opened and run top to bottom in JupyterLab; yields (page, root, mode, (base, token))."""
     mode = request.param
-    root = tmp_path_factory.mktemp(f"lab-{mode}")
-    copy_without_outputs(REPO / "tutorials" / TUTORIAL, root / TUTORIAL)
-    process, base, token = start_lab(root, MODES[mode])
+    lab = labs(mode)
+    copy_without_outputs(REPO / "tutorials" / TUTORIAL, lab.root / TUTORIAL)
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     try:
-        page.goto(f"{base}/lab/tree/{TUTORIAL}?token={token}")
+        page.goto(lab.url(TUTORIAL))
         try:
             run_all_cells(page)
         finally:
             shot(page, f"{mode}-0-ran")
-        yield page, root, mode, (base, token)
+        yield page, lab.root, mode, (lab.base, lab.token)
     finally:
         page.close()
-        stop_lab(process)
-
-
-def copy_without_outputs(source: pathlib.Path, target: pathlib.Path) -> None:
-    """The tutorial as a reader opens it before running it: the committed notebook carries its
-    saved outputs and execution counts, which would satisfy run_all_cells before anything ran."""
-    import nbformat
-
-    nb = nbformat.read(source, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    nbformat.write(nb, target)
+        lab.shutdown_kernels()
 
 
 def _graph(root: pathlib.Path) -> JobGraph:
@@ -102,6 +89,21 @@ def test_what_if_highlights_the_restart_set(tour):
         "n => document.querySelectorAll('.fw-graph-view')[0].querySelectorAll('g.fw-op.fw-highlighted').length === n",
         arg=len(_graph(root).operators), timeout=30_000)
     shot(page, f"{mode}-3-what-if-all")
+
+
+def test_recovery_panel_draws_every_badge_inside_its_box(tour):
+    """Tutorial 5's panel once drew a badge through the chain's frame: each badge now sits in
+    its own box, inside the drawing, in the visible part of the panel, text at least 11 px."""
+    page, _, mode, _ = tour
+    panel = page.locator(".fw-recovery-panel").first
+    panel.locator(".fw-status[data-status='interrupted']").wait_for(timeout=30_000)
+    drawing = panel.locator(".fw-graph-view").first
+    drawing.locator("text.fw-badge").nth(3).wait_for(state="attached", timeout=30_000)  # one per operator
+    found = geometry(drawing)
+    assert found["problems"] == [], found["problems"]
+    assert found["nodes"] == 4 and found["badges"] == 4 and found["minFont"] >= READABLE_PX
+    drawing.scroll_into_view_if_needed()
+    shot(page, f"{mode}-4a-recovery-panel-badges")
 
 
 def test_recovery_panel_resumes_the_killed_job(tour):
@@ -178,6 +180,8 @@ def test_a_500_operator_graph_stays_usable(tour, browser, frontend):
         nodes = view.locator("g.fw-op")
         nodes.nth(499).wait_for(state="attached", timeout=30_000)
         assert nodes.count() == 500
+        found = geometry(view, whole_graph=False)  # too big to fit: it scrolls, its text stays readable
+        assert found["problems"] == [] and found["minFont"] >= READABLE_PX, found["problems"][:5]
         view.locator("g.fw-op[data-operator='op250']").click()
         view.locator(".fw-details td[data-key='operator']", has_text="op250").wait_for(timeout=30_000)
         view.locator("select").first.select_option("op250")

@@ -55,7 +55,7 @@ def test_every_node_names_its_regions_and_attributes_and_colour_follows_the_regi
     assert "output_only_after_end_of_stream=True, internal_sorter_supported=True" in lines["op1"]
     fill = {k: re.search(r'fillcolor="(#[0-9a-f]+)"', line).group(1) for k, line in lines.items()}
     assert fill["op0"] == fill["op1"] != fill["op2"]
-    legend = dot[dot.index("legend ["):]
+    legend = dot[dot.index("label=<"):]  # the caption under the drawing: title and legend
     assert "blocking: the consumer starts after the producer finished" in legend
     assert f'BGCOLOR="{fill["op0"]}"' in legend and "fill: regions 1-2" in legend
     assert f'BGCOLOR="{fill["op2"]}"' in legend and "fill: regions 3-4" in legend
@@ -106,12 +106,13 @@ def test_svg_is_well_formed_and_carries_the_labels():
 def test_the_notebook_bundle_has_svg_dot_and_text():
     g = sort_job()
     bundle = g._repr_mimebundle_()
-    assert set(bundle) == {"image/svg+xml", "text/plain", "text/vnd.graphviz"}
+    assert set(bundle) == {"text/html", "image/svg+xml", "text/plain", "text/vnd.graphviz"}
     assert bundle["text/vnd.graphviz"] == g.to_dot()
+    assert "<svg" in bundle["text/html"] and bundle["image/svg+xml"] == g.to_svg()
     assert bundle["text/plain"].splitlines()[0] == (
         "JobGraph (batch, chaining on): 3 operators in 2 chains, 6 subtasks in 4 pipelined regions")
     assert set(g._repr_mimebundle_(include=["text/plain"])) == {"text/plain"}
-    assert set(g._repr_mimebundle_(exclude=["image/svg+xml"])) == {"text/plain", "text/vnd.graphviz"}
+    assert set(g._repr_mimebundle_(exclude=["image/svg+xml"])) == {"text/html", "text/plain", "text/vnd.graphviz"}
 
 
 def test_without_graphviz_the_bundle_falls_back_to_text_and_dot(monkeypatch):

@@ -66,3 +66,17 @@ class Sessions(fw.KeyedProcessFunction):
     def on_timer(self, timestamp, ctx):
         yield ("timer", len(self.seen.get()), timestamp)
         self.seen.clear()
+
+
+class FailingCountSum(CountSum):
+    """CountSum that fails on key 3 while the file ``flag`` exists (a bug fixed between two runs)."""
+
+    def __init__(self, flag: str):
+        self.flag = flag
+
+    def add(self, value, accumulator):
+        import os
+
+        if value.k == 3 and os.path.exists(self.flag):
+            raise ValueError("injected failure on key 3")
+        return super().add(value, accumulator)

@@ -91,3 +91,23 @@ def test_replay_skips_unknown_events_with_a_warning():
     with pytest.warns(UserWarning, match="unknown event type"):
         state = replay_stream([{"type": "no_such_thing", "time": 1}, events.stream_started("stream", 1)])
     assert state.mode == "stream"
+
+
+def test_a_streaming_graph_shows_its_notes_in_the_drawing():
+    """A running job's notes (backlog status, phase) are lines of the operator's box and its
+    tooltip, count in the drawing's size, and stay out of the graph's JSON and fingerprint."""
+    from fw_magics.graph import JobGraph
+    from fw_magics.graph.render import to_dot
+
+    graph = JobGraph(mode="streaming", chaining=True)
+    graph.add_operator("files(src)", parallelism=2, kind="source")
+    graph.add_operator("reduce(add)", parallelism=2, kind="reduce")
+    graph.connect("files(src)", "reduce(add)", pattern="all_to_all")
+    before = (graph.to_json(), graph.fingerprint(), to_dot(graph))
+    graph.annotate("files(src)", backlog="true", backlog_files=3)
+    graph.annotate("reduce(add)", phase="backlog")
+    dot = to_dot(graph)
+    assert "backlog: true" in dot and "backlog_files: 3" in dot and "phase: backlog" in dot
+    assert (graph.to_json(), graph.fingerprint()) == before[:2] and dot != before[2]
+    graph.annotate("reduce(add)", phase=None)
+    assert "phase:" not in to_dot(graph) and graph.annotations("reduce(add)") == {}

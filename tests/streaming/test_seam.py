@@ -33,11 +33,17 @@ def start(area, mode, name, kind="process"):
 
 @pytest.mark.core
 def test_files_landing_during_the_switch_and_late_records_match_the_plain_stream(area):
+    seen = {"phases": [], "progress": [], "batches": [], "graphs": []}
+
     def land(job, phase, detail):  # the switch has begun; the query has not started yet
+        seen["phases"].append((phase, detail.get("watermark")))
         if phase == "switching" and job.job_name == "mixed":
+            seen["graphs"].append(job.job_graph())
             area.write(AT_SWITCH, "mixed")
 
-    with hooks.register("stream_phase", land):
+    with hooks.register("stream_phase", land), \
+            hooks.register("backlog_progress", lambda job, done, total: seen["progress"].append((done, total))), \
+            hooks.register("micro_batch", lambda job, info: seen["batches"].append(info["batch"])):
         job = start(area, "mixed", "mixed")
         try:
             job.process_all_available()
@@ -45,8 +51,19 @@ def test_files_landing_during_the_switch_and_late_records_match_the_plain_stream
             job.process_all_available()
             mixed, timers_mixed, events = latest_rows(job), fired_timers(job), job.events()
             batches = job.changelog()
+            graph = job.job_graph()
         finally:
             job.stop()
+    # the hooks the widgets follow: phases (the switch with W), the backlog's tasks, each micro-batch once
+    assert seen["phases"] == [("backlog", None), ("switching", W), ("stream", None), ("stopped", None)]
+    assert seen["progress"][0] == (0, 2) and seen["progress"][-1] == (2, 2)
+    recorded = [e["batch"] for e in job.events() if e["type"] == "micro_batch"]  # stop() may record one more
+    assert seen["batches"] == recorded == sorted(set(recorded))
+    # the job graph: the source's backlog status and the operator's phase as notes
+    source, operator_name = graph.operators[0].name, graph.operators[1].name
+    assert seen["graphs"][0].annotations(source)["backlog"] == "false"
+    assert seen["graphs"][0].annotations(operator_name)["phase"] == "switching"
+    assert graph.annotations(operator_name)["phase"] == "stream" and graph.mode == "streaming"
     plain = start(area, "stream", "plain")
     try:
         plain.process_all_available()

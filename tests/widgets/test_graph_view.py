@@ -114,7 +114,17 @@ def test_canvas_operator_ids_are_svg_node_titles(view):
     titles = re.findall(r'<g id="[^"]*" class="node">\s*<title>([^<]*)</title>', svg)
     for node_id in view.canvas.operators:
         assert node_id in titles
-    assert "legend" in titles and len(view.canvas.operators) == len(titles) - 1
+    assert sorted(titles) == sorted(view.canvas.operators)  # the legend is not a node of the drawing...
+
+
+def test_the_legend_folds_under_the_header_with_every_style_and_region_colour(view):
+    legend = view.legend.value  # ...but one line that unfolds, above the drawing
+    assert legend.startswith("<details") and "<summary" in legend
+    assert view.children.index(view.legend) < view.children.index(view.canvas)
+    for text in ("blocking: the consumer starts after the producer finished",
+                 "pipelined: records stream while both run", "chained: fused into one task",
+                 "regions 1-3", "regions 4-6", "regions 7-9", "<b>running</b> blue"):
+        assert text in legend, text
 
 
 def test_show_events_colours_operators_by_their_vertex(view):
@@ -142,3 +152,44 @@ def test_show_graph_accepts_a_job_graph_and_refuses_anything_else():
     with pytest.raises(TypeError, match="cannot draw a int; accepted: a DataStream, a JobResult or a JobGraph"):
         show_graph(3)
     assert model.what_if(g, "only", 1).region == {("only", 1)}
+
+
+def test_the_what_if_row_follows_a_click_and_a_what_if_call():
+    view = GraphView(four_operators(), follow=False)
+    view.canvas.selected = "reduce"  # a click in the browser
+    assert view.fail_operator.value == "reduce" and view.fail_subtask.max == 2
+    view.what_if("map", 2)  # from code: the row shows what is highlighted
+    assert (view.fail_operator.value, view.fail_subtask.value) == ("map", 2)
+    view.fail_button.click()  # so the button repeats it, rather than what the row said before
+    assert view.highlighted == {"map": "restarts 1/3"}
+    view.select("source")
+    assert view.fail_operator.value == "source" and view.fail_subtask.value == 2  # subtask kept while it exists
+    view.close()
+
+
+def test_counts_are_singular_for_one():
+    g = JobGraph(mode="streaming")
+    g.add_operator("only", 1)
+    view = GraphView(g, follow=False)
+    view.what_if("only", 0)
+    assert "<b class='fw-whatif-count'>1</b> subtask in 1 operator." in view.whatif_text.value
+    assert "restarts 1 of 1 subtasks (1 operator)" in view.whatif_text.value
+    view.close()
+
+
+def test_every_box_of_the_canvas_keeps_lines_free_for_its_badge(view):
+    from fw_magics.graph import render
+
+    assert view.canvas.badge_lines == render.BADGE_LINES
+    groups = re.findall(r'<g id="[^"]*" class="node">(.*?)</g>\n</g>', view.canvas.svg, re.S)
+    assert len(groups) == 4
+    for group in groups:
+        lines = re.findall(r"<text [^>]*>([^<]*)</text>", group)
+        assert lines[-render.BADGE_LINES:] == [" "] * render.BADGE_LINES and lines[0].strip()
+
+
+def test_where_widgets_do_not_render_the_static_drawing_shows(view):
+    bundle = view._repr_mimebundle_()
+    assert "<details" in bundle["text/html"] and "fw-jobgraph-svg" in bundle["text/html"]
+    assert "legend" in bundle["image/svg+xml"] and "batch job: 4 operators" in bundle["image/svg+xml"]
+    assert bundle["image/svg+xml"] != view.canvas.svg  # the canvas has no caption and room for badges
