@@ -11,6 +11,7 @@ from .errors import (
     GraphvizNotFound,
     JobLockedError,
     JobLockLostError,
+    JobStorageError,
     ResumeError,
     SparkUnavailableError,
 )
@@ -44,9 +45,10 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "JobLockedError", "JobLockLostError", "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream",
-    "ListStateDescriptor", "Order", "PartitionWindowedStream", "Record", "ResumeError", "SparkUnavailableError",
-    "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe", "from_files", "from_pandas",
+    "JobLockedError", "JobLockLostError", "JobStorageError", "KeyedPartitionWindowedStream", "KeyedProcessFunction",
+    "KeyedStream", "ListStateDescriptor", "Order", "PartitionWindowedStream", "Record", "ResumeError",
+    "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe", "from_files",
+    "from_pandas",
     "from_records", "get_spark",
 ]
 

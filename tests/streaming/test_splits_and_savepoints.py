@@ -149,11 +149,16 @@ def test_kill_9_while_writing_a_savepoint_leaves_the_previous_one_valid(tmp_path
 
 
 def test_the_recovery_panel_lists_a_jobs_savepoints(tmp_path):
+    from fw_magics.graph import JobGraph
+    from fw_magics.recovery import events
     from fw_magics.recovery.jobs import Job
     from fw_magics.recovery.replay import replay
 
+    graph = JobGraph()
+    graph.add_operator("src", 2)
+    log = [events.job_submitted("job", graph.to_json(), graph.fingerprint())]
     root = str(tmp_path / "job")
-    job = Job(name="job", root=root, events=[], state=replay([]), holder=None)
+    job = Job(name="job", root=root, events=log, state=replay(log), holder=None)
     assert job.savepoints == [] and "savepoint" not in job.label()
     first, second = _write(root, 1), _write(root, 2)
     os.makedirs(os.path.join(root, "savepoints", ".tmp-unfinished"))
