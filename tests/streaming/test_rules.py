@@ -74,7 +74,7 @@ def test_replay_and_resume_phase():
     state = replay_stream(log)
     assert (state.mode, state.runs, state.backlog, resume_phase(state, "mixed")) == ("mixed", 1, {"files": 3, "bytes": 100},
                                                                                    "backlog")
-    log += [events.subtask_finished("v1", 0, 1, None, 5, 10, 0.1, [{"path": "p", "size": 1, "sha256": "x"}])]
+    log += [events.subtask_finished("v1", 0, 1, None, 5, 10, 0.1, [{"path": "results/v1/0.arrow", "size": 1, "sha256": "x"}])]
     assert set(replay_stream(log).finished) == {0}
     log += [events.switch(7000, state_writes=4), events.phase_changed("switching")]
     state = replay_stream(log)
