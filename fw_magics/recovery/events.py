@@ -187,7 +187,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "phase_changed": {"phase": Text(16, r"backlog|switching|stream|finished|stopped|failed", "a streaming phase"),
                       "watermark": Optional(MILLIS), "cause": Optional(TEXT)},
     "switch": {"watermark": Optional(MILLIS), "state_writes": Optional(COUNT), "records": Optional(COUNT),
-               "keys": Optional(COUNT)},
+               "keys": Optional(COUNT), "restored_from": Optional(Text(4096))},
     "micro_batch": {"batch": COUNT, "input_rows": COUNT, "state_rows_updated": COUNT, "watermark": Optional(MILLIS),
                     "dropped_by_watermark": Optional(COUNT), "duration_ms": Optional(COUNT)},
 }

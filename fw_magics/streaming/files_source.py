@@ -2,7 +2,9 @@
 
 Registered with ``spark.dataSource.register`` (classic and Spark Connect alike). Options:
 ``manifest`` (the manifest's path), ``format`` (parquet, json, csv), ``maxFilesPerTrigger``,
-``backlog`` ("true": a batch read of exactly the backlog files). The schema is the one the
+``backlog`` ("true": a batch read of exactly the backlog files), ``parallelism`` (the source
+subtasks: a micro-batch reads its new files as one partition per owner subtask, see ``splits``;
+unset: one partition per file). The schema is the one the
 reader is given (``.schema(...)``), which every file is cast to, columns matched by name
 (a column a file lacks is null).
 
@@ -24,6 +26,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
 
 from .manifest import Manifest
+from .splits import partition_files
 
 NAME = "fw_files"
 BATCH_ROWS = 65_536
@@ -35,6 +38,14 @@ class FilePartition(InputPartition):
     def __init__(self, path: str):
         super().__init__(path)
         self.path = path
+
+
+class SubtaskPartition(InputPartition):
+    """The new files of one source subtask in a micro-batch (one Spark task; see ``splits``)."""
+
+    def __init__(self, paths: list[str]):
+        super().__init__(paths)
+        self.paths = paths
 
 
 def read_file(path: str, fmt: str, schema):
@@ -85,6 +96,7 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.manifest = Manifest(options["manifest"])
         self.format = options["format"]
         self.max_files = int(options.get("maxFilesPerTrigger") or 0)
+        self.parallelism = int(options.get("parallelism") or 0)
         self.schema = schema
         self.target = None
 
@@ -106,11 +118,16 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict):
         doc = self.manifest.read()
+        if self.parallelism:  # one partition per source subtask that owns a new file
+            groups = partition_files(doc["files"], start["files"], end["files"], self.parallelism)
+            return [SubtaskPartition([os.path.join(doc["directory"], n) for n in g]) for g in groups]
         names = [f["name"] for f in doc["files"][start["files"]:end["files"]]]
         return [FilePartition(os.path.join(doc["directory"], name)) for name in names]
 
-    def read(self, partition: FilePartition):
-        yield from read_file(partition.path, self.format, _arrow_schema(self.schema))
+    def read(self, partition):
+        schema = _arrow_schema(self.schema)
+        for path in getattr(partition, "paths", None) or [partition.path]:
+            yield from read_file(path, self.format, schema)
 
     def commit(self, end: dict) -> None:
         pass

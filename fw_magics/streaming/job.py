@@ -47,9 +47,19 @@ WATERMARK_FILE = ("backlog", "watermark.json")
 
 
 def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None,
-          max_files_per_trigger=None) -> StreamingJob:
+          max_files_per_trigger=None, from_savepoint=None, parallelism=None) -> StreamingJob:
     """Start or continue the job of ``stateful`` (a StatefulStream); see ``StatefulStream.start``."""
     check_mode(mode)
+    if parallelism is not None and (isinstance(parallelism, bool) or not isinstance(parallelism, int)
+                                    or parallelism < 1):
+        raise FullWindowError(f"parallelism {parallelism!r}; accepted: None (the job's) or an integer >= 1")
+    savepoint = None
+    if from_savepoint is not None:
+        if mode != "mixed":
+            raise FullWindowError(f"from_savepoint restores a job in mode 'mixed'; got mode {mode!r}")
+        from .savepoint_files import load_savepoint
+
+        savepoint = load_savepoint(from_savepoint)
     check_sink(sink)
     if trigger is not None and trigger != AVAILABLE_NOW and (not isinstance(trigger, str) or not trigger.strip()):
         raise FullWindowError(
@@ -64,7 +74,7 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
     name = default_name(stateful) if job_name is None else job_name
     root = safe_job_path(job_dir or default_job_dir(), name)
     job = StreamingJob(stateful, source, root, name, mode, sink, trigger, max_files_per_trigger)
-    job.open()
+    job.open(parallelism, savepoint)
     return job
 
 
@@ -136,17 +146,23 @@ class StreamingJob:
 
     # -- starting ------------------------------------------------------------------------------
 
-    def open(self) -> None:
+    def open(self, parallelism: int | None = None, savepoint=None) -> None:
         self.lock.acquire()
         try:
             self.log = replay_stream(self.store.read_events())
+            if savepoint is not None and self.log.started and self.log.restored_from != savepoint.path:
+                raise ResumeError(f"job {self.job_name!r} in {self.root} already ran; restore a savepoint under a new "
+                                  "job_name (a restore starts a new job)")
+            self._choose_parallelism(parallelism, savepoint if not self.log.started else None)
             if self.log.started:
                 self._check_same()
             self.watermark = self.log.watermark
             self.spark.conf.set(*STATE_STORE)
             self.store.start()
             run = self.log.runs + 1
-            if not self.log.started:
+            if not self.log.started and savepoint is not None:
+                self._restore(savepoint, run)
+            elif not self.log.started:
                 summary = self.source.record_backlog(self.root) if self.mode != "stream" else None
                 self._emit(events.job_submitted(self.job_name, self.graph.to_json(), self.graph.fingerprint(),
                                                 cell=_current_cell()))
@@ -173,6 +189,44 @@ class StreamingJob:
         self._set_phase(phase)
         self._thread = threading.Thread(target=self._drive, name=f"fw-stream {self.job_name}", daemon=True)
         self._thread.start()
+
+    def _choose_parallelism(self, parallelism: int | None, savepoint) -> None:
+        """The job's parallelism: the recorded one on a restart (a change is refused: Spark would keep the
+        checkpoint's partitions without a word), else ``parallelism``, the savepoint's, or the stream's."""
+        from .savepoint import graph_at
+
+        recorded = self.log.parallelism if self.log.started else None
+        if recorded is not None and parallelism is not None and parallelism != recorded:
+            raise ResumeError(
+                f"job {self.job_name!r} runs at parallelism {recorded}; a restart keeps its checkpoint's state "
+                f"partitions (Spark ignores a new spark.sql.shuffle.partitions): take p = job.savepoint() and "
+                f"start(..., from_savepoint=p, parallelism={parallelism}) under a new job_name")
+        chosen = recorded or parallelism or (savepoint.parallelism if savepoint is not None else None)
+        if chosen is not None and chosen != self.parallelism:
+            self.parallelism = chosen
+            self.graph = graph_at(self.graph, chosen)
+
+    def _restore(self, savepoint, run: int) -> None:
+        """The first start of a job restored from ``savepoint``: its source, state and W, then the stream."""
+        from .savepoint import check_restorable, prepare_restore
+
+        check_restorable(savepoint, self.graph, self.source.describe(), self.spec.key_names, self.parallelism)
+        detail = prepare_restore(savepoint, self.storage, self.graph.operators[0].name, self.parallelism)
+        self.watermark = savepoint.document["watermark"]
+        self._emit(events.job_submitted(self.job_name, self.graph.to_json(), self.graph.fingerprint(),
+                                        cell=_current_cell()))
+        self._emit(events.stream_started(self.mode, run, self.source.describe(), self.parallelism))
+        self._emit(events.switch(self.watermark, **detail))
+        self.log.switched, self.log.watermark, self.log.restored_from = True, self.watermark, savepoint.path
+
+    def savepoint(self) -> str:
+        """Write a savepoint after the last committed micro-batch (the job keeps running); returns its path.
+
+        ``start(..., from_savepoint=path, parallelism=N)`` under a new job name restores it at any N >= 1.
+        """
+        from .savepoint import take_savepoint
+
+        return take_savepoint(self)
 
     def _check_same(self) -> None:
         """Refuse, in one line, a job whose recorded graph, mode or source differs."""
@@ -338,9 +392,13 @@ class StreamingJob:
     def _start_query(self) -> None:
         mixed = self.mode == "mixed"
         if mixed:
-            results = self._backlog_results()
-            initial = None if results is None else backlog.initial_state(results, self.spec.key_names)
-            stream = self.source.fresh_stream(self.spark, self.root, self.max_files)
+            from .savepoint import restored_initial_state
+
+            initial = restored_initial_state(self.spark, self.storage)
+            results = self._backlog_results() if initial is None else None
+            if results is not None:
+                initial = backlog.initial_state(results, self.spec.key_names)
+            stream = self.source.fresh_stream(self.spark, self.root, self.max_files, self.parallelism)
         else:
             initial, stream = None, self.source.full_stream(self.spark, self.max_files)
         frame = keyed_query_frame(stream, self.spec, self.output, self.source.delay_ms,
@@ -352,7 +410,13 @@ class StreamingJob:
         else:
             writer = writer.trigger(processingTime=self.trigger or DEFAULT_TRIGGER)
         self._listen()
-        query = writer.start()
+        partitions = "spark.sql.shuffle.partitions"
+        before = self.spark.conf.get(partitions)
+        self.spark.conf.set(partitions, str(self.parallelism))  # the state partitions of a fresh checkpoint
+        try:
+            query = writer.start()
+        finally:
+            self.spark.conf.set(partitions, before)
         with self._cond:
             self.query = query
             self._cond.notify_all()

@@ -64,6 +64,8 @@ class StreamLog:
     streaming: bool = False  # a micro-batch committed after the switch (or in stream mode)
     batches: dict = field(default_factory=dict)  # batch id -> its micro_batch event
     phase: str | None = None  # the last phase recorded
+    parallelism: int | None = None  # from the first start
+    restored_from: str | None = None  # the savepoint a restored job started from
     status: str = "running"  # running | finished | stopped | failed
 
     @property
@@ -86,6 +88,7 @@ def replay_stream(events) -> StreamLog:
             log.runs += 1
             log.mode = log.mode or event["mode"]
             log.source = log.source or event.get("source")
+            log.parallelism = log.parallelism or event.get("parallelism")
             log.status = "running"
         elif kind == "backlog_recorded":
             log.backlog = event["position"]
@@ -97,6 +100,7 @@ def replay_stream(events) -> StreamLog:
         elif kind == "switch":
             log.switched, log.watermark = True, event["watermark"]
             log.state_writes = event.get("state_writes")
+            log.restored_from = event.get("restored_from")
         elif kind == "micro_batch":
             log.streaming = True
             log.batches[event["batch"]] = event

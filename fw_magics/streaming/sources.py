@@ -47,7 +47,7 @@ class BacklogSource(Protocol):
 
     def backlog_frame(self, spark, root: str) -> DataFrame: ...
 
-    def fresh_stream(self, spark, root: str, max_files: int | None) -> DataFrame: ...
+    def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None) -> DataFrame: ...
 
     def full_stream(self, spark, max_files: int | None) -> DataFrame: ...
 
@@ -86,10 +86,12 @@ class FilesSource:
         return (spark.read.format(files_source.NAME).schema(self.schema)
                 .option("manifest", self.manifest(root).path).option("format", self.format).load())
 
-    def fresh_stream(self, spark, root: str, max_files: int | None) -> DataFrame:
+    def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None) -> DataFrame:
         files_source.register(spark)
         reader = (spark.readStream.format(files_source.NAME).schema(self.schema)
                   .option("manifest", self.manifest(root).path).option("format", self.format))
+        if parallelism:  # source subtasks: one partition per owner of new files (see splits)
+            reader = reader.option("parallelism", str(parallelism))
         if max_files:
             reader = reader.option("maxFilesPerTrigger", str(max_files))
         return reader.load()
