@@ -1,6 +1,7 @@
 """Run every benchmark in one process and print medians and ratios.
 
-    python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,widgets,recovery,fullwindow]
+    python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,widgets,recovery,fullwindow,backlog]
+    python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R]
 """
 
 from __future__ import annotations
@@ -44,6 +45,24 @@ def print_recovery(results) -> None:
     print(f"| driver time writing events | {r['events_share'] * 100:.2f} % of the job | |")
 
 
+BACKLOG_VARIANTS = ("mixed", "batch", "stream", "stream, 1 file per trigger", "Spark batch groupBy().agg(sum)",
+                    "Spark Structured Streaming groupBy().agg(sum)")
+
+
+def print_backlog(results) -> None:
+    print("\n| operator | " + " | ".join(BACKLOG_VARIANTS) + " | 1 file per trigger / mixed | mixed / batch "
+          "| first fresh result |")
+    print("|---" * (len(BACKLOG_VARIANTS) + 4) + "|")
+    for r in results:
+        m = r["medians"]
+        cells = " | ".join(f"{m[v]:.2f} s" for v in BACKLOG_VARIANTS)
+        print(f"| {r['case']} | {cells} | {r['limited_over_mixed']:.1f}x | {r['mixed_over_batch']:.2f}x "
+              f"| {r['fresh_result_s']:.2f} s |")
+    for r in results:
+        if r["note"]:
+            print(f"\n{r['case']}: {r['note']}")
+
+
 def print_rows(title: str, results) -> None:
     print(f"\n| {title} | median | runs | note |")
     print("|---|---|---|---|")
@@ -57,6 +76,13 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default="")
+    parser.add_argument("--case", default="", help="full-window cases whose name contains this")
+    parser.add_argument("--no-naive", action="store_true", help="skip the (slow) naive Python timings")
+    parser.add_argument("--backlog-records", type=int, default=2_000_000, help="backlog: records (default 2,000,000)")
+    parser.add_argument("--keys", type=int, default=10_000, help="backlog: distinct keys (default 10,000)")
+    parser.add_argument("--files", type=int, default=20, help="backlog: Parquet files (default 20)")
+    parser.add_argument("--quick", type=int, default=None,
+                        help="backlog: run the 1-file-per-trigger stream over only this many files, scaled")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
 
@@ -84,7 +110,15 @@ def main() -> None:
 
         print(f"\nfull-window operations: {args.rows:,} rows in {args.partitions} partitions, "
               f"median of {args.runs} runs taken in turns after two warm-up rounds, embedded Spark local[*]")
-        print_fullwindow(fullwindow.run(args.rows, args.partitions, args.runs))
+        print_fullwindow(fullwindow.run(args.rows, args.partitions, args.runs, only=args.case,
+                                        naive=not args.no_naive))
+    if not only or "backlog" in only:
+        from benchmarks import backlog
+
+        print(f"\nbacklog then stream (FLIP-327): {args.backlog_records:,} records, {args.keys:,} keys in "
+              f"{args.files} Parquet files, then 3 fresh files; median of {args.runs} runs taken in turns after "
+              "one warm-up round, embedded Spark local[*]")
+        print_backlog(backlog.run(args.backlog_records, args.keys, args.files, runs=args.runs, quick=args.quick))
 
 
 if __name__ == "__main__":

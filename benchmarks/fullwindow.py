@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .breakdown import SparkUI
 from .timing import interleaved_medians, median_time
 
 
@@ -135,18 +136,27 @@ def cases(spark, rows: int, partitions: int):
     df.unpersist()
 
 
-def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None) -> list[dict]:
+def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None, only: str = "",
+        naive: bool = True) -> list[dict]:
+    """``only``: run just the cases whose name contains it; ``naive=False`` skips the naive way."""
     import fw_magics as fw
 
     spark = spark or fw.get_spark()
+    ui = SparkUI.attach(spark)
     results = []
     for case, variants in cases(spark, rows, partitions):
+        if only and only not in case:
+            continue
         # fw-magics and the hand-written way run in turns after two warm-up rounds (Python
         # workers started, JVM code paths compiled); the naive way, ten times slower, is
         # timed once: its noise does not change the ratio that matters
-        naive = variants.pop("naive Python")
+        slow = variants.pop("naive Python")
         medians = interleaved_medians(variants, runs, warmups=2)
-        medians["naive Python"] = median_time(naive, 1)
-        results.append({"case": case, "medians": medians, "runs": runs, "rows": rows, "partitions": partitions})
+        medians["naive Python"] = median_time(slow, 1) if naive else float("nan")
+        breakdowns = {name: ui.measure(fn) for name, fn in variants.items()} if ui is not None else {}
+        results.append({"case": case, "medians": medians, "runs": runs, "rows": rows, "partitions": partitions,
+                        "breakdown": breakdowns})
         print(f"  {case}: " + ", ".join(f"{k} {v:.2f}s" for k, v in medians.items()), flush=True)
+        for name, b in breakdowns.items():
+            print(f"    {name}: {b.line()}", flush=True)
     return results

@@ -5,6 +5,8 @@
     ds.full_window_partition().sort_partition("id", fw.Order.DESCENDING).collect_partitions()
 """
 
+from typing import TYPE_CHECKING
+
 from .errors import (
     FullWindowError,
     FwMagicsError,
@@ -16,19 +18,50 @@ from .errors import (
     ResumeError,
     SparkUnavailableError,
 )
-from .functions import AggregateFunction, Order
-from .options import options
-from .records import Record
-from .session import get_spark
-from .streams import (
-    DataStream,
-    KeyedPartitionWindowedStream,
-    KeyedStream,
-    PartitionWindowedStream,
-    from_dataframe,
-    from_pandas,
-    from_records,
-)
+from .keyed_process import KeyedProcessFunction, ListStateDescriptor, ValueStateDescriptor
+from .options import options  # eager: a lazy name would be shadowed by the submodule fw_magics.options
+
+#: The public names that need pyarrow or pyspark, and the module each comes from: imported on
+#: first use (``fw.from_records``...), so ``import fw_magics`` and its pure subpackages
+#: (graph, state, failover, recovery) start without loading Spark.
+_LAZY = {
+    "AggregateFunction": "functions", "Order": "functions", "Record": "records", "get_spark": "session",
+    "DataStream": "streams", "KeyedPartitionWindowedStream": "streams", "KeyedStream": "streams",
+    "PartitionWindowedStream": "streams", "StatefulStream": "streams", "from_dataframe": "streams",
+    "from_files": "streams", "from_pandas": "streams", "from_records": "streams",
+}
+
+if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
+    from .functions import AggregateFunction, Order
+    from .records import Record
+    from .session import get_spark
+    from .streams import (
+        DataStream,
+        KeyedPartitionWindowedStream,
+        KeyedStream,
+        PartitionWindowedStream,
+        StatefulStream,
+        from_dataframe,
+        from_files,
+        from_pandas,
+        from_records,
+    )
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fw_magics' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 
@@ -45,8 +78,9 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
     "Interrupted", "JobLockedError", "JobLockLostError", "JobStorageError", "KeyedPartitionWindowedStream",
-    "KeyedStream", "Order", "PartitionWindowedStream", "Record", "ResumeError", "SparkUnavailableError", "execute",
-    "from_dataframe", "from_pandas", "from_records", "get_spark", "options",
+    "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor", "Order", "PartitionWindowedStream", "Record",
+    "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe",
+    "from_files", "from_pandas", "from_records", "get_spark", "options",
 ]
 
 

@@ -46,10 +46,16 @@ class AggregateFunction:
 
     ``columns`` (a tuple of column names) declares which input columns ``add``/``add_batch``
     read; only those are sent to Python, which saves most of the cost on wide inputs.
+
+    A running aggregate on a stream (``key_by(...).aggregate(agg)``, no full window) keeps
+    each key's accumulator as keyed state, never pickled: a JSON value (lists, dicts, numbers,
+    strings) unless ``accumulator_schema`` declares its DDL type ("total double, n long" makes
+    it a record, "double" one value).
     """
 
     schema: str | None = None
     columns: tuple[str, ...] | None = None
+    accumulator_schema: str | None = None
     add_batch = None  # define ``add_batch(self, batch, accumulator)`` for the vectorized path
 
     def create_accumulator(self):

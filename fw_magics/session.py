@@ -22,8 +22,20 @@ from . import jvm_output
 from .errors import SparkUnavailableError
 
 #: Embedded sessions allow each task 4 attempts (``local[N,F]`` syntax), so a task
-#: that fails once is retried as it would be on a cluster.
+#: that fails once is retried as it would be on a cluster. ``FW_SPARK_TASK_ATTEMPTS``
+#: changes the number (the test suite sets 1: a function that fails on purpose fails
+#: the same way on every attempt, and four attempts cost four Python workers).
 EMBEDDED_MASTER = "local[*,4]"
+
+
+def embedded_master() -> str:
+    """``local[*,F]`` with F from ``FW_SPARK_TASK_ATTEMPTS`` (an integer >= 1), else 4."""
+    value = os.environ.get("FW_SPARK_TASK_ATTEMPTS", "").strip()
+    if not value:
+        return EMBEDDED_MASTER
+    if not value.isdigit() or int(value) < 1:
+        raise SparkUnavailableError(f"FW_SPARK_TASK_ATTEMPTS {value!r}; accepted: an integer >= 1")
+    return f"local[*,{int(value)}]"
 
 _EMBEDDED_CONF = {
     "spark.ui.showConsoleProgress": "false",
@@ -111,7 +123,7 @@ def get_spark(conf: dict[str, str] | None = None):
             builder = builder.config(key, value)
         return builder.getOrCreate()
     _prepare_local_jvm()
-    builder = builder.master(EMBEDDED_MASTER)
+    builder = builder.master(embedded_master())
     for key, value in embedded_conf(conf).items():
         builder = builder.config(key, value)
     with jvm_output.filtered_stderr():

@@ -10,8 +10,9 @@ its outputs are made small and free of this machine:
 * a widget's output keeps its static fallback (the graph's SVG, a text summary) and drops the
   live-widget reference, which renders nowhere without a kernel;
 * a job graph shown as SVG drops its DOT source (``text/vnd.graphviz``), the same drawing;
-* the JVM's start-up chatter on stderr (log4j lines, Spark's WARN lines naming this host) is
-  left out; anything else a cell prints stays;
+* the JVM's start-up chatter on stderr (log4j lines, Spark's WARN lines naming this host) and
+  the lines PySpark's transformWithState worker prints are left out; anything else a
+  cell prints stays;
 * the scratch directory, the repository and the home directory are replaced by short names
   in every output (``<job dir>/...`` style paths), and no timing metadata is recorded.
 
@@ -41,6 +42,8 @@ JVM_CHATTER = re.compile(
     r"^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR) |Using Spark's default log4j profile"
     r"|Setting default log level to|To adjust logging level use|WARNING: Using incubator modules)"
 )
+#: lines PySpark's transformWithState driver-side Python worker prints (each followed by a blank line)
+WORKER_CHATTER = re.compile(r"^(Starting )?Streaming TransformWithStateInPandas Python worker")
 
 
 def scrubber(scratch: str):
@@ -74,10 +77,18 @@ def _scrub_value(value, scrub):
 
 
 def _without_chatter(output) -> bool:
-    """Drop the JVM's lines from a stderr output; False when nothing else was in it."""
-    if output.get("output_type") != "stream" or output.get("name") != "stderr":
+    """Drop the JVM's lines from a stderr output and the streaming Python worker's from either;
+    False when nothing else was in it."""
+    if output.get("output_type") != "stream":
         return True
-    kept = [line for line in output["text"].splitlines(keepends=True) if not JVM_CHATTER.match(line)]
+    kept, after_worker = [], False
+    for line in output["text"].splitlines(keepends=True):
+        if WORKER_CHATTER.match(line) or (after_worker and not line.strip()):
+            after_worker = True
+            continue
+        after_worker = False
+        if output.get("name") != "stderr" or not JVM_CHATTER.match(line):
+            kept.append(line)
     output["text"] = "".join(kept)
     return bool(output["text"].strip())
 

@@ -13,6 +13,9 @@ os.environ.setdefault("FW_SPARK_LOG_LEVEL", "FATAL")
 _INDEX = tempfile.mkdtemp(prefix="fw-test-index-")
 atexit.register(shutil.rmtree, _INDEX, True)
 os.environ["FW_JOB_INDEX"] = os.path.join(_INDEX, "jobs.json")
+# One attempt per Spark task (kernels and subprocesses the tests start inherit it): the tests'
+# failing functions fail on every attempt, and the default four attempts cost four workers each.
+os.environ.setdefault("FW_SPARK_TASK_ATTEMPTS", "1")
 # Spark's Python workers unpickle test classes by reference: let them import `tests`.
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")]))

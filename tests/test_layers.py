@@ -25,6 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 LAYERS = {
     "fw_magics.errors": 1, "fw_magics.actions": 1, "fw_magics.jvm_output": 1, "fw_magics.options": 1, "fw_magics.records": 1, "fw_magics.convert": 1, "fw_magics.session": 1,
     "fw_magics.schema": 1, "fw_magics.functions": 1, "fw_magics.keycodec": 1, "fw_magics.fingerprint": 1,
+    "fw_magics.keyed_process": 1, "fw_magics.watermarks": 1,
     "fw_magics.graph": 2, "fw_magics.state": 2,
     "fw_magics.failover": 3, "fw_magics.recovery": 3, "fw_magics.streams": 3,
     "fw_magics.runtime": 4,
@@ -34,12 +35,14 @@ LAYERS = {
 TOP = "fw_magics"  # the package's own __init__: the facade, on top
 TOP_LAYER = 6
 
-#: The documented upward imports: (module, function, imported module). Each must be a late
+#: The documented upward imports: (module, function, imported module): execute() and show_graph()
+#: of a stream or result, and start() of a StatefulStream (a running keyed operator). Each must be a late
 #: import inside that function, and each must still exist (a stale entry fails too).
 ALLOWED_LATE = {
     ("fw_magics.streams.datastream", "DataStream.execute", "fw_magics.runtime"),
     ("fw_magics.streams.datastream", "DataStream.show_graph", "fw_magics.widgets"),
     ("fw_magics.runtime.job_result", "JobResult.show_graph", "fw_magics.widgets"),
+    ("fw_magics.streams.stateful", "StatefulStream.start", "fw_magics.streaming"),
 }
 
 #: Pure Python models and the recovery machinery: no Spark (they are tested without starting one).
@@ -153,3 +156,15 @@ def test_the_walk_sees_late_and_relative_imports():
     assert ("DataStream.execute", "fw_magics.runtime") in found
     assert (None, "fw_magics.errors") in found and (None, "fw_magics.streams.workers") in found
     assert "fw_magics.widgets.graph_view" in MODULES and "fw_magics.streams" in MODULES
+
+
+def test_importing_the_package_and_its_pure_parts_loads_no_spark_nor_arrow():
+    # in a fresh interpreter: Spark (and pyarrow, pandas) load on first use of a name that needs them
+    import subprocess
+    import sys
+
+    code = ("import sys, fw_magics, fw_magics.graph, fw_magics.state, fw_magics.failover, fw_magics.recovery\n"
+            "print(sorted(m for m in ('pyspark', 'pyarrow', 'pandas', 'py4j') if m in sys.modules))\n"
+            "fw_magics.from_records; print('pyspark' in sys.modules, sorted(set(fw_magics.__all__) - set(dir(fw_magics))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split("\n")[:2] == ["[]", "True []"], out.stdout + out.stderr

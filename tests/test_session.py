@@ -39,3 +39,25 @@ def test_missing_java(tmp_path, monkeypatch):
 def test_this_machine_has_a_usable_java():
     if os.environ.get("JAVA_HOME") is None:
         check_java()
+
+
+def test_task_attempts_come_from_the_environment(monkeypatch):
+    from fw_magics.session import EMBEDDED_MASTER, embedded_master
+
+    monkeypatch.delenv("FW_SPARK_TASK_ATTEMPTS", raising=False)
+    assert embedded_master() == EMBEDDED_MASTER == "local[*,4]"
+    monkeypatch.setenv("FW_SPARK_TASK_ATTEMPTS", "1")
+    assert embedded_master() == "local[*,1]"
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("FW_SPARK_TASK_ATTEMPTS", bad)
+        with pytest.raises(SparkUnavailableError, match=f"FW_SPARK_TASK_ATTEMPTS '{bad}'; accepted: an integer >= 1"):
+            embedded_master()
+
+
+def test_the_test_session_does_not_retry_failing_tasks(spark):
+    from .conftest import is_connect
+
+    if is_connect(spark):
+        assert os.environ["SPARK_REMOTE"] == "local[2]"  # local[N]: one attempt per task
+    else:
+        assert spark.sparkContext.master == "local[*,1]"

@@ -42,4 +42,24 @@ SOLUTIONS = {
     "05_reading_the_graph": {
         "exercise": "answer = 4",
     },
+    "06_backlog_then_stream": {
+        "exercise": '''\
+class Spread(fw.AggregateFunction):
+    schema = "low long, high long"
+
+    def create_accumulator(self):
+        return [None, None]
+
+    def add(self, value, accumulator):
+        low, high = accumulator
+        return [value.reading if low is None else min(low, value.reading),
+                value.reading if high is None else max(high, value.reading)]
+
+    def get_result(self, accumulator):
+        return tuple(accumulator)
+
+    def merge(self, a, b):
+        return [min(x for x in (a[0], b[0]) if x is not None), max(x for x in (a[1], b[1]) if x is not None)]
+''',
+    },
 }

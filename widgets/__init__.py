@@ -9,7 +9,7 @@ from .recovery_panel import RecoveryPanel
 
 
 def show_graph(value, title: str | None = None) -> GraphView:
-    """A GraphView of a DataStream, a JobResult or a JobGraph."""
+    """A GraphView of a DataStream, a JobResult, a running or finished streaming job, or a JobGraph."""
     from fw_magics.graph import JobGraph
     from fw_magics.runtime.job_result import JobResult
     from fw_magics.streams.datastream import DataStream
@@ -24,7 +24,14 @@ def show_graph(value, title: str | None = None) -> GraphView:
         return view
     if isinstance(value, JobGraph):
         return GraphView(value, title=title)
-    raise TypeError(f"cannot draw a {type(value).__name__}; accepted: a DataStream, a JobResult or a JobGraph")
+    if type(value).__name__ == "StreamingJob" and hasattr(value, "job_graph"):  # no import of the streaming side
+        from .stream_status import stream_status
+
+        view = GraphView(value.graph, title=title or f"streaming job {value.job_name!r}")
+        view.show_stream(stream_status(value.events()), graph=value.job_graph())
+        return view
+    raise TypeError(f"cannot draw a {type(value).__name__}; accepted: a DataStream, a JobResult, a streaming job "
+                    "(start()) or a JobGraph")
 
 
 __all__ = ["GraphView", "RecoveryPanel", "show_graph"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 
 import ipywidgets as W
 
@@ -20,6 +21,13 @@ STATE_LEGEND = (
     "Ctrl or Cmd + wheel, a pinch or the buttons zoom; the wheel or a drag pans; "
     "<i>fit</i> shows the whole graph, <i>reset</i> as much as fits with no text under 11 px."
 )
+
+
+def _unit(unit) -> str:
+    """A state unit in one cell: a split's file (and whether it was read), else its JSON."""
+    if isinstance(unit, dict) and "file" in unit:
+        return f"{unit['file']} ({'read' if unit.get('read') else 'to read'})"
+    return json.dumps(unit)[:80]
 
 
 def _yes(flag: bool) -> str:
@@ -66,7 +74,13 @@ class GraphView(W.VBox):
         self.whatif_text = W.HTML("")
         self.whatif_text.add_class("fw-whatif-result")
         self.legend = W.HTML(legend_html(graph, more=f"<div style='margin-top:4px'>{STATE_LEGEND}</div>"))
+        self.stream_panel = W.HTML("")  # a streaming job's phase, backlog, switch, micro-batches
+        self.stream_panel.add_class("fw-stream-panel")
+        self.stream = None  # the last status show_stream drew
         self.last_what_if = None
+        self.rescale_text = W.HTML("")
+        self.rescale_text.add_class("fw-rescale-result")
+        self.last_rescale = None
         self.fail_operator.observe(self._on_fail_operator, "value")
         self.fail_button.on_click(lambda _: self.what_if(self.fail_operator.value, self.fail_subtask.value))
         self.clear_button.on_click(lambda _: self.clear())
@@ -75,7 +89,8 @@ class GraphView(W.VBox):
         controls = W.HBox([self.fail_operator, self.fail_subtask, self.mode, self.fail_button, self.clear_button],
                           layout=W.Layout(flex_flow="row wrap", align_items="center"))
         controls.add_class("fw-whatif-controls")
-        super().__init__([self.header, self.legend, self.canvas, self.details, controls, self.whatif_text])
+        super().__init__([self.header, self.legend, self.canvas, self.stream_panel, self.details, controls,
+                          self.whatif_text, self.rescale_text])
         self.add_class("fw-graph-view")
         if follow:
             live.watch(self)
@@ -166,6 +181,34 @@ class GraphView(W.VBox):
                                   f"Highlighted ({shown}): <b class='fw-whatif-count'>{n:,}</b> "
                                   f"subtask{'' if n == 1 else 's'} in {counted(len(counts), 'operator')}.")
 
+    def rescale_what_if(self, snapshots, new_parallelism: int) -> list[tuple]:
+        """What-if for a restore at ``new_parallelism`` (FLIP-8): which old subtask's operator-state units
+        go to which new subtask, as a table under the graph.
+
+        ``snapshots``: one operator's subtask snapshots (``{name: {"mode", "units"}}`` per old
+        subtask), e.g. ``load_savepoint(path).operator_state["files(orders)"]``. Returns the rows
+        ``(state, mode, old subtask, unit, new subtask)``; the moves come from
+        ``fw_magics.state.assignment`` (Flink's round-robin repartitioner).
+        """
+        from fw_magics.state import assignment
+        from fw_magics.state.snapshots import subtask_modes
+
+        modes = subtask_modes(snapshots)
+        old = [{name: entry["units"] for name, entry in snapshot.items()} for snapshot in snapshots]
+        rows = []
+        for name, per_new in assignment(old, new_parallelism, modes).items():
+            for new, positions in enumerate(per_new):
+                rows.extend((name, modes[name], s, old[s][name][k], new) for s, k in positions)
+        self.last_rescale = rows
+        body = "".join(
+            f"<tr><td>{html.escape(n)}</td><td>{m}</td><td>{s}</td><td>{html.escape(_unit(u))}</td><td>{t}</td></tr>"
+            for n, m, s, u, t in rows)
+        self.rescale_text.value = (
+            f"<b>Restore at parallelism {new_parallelism}</b> (from {len(snapshots)}): "
+            "<table class='fw-rescale'><tr><th>state</th><th>mode</th><th>old subtask</th><th>unit</th>"
+            f"<th>new subtask</th></tr>{body}</table>")
+        return rows
+
     @property
     def highlighted(self) -> dict:
         return dict(self.canvas.highlighted)
@@ -180,6 +223,18 @@ class GraphView(W.VBox):
     def show_events(self, events, recovered=(), running=None, tasks=None) -> None:
         """Colour operators by the state the events leave them in (see model.vertex_states)."""
         self.canvas.states = operator_states(self.graph, vertex_states(self.graph, events, recovered, running, tasks))
+
+    def show_stream(self, status: dict, graph=None) -> None:
+        """Show a streaming job's status (``stream_status``): operator badges and the panel; with
+        ``graph`` (the job's annotated graph), redraw the drawing with its notes (backlog, phase, W)."""
+        from .stream_status import operator_states, panel_html
+
+        if graph is not None and graph.fingerprint() == self.graph.fingerprint():
+            self.graph, self._static = graph, None  # the notes show in the static drawing too
+            self.canvas.svg = to_svg(graph, legend=False, caption=False, badges=True)
+        self.stream = status
+        self.canvas.states = operator_states(self.graph, status)
+        self.stream_panel.value = panel_html(status)
 
     @property
     def states(self) -> dict:

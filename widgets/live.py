@@ -1,4 +1,5 @@
-"""Live state: graph views follow every execute() of their graph in this kernel.
+"""Live state: graph views follow every execute() of their graph in this kernel, and every
+streaming job of their graph (``start()``): its phase, backlog progress, switch and micro-batches.
 
 One set of runtime hooks (fw_magics.runtime.hooks) feeds all views. A view is held weakly,
 but ipywidgets itself keeps every widget alive until it is closed: ``view.close()`` is what
@@ -15,13 +16,16 @@ from fw_magics.runtime import hooks
 _views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # view -> its graph's fingerprint
 _hooks: list = []  # the handles of the one set of hooks all views share
 _runs: dict[int, dict] = {}  # id(store) -> {"fingerprint", "events", "recovered", "running", "tasks", "store"}
+_streams: dict[int, dict] = {}  # id(job's store) -> {"fingerprint", "events", "tasks", "store", "graph"}
 
 
 def watch(view) -> None:
     """Let ``view`` follow runs of its graph (matched by fingerprint)."""
     if not any(hook.registered for hook in _hooks):
         _hooks[:] = [hooks.register("job_started", _on_job), hooks.register("event_written", _on_event),
-                     hooks.register("vertex_started", _on_vertex), hooks.register("vertex_progress", _on_progress)]
+                     hooks.register("vertex_started", _on_vertex), hooks.register("vertex_progress", _on_progress),
+                     hooks.register("stream_phase", _on_phase), hooks.register("backlog_progress", _on_backlog),
+                     hooks.register("micro_batch", _on_micro_batch)]
     _views[view] = view.graph.fingerprint()
 
 
@@ -59,6 +63,12 @@ def _on_progress(vertex_name, done, total) -> None:
 
 
 def _on_event(store, event) -> None:
+    stream = _streams.get(id(store))
+    if stream is not None and stream["store"] is store:
+        stream["events"].append(event)
+        if event["type"] in ("subtask_finished", "subtask_reset", "switch"):
+            _refresh_stream(stream)
+        return
     state = _runs.get(id(store))
     if state is None or state["store"] is not store:
         return
@@ -68,3 +78,55 @@ def _on_event(store, event) -> None:
     if event["type"] in ("subtask_finished", "subtask_reset", "region_failed", "job_finished", "job_failed",
                          "job_cancelled"):
         _refresh(state)
+
+
+# -- streaming jobs ---------------------------------------------------------------------------------
+
+
+def _refresh_stream(state: dict, redraw: bool = False) -> None:
+    from .stream_status import stream_status
+
+    status = stream_status(state["events"], state["tasks"])
+    for view, fingerprint in list(_views.items()):
+        if getattr(view, "comm", None) is None:
+            _views.pop(view, None)
+            continue
+        if fingerprint == state["fingerprint"]:
+            try:
+                view.show_stream(status, graph=state["graph"] if redraw else None)
+            except Exception as error:  # a drawing problem must never fail the job
+                warnings.warn(f"graph view not updated: {type(error).__name__}: {error}")
+
+
+def _stream_state(job) -> dict:
+    state = _streams.get(id(job.store))
+    if state is None or state["store"] is not job.store:
+        for key in [k for k, v in _streams.items() if v["fingerprint"] == job.graph.fingerprint()]:
+            del _streams[key]  # a new start of the same job: follow this one
+        state = {"fingerprint": job.graph.fingerprint(), "events": list(job.events()), "tasks": None,
+                 "store": job.store, "graph": None}
+        _streams[id(job.store)] = state
+    return state
+
+
+def _on_phase(job, phase, detail) -> None:
+    state = _stream_state(job)
+    if not any(e.get("type") == "phase_changed" and e.get("phase") == phase for e in state["events"][-1:]):
+        state["events"].append({"type": "phase_changed", "phase": phase, **detail})
+    if phase != "backlog":
+        state["tasks"] = None
+    state["graph"] = job.job_graph()  # the graph's notes: backlog status, phase, W
+    _refresh_stream(state, redraw=True)
+
+
+def _on_backlog(job, done, total) -> None:
+    state = _stream_state(job)
+    state["tasks"] = (done, total)
+    _refresh_stream(state)
+
+
+def _on_micro_batch(job, info) -> None:
+    state = _stream_state(job)
+    if not any(e.get("type") == "micro_batch" and e.get("batch") == info["batch"] for e in state["events"][-8:]):
+        state["events"].append({"type": "micro_batch", **info})
+    _refresh_stream(state)

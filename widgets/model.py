@@ -161,6 +161,12 @@ def operator_states(graph, vertices: dict[str, VertexState]) -> dict[str, dict]:
     return {op: {"state": v.state, "text": v.text()} for v in vertices.values() for op in v.operators}
 
 
+def _moment(ms) -> str:
+    from .stream_status import moment
+
+    return moment(ms)
+
+
 def describe_event(event: dict) -> str:
     """One readable line: time, type, and what it is about."""
     when = datetime.datetime.fromtimestamp(event.get("time", 0)).strftime("%H:%M:%S.%f")[:-3]
@@ -176,8 +182,14 @@ def describe_event(event: dict) -> str:
         "region_restarted": lambda e: f"{e['region']}, restarting {', '.join(e['vertices'])}",
         "job_finished": lambda e: "",
         "job_failed": lambda e: e["cause"],
+        "stream_started": lambda e: f"{e['mode']} mode, start {e['run']}",
+        "backlog_recorded": lambda e: f"{(e.get('position') or {}).get('files', '?')} backlog files",
+        "phase_changed": lambda e: e["phase"] + (f" ({e['cause']})" if e.get("cause") else ""),
+        "switch": lambda e: f"W = {_moment(e['watermark'])}, {e.get('state_writes') or 0:,} state writes in backlog",
+        "micro_batch": lambda e: f"batch {e['batch']}, {e['input_rows']:,} input rows, "
+                                 f"{e['state_rows_updated']:,} state rows",
         "job_cancelled": lambda e: e["cause"],
-    }[kind](event)
+    }.get(kind, lambda e: "")(event)
     return f"{when}  {kind.replace('_', ' ')}" + (f": {about}" if about else "")
 
 

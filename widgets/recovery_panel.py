@@ -198,8 +198,17 @@ class RecoveryPanel(W.VBox):
             "cancelled": "cancelled: stopped by the user (Kernel > Interrupt or Stop) before it ended",
             "damaged": f"damaged: {job.problem}",
         }[job.status]
+        stream = ""
+        if any(e.get("type") == "stream_started" for e in job.events):
+            from .stream_status import moment, stream_status
+
+            s = stream_status(job.events)
+            switch = "" if s["watermark"] is None else f", switched at W = {moment(s['watermark'])}"
+            stream = (f"<div class='fw-stream-summary'>streaming job, {html.escape(str(s['mode']))} mode: "
+                      f"phase {html.escape(str(s['phase']))}{html.escape(switch)}, "
+                      f"{len(s['batches']):,} micro-batches</div>")
         return (f"<span class='fw-status' data-status='{job.status}'><b>{html.escape(job.name)}</b>: "
-                f"{html.escape(words)}</span> ({len(job.events)} events in {html.escape(job.root)})")
+                f"{html.escape(words)}</span> ({len(job.events)} events in {html.escape(job.root)}){stream}")
 
     @staticmethod
     def _subtasks_html(job: Job) -> str:
@@ -227,6 +236,10 @@ class RecoveryPanel(W.VBox):
         events = self.job.events[:k]
         if self.graph_view is not None:
             self.graph_view.show_events(events)
+            if any(e.get("type") == "stream_started" for e in self.job.events):  # a streaming job: its phases
+                from .stream_status import stream_status
+
+                self.graph_view.show_stream(stream_status(events))
         self.event.value = (f"<code>{k}/{len(self.job.events)}</code> "
                             + (html.escape(describe_event(events[-1])) if events else "before the first event"))
 

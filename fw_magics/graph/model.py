@@ -107,6 +107,7 @@ class JobGraph:
         self._inputs: dict[str, list[Edge]] = {}
         self._outputs: dict[str, list[Edge]] = {}
         self._cache: dict = {}
+        self._notes: dict[str, dict[str, str]] = {}
 
     @property
     def mode(self) -> str:
@@ -189,6 +190,23 @@ class JobGraph:
                     parent[edge.target] = node
                     stack.append(edge.target)
         return None
+
+    def annotate(self, name: str, **notes) -> None:
+        """Attach display-only notes to an operator, shown under its name (``backlog="true"``,
+        ``phase="stream"``). Notes describe a run, not the graph: they are not part of
+        ``to_json()``, equality or the fingerprint. A note set to None is removed."""
+        self.operator(name)
+        current = self._notes.setdefault(name, {})
+        for key, value in notes.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = str(value)
+
+    def annotations(self, name: str) -> dict[str, str]:
+        """The notes ``annotate`` attached to operator ``name`` (a copy)."""
+        self.operator(name)
+        return dict(self._notes.get(name, {}))
 
     # -- operator level ----------------------------------------------------------------------------
 

@@ -103,12 +103,14 @@ def title(graph) -> str:
             f"in {counted(len(graph.pipelined_regions()), 'pipelined region')}")
 
 
-def _node_lines(op, span: str) -> list[str]:
+def _node_lines(op, span: str, notes: dict | None = None) -> list[str]:
+    """An operator box's lines: name, kind and parallelism, region, attributes, then a run's notes."""
     a = op.attributes
     flags = [text for text, on in (("output only after end of input", a.output_only_after_end_of_stream),
                                    ("internal sorter", a.internal_sorter_supported),
                                    ("not chainable", not op.chainable)) if on]
-    return [op.name, f"{op.kind or 'operator'}, parallelism {op.parallelism}", span, *flags]
+    noted = [f"{key}: {value}" for key, value in (notes or {}).items()]
+    return [op.name, f"{op.kind or 'operator'}, parallelism {op.parallelism}", span, *flags, *noted]
 
 
 def _edge_lines(graph, edge) -> list[str]:
@@ -121,7 +123,7 @@ def rankdir(graph, badges: bool = False) -> str:
     """"LR" while the drawing left to right is at most FIT_WIDTH points wide (or narrower than
     top to bottom would be), else "TB"."""
     span, _ = _colours(graph)
-    nodes = {op.name: _node_lines(op, span[op.name]) for op in graph.operators}
+    nodes = {op.name: _node_lines(op, span[op.name], graph.annotations(op.name)) for op in graph.operators}
     edges = {(e.source, e.target): _edge_lines(graph, e) for e in graph.edges}
     least = BADGE_WIDTH * 72 if badges else 0
     across = size.estimate_width(graph, nodes, edges, "LR", least)
@@ -156,9 +158,9 @@ def to_dot(graph, *, direction: str | None = None, legend: bool = True, caption:
             lines.append(f'    label={_label("chain: " + " + ".join(chain))}; style="dashed,rounded"; color="#555555";')
             indent = "    "
         for name in chain:
-            op = graph.operator(name)
-            text = _node_lines(op, span[name]) + [" "] * (BADGE_LINES if badges else 0)
-            lines.append(indent + _operator_node(op, node[name], text, span[name], colour[span[name]]))
+            op, notes = graph.operator(name), graph.annotations(name)
+            text = _node_lines(op, span[name], notes) + [" "] * (BADGE_LINES if badges else 0)
+            lines.append(indent + _operator_node(op, node[name], text, span[name], colour[span[name]], notes))
         if len(chain) > 1:
             lines.append("  }")
     for edge in graph.edges:
@@ -171,11 +173,12 @@ def to_dot(graph, *, direction: str | None = None, legend: bool = True, caption:
     return "\n".join(lines)
 
 
-def _operator_node(op, node_id: str, lines: list[str], span: str, fill: str) -> str:
+def _operator_node(op, node_id: str, lines: list[str], span: str, fill: str, notes: dict | None = None) -> str:
     a = op.attributes
     tooltip = _label(f"{op.name}: kind={op.kind}, parallelism={op.parallelism}, "
                      f"output_only_after_end_of_stream={a.output_only_after_end_of_stream}, "
-                     f"internal_sorter_supported={a.internal_sorter_supported}, chainable={op.chainable}; {span}")
+                     f"internal_sorter_supported={a.internal_sorter_supported}, chainable={op.chainable}; {span}"
+                     + "".join(f"; {key}: {value}" for key, value in (notes or {}).items()))
     return f'{node_id} [label={_label(*lines)}, tooltip={tooltip}, fillcolor="{fill}"];'
 
 

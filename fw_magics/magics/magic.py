@@ -153,6 +153,31 @@ class FullWindowMagics(Magics):
             return _graph_view(self.shell.user_ns[name])
 
     @line_magic
+    def fw_savepoint(self, line: str):
+        """Write a savepoint of a running streaming job; returns its path (FLIP-8).
+
+            %fw_savepoint JOB
+
+        JOB: a variable holding the job ``.start()`` returned. The job keeps running.
+        ``op.start(job_name=NEW, from_savepoint=path, parallelism=N)`` restores it at any
+        parallelism N >= 1 (docs/state.md).
+        """
+        from ..streaming.job import StreamingJob
+
+        name = line.strip()
+        if not name.isidentifier():
+            raise UsageError(f"%fw_savepoint needs one variable name (a running streaming job); got {name!r}")
+        if name not in self.shell.user_ns:
+            names = [n for n in self.shell.user_ns if not n.startswith("_")]
+            raise UsageError(f"%fw_savepoint {name}: no such variable" + did_you_mean(name, names))
+        job = self.shell.user_ns[name]
+        if not isinstance(job, StreamingJob):
+            raise UsageError(f"%fw_savepoint {name}: a {type(job).__name__}, not a streaming job (what .start() "
+                             "returns)")
+        with _user_errors(self.shell):
+            return job.savepoint()
+
+    @line_magic
     def fw_recover(self, line: str):
         """The recovery panel: jobs, their event logs replayed, Resume (Stop while it runs) and Discard.
 
@@ -223,16 +248,23 @@ def _user_errors(shell):
 
 
 def load_ipython_extension(shell) -> None:
-    """``%load_ext fw_magics``: register %fullwindow / %%fullwindow, %fw_graph and %fw_recover."""
+    """``%load_ext fw_magics``: register %fullwindow / %%fullwindow, %fwstream / %%fwstream, %fw_graph
+    and %fw_recover."""
+    from .stream_magic import StreamMagics
+
     shell.register_magics(FullWindowMagics)
+    shell.register_magics(StreamMagics)
 
 
 def unload_ipython_extension(shell) -> None:
     """``%unload_ext fw_magics``: remove what load_ipython_extension registered."""
+    from .stream_magic import StreamMagics
+
     manager = shell.magics_manager
     for kind in ("line", "cell"):
-        for name in ("fullwindow", "fw_graph", "fw_recover"):
+        for name in ("fullwindow", "fw_graph", "fw_recover", "fwstream"):
             registered = manager.magics[kind].get(name)
-            if isinstance(getattr(registered, "__self__", None), FullWindowMagics):
+            if isinstance(getattr(registered, "__self__", None), (FullWindowMagics, StreamMagics)):
                 del manager.magics[kind][name]
     manager.registry.pop(FullWindowMagics.__name__, None)
+    manager.registry.pop(StreamMagics.__name__, None)

@@ -134,6 +134,23 @@ class Record(Field):
         return None
 
 
+class Scalar(Field):
+    """A JSON scalar: null, a bool, a finite number or a string of at most ``limit`` characters."""
+
+    def __init__(self, limit: int = 4096):
+        self.limit = limit
+        self.what = f"null, a bool, a finite number or a string of at most {limit} characters"
+
+    def problem(self, value):
+        if value is None or isinstance(value, bool) or (isinstance(value, int)):
+            return None
+        if isinstance(value, float):
+            return None if math.isfinite(value) else self.what
+        if isinstance(value, str) and len(value) <= self.limit:
+            return None
+        return self.what
+
+
 #: Subtask indexes and counts; parallelism is bounded where the graph bounds it.
 INDEX = Integer(0, 2**31 - 1)
 COUNT = Integer(0, 2**63 - 1)
@@ -141,6 +158,7 @@ NAME = Text(200)
 TEXT = Text(1 << 20)
 TIME = Number(0, 253402300799)  # up to the year 9999: anything later is no wall-clock time
 SECONDS = Number(0, 1e9)
+MILLIS = Integer(-(2**63), 2**63 - 1)  # an event time or watermark in epoch milliseconds
 FILE = Record({"path": Text(1024), "size": COUNT, "sha256": Text(128)}, "a file record")
 #: The content fingerprint of a job (``fw_magics.streams.content``): operator -> piece -> digest.
 CONTENT = MapOf(Text(1000), MapOf(Text(40), Text(200), limit=64), limit=1 << 12)
@@ -162,6 +180,17 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "job_finished": {},
     "job_failed": {"cause": TEXT},
     "job_cancelled": {"cause": TEXT},
+    # streaming jobs (fw_magics.streaming): each start, the recorded backlog, phases, the switch, micro-batches
+    "stream_started": {"mode": Text(16, r"mixed|stream|batch", "mixed, stream or batch"), "run": Integer(1, 2**31 - 1),
+                       "source": Optional(MapOf(Text(64), Scalar(), limit=64)),
+                       "parallelism": Optional(Integer(1, 2**31 - 1))},
+    "backlog_recorded": {"position": MapOf(Text(64), COUNT, limit=64)},
+    "phase_changed": {"phase": Text(16, r"backlog|switching|stream|finished|stopped|failed", "a streaming phase"),
+                      "watermark": Optional(MILLIS), "cause": Optional(TEXT)},
+    "switch": {"watermark": Optional(MILLIS), "state_writes": Optional(COUNT), "records": Optional(COUNT),
+               "keys": Optional(COUNT), "restored_from": Optional(Text(4096))},
+    "micro_batch": {"batch": COUNT, "input_rows": COUNT, "state_rows_updated": COUNT, "watermark": Optional(MILLIS),
+                    "dropped_by_watermark": Optional(COUNT), "duration_ms": Optional(COUNT)},
 }
 
 #: The fields each event type must have (the rest are optional).
@@ -215,6 +244,32 @@ def job_failed(cause):
 def job_cancelled(cause):
     """The user stopped the run (Kernel > Interrupt, a Stop button): Flink's CANCELED. It resumes."""
     return _event("job_cancelled", cause=cause)
+
+
+def stream_started(mode, run, source=None, parallelism=None):
+    """A streaming job (re)started in ``mode`` ("mixed", "stream", "batch"); ``run`` counts starts from 1."""
+    return _event("stream_started", mode=mode, run=run, source=source, parallelism=parallelism)
+
+
+def backlog_recorded(position):
+    """The backlog a streaming job's source recorded at its first start (JSON: files and bytes)."""
+    return _event("backlog_recorded", position=position)
+
+
+def phase_changed(phase, **detail):
+    """A streaming job entered ``phase`` (backlog, switching, stream, finished, stopped, failed)."""
+    return _event("phase_changed", phase=phase, **detail)
+
+
+def switch(watermark, **detail):
+    """FLIP-327's switch: the backlog's greatest watermark W (epoch ms, None without event time)."""
+    return _event("switch", watermark=watermark, **detail)
+
+
+def micro_batch(batch, input_rows, state_rows_updated, watermark, **detail):
+    """One committed micro-batch of a streaming job's query (``watermark``: epoch ms, None if none)."""
+    return _event("micro_batch", batch=batch, input_rows=input_rows, state_rows_updated=state_rows_updated,
+                  watermark=watermark, **detail)
 
 
 # -- checking a record read back -------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import stat
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ from .lock import JobLock
 from .replay import JobState, decide_resume, replay
 
 STATUSES = ("finished", "failed", "running", "interrupted", "damaged")
+SAVEPOINTS = "savepoints"  # a streaming job's savepoints (written by fw_magics.streaming.savepoint_files)
+_SAVEPOINT = re.compile(r"savepoint-\d{6}")
 
 
 @dataclass
@@ -76,13 +79,29 @@ class Job:
         first = next((e for e in self.events if e["type"] == "job_submitted"), None)
         return None if first is None else first.get("cell")
 
+    @property
+    def savepoints(self) -> list[str]:
+        """The job's complete savepoints (streaming jobs, FLIP-8), oldest first: paths of
+        ``savepoints/savepoint-NNNNNN`` holding a ``savepoint.json`` (fw_magics.streaming.savepoint_files)."""
+        storage = Storage(self.root)
+        base = storage.path(SAVEPOINTS)
+        if not storage.exists(base):
+            return []
+        names = sorted(n for n in storage.listdir(base) if _SAVEPOINT.fullmatch(n))
+        return [storage.path(SAVEPOINTS, n) for n in names if storage.exists(storage.path(SAVEPOINTS, n, "savepoint.json"))]
+
     def label(self) -> str:
         graph = self.graph
         if graph is None:
             return f"{self.name}: damaged ({self.problem})"
         total = sum(v.parallelism for v in graph.job_vertices())
         skipped = f", {self.skipped} bad record{'s' if self.skipped != 1 else ''} skipped" if self.skipped else ""
-        return f"{self.name}: {self.status}, {len(self.state.finished)}/{total} subtasks finished{skipped}"
+        text = f"{self.name}: {self.status}, {len(self.state.finished)}/{total} subtasks finished{skipped}"
+        savepoints = self.savepoints
+        if savepoints:
+            latest = savepoints[-1].replace("\\", "/").rsplit("/", 1)[-1]
+            text += f", {len(savepoints)} savepoint{'s' if len(savepoints) > 1 else ''} (latest {latest})"
+        return text
 
     def subtasks(self) -> list[dict]:
         """One row per job-vertex subtask: what a resume would keep, what it would re-run, and why."""

@@ -10,6 +10,18 @@ The kinds and what each hook is called with:
 * ``"vertex_progress"``: ``fn(vertex_name, done_tasks, total_tasks)`` while it runs (see
   ``progress``: nothing polls Spark unless such a hook is registered).
 
+Streaming jobs (``fw_magics.streaming``) add three kinds, called with the running
+``StreamingJob``:
+
+* ``"stream_phase"``: ``fn(job, phase, detail)`` when the job enters a phase ("backlog",
+  "switching", "stream", "finished", "stopped", "failed"); ``detail`` is a dict (the switch's
+  ``watermark``, a failure's ``cause``);
+* ``"backlog_progress"``: ``fn(job, done, total)``: Spark tasks of the backlog's batch job
+  done so far, out of those started (and ``done == total == subtasks`` when it has finished);
+* ``"micro_batch"``: ``fn(job, info)`` after each committed micro-batch: ``info`` has
+  ``batch``, ``input_rows``, ``state_rows_updated``, ``dropped_by_watermark``, ``watermark``
+  (epoch ms or None) and ``duration_ms``.
+
 ``register(kind, fn)`` returns a handle; ``handle.unregister()`` (or ``unregister(handle)``,
 or leaving ``with register(...):``) removes exactly that hook, never anyone else's. Hooks of
 a kind are called in the order they were registered. A hook that raises is logged, as one
@@ -117,6 +129,9 @@ define("job_started", "fn(run, recovered)")
 define("event_written", "fn(store, event)")
 define("vertex_started", "fn(vertex, subtasks, attempt)")
 define("vertex_progress", "fn(vertex_name, done_tasks, total_tasks)")
+define("stream_phase", "fn(job, phase, detail)")
+define("backlog_progress", "fn(job, done, total)")
+define("micro_batch", "fn(job, info)")
 
 
 # -- what the runtime calls ----------------------------------------------------------------------

@@ -59,8 +59,13 @@ def _partition_id() -> int:
     return TaskContext.get().partitionId()
 
 
-def write_partition(root: str, vertex: str, attempt: int, only, empty_schema: pa.Schema, batches):
-    """Inside a task: commit this partition's batches as ``results/<vertex>/<subtask>.arrow``."""
+def write_partition(root: str, vertex: str, attempt: int, only, empty_schema: pa.Schema, batches,
+                    counters: dict | None = None):
+    """Inside a task: commit this partition's batches as ``results/<vertex>/<subtask>.arrow``.
+
+    ``counters``: a dict the producing generator fills while it is consumed (what it counted:
+    keys, state writes...); it is stored in the sidecar under "counters".
+    """
     subtask = _partition_id()
     if only is not None and subtask not in only:
         return  # finished earlier: not recomputed, not rewritten
@@ -83,6 +88,8 @@ def write_partition(root: str, vertex: str, attempt: int, only, empty_schema: pa
         "size": sink.size, "sha256": sink.sha.hexdigest(), "records": records,
         "duration": round(time.monotonic() - started, 6),
     }
+    if counters is not None:
+        meta["counters"] = dict(counters)
     storage.write_bytes(sidecar_path(storage, vertex, subtask), json.dumps(meta, sort_keys=True).encode())
     yield pa.RecordBatch.from_pylist(
         [{k: meta[k] for k in ("subtask", "path", "size", "sha256", "records", "duration")}],

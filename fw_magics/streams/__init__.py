@@ -2,10 +2,11 @@
 
 from .datastream import DataStream
 from .keyed import KeyedPartitionWindowedStream, KeyedStream
-from .sources import from_dataframe, from_pandas, from_records
+from .sources import from_dataframe, from_files, from_pandas, from_records
+from .stateful import StatefulStream
 from .windowed import PartitionWindowedStream
 
 __all__ = [
-    "DataStream", "KeyedPartitionWindowedStream", "KeyedStream", "PartitionWindowedStream",
-    "from_dataframe", "from_pandas", "from_records",
+    "DataStream", "KeyedPartitionWindowedStream", "KeyedStream", "PartitionWindowedStream", "StatefulStream",
+    "from_dataframe", "from_files", "from_pandas", "from_records",
 ]

@@ -36,6 +36,28 @@ def build_graph(stream, mode: str = "batch") -> JobGraph:
     return graph
 
 
+SINK = "changelog"
+
+
+def build_streaming_graph(stateful) -> JobGraph:
+    """A running keyed operator's job graph (streaming mode): source -> operator (all-to-all) -> sink.
+
+    The source gets the keyed operator's parallelism (the number of state partitions), so the
+    graph and its fingerprint do not change as files arrive. The operator's chain with the
+    changelog sink is job vertex v1, whose backlog subtasks the runtime records; the source's
+    backlog status and the job's phase are notes (``JobGraph.annotate``) a running job adds.
+    """
+    source, step = stateful.source.step.lineage()[0], stateful.step
+    graph = JobGraph(mode="streaming", chaining=True)
+    n = stateful.parallelism
+    graph.add_operator(source.name, parallelism=n, kind="source")
+    graph.add_operator(step.name, parallelism=n, kind=step.kind)
+    graph.add_operator(SINK, parallelism=n, kind="sink")
+    graph.connect(source.name, step.name, pattern="all_to_all")
+    graph.connect(step.name, SINK, pattern="pointwise")
+    return graph
+
+
 def _parallelisms(stream, steps: list[Step]) -> list[int]:
     """Each step's parallelism; a DataFrame source of unknown layout is read from its plan when
     the plan fixes it, else counted once (one job)."""

@@ -71,6 +71,29 @@ class KeyedStream:
         self.stream.require_bounded("key_by(...).full_window_partition()")
         return KeyedPartitionWindowedStream(self)
 
+    # -- running operators on a stream (fw_magics.streams.stateful) --------------------------------
+
+    def reduce(self, fn):
+        """Flink's running keyed reduce: ``fn(accumulated, record)`` per record; emits the reduced record.
+
+        Returns a StatefulStream; ``start()`` runs it (mixed, stream or batch mode).
+        """
+        from . import stateful
+
+        return stateful.reduce(self, fn)
+
+    def aggregate(self, agg, schema=None):
+        """Flink's running keyed aggregate with an ``fw.AggregateFunction``; emits the key, then ``get_result``."""
+        from . import stateful
+
+        return stateful.aggregate(self, agg, schema)
+
+    def process(self, fn, schema=None):
+        """Run an ``fw.KeyedProcessFunction`` per key (keyed state, event-time timers); emits the key, then its rows."""
+        from . import stateful
+
+        return stateful.process(self, fn, schema)
+
     def with_key(self, frame):
         """``frame`` with the key column a key-selector function computes (as is for columns)."""
         if self.selector is None:

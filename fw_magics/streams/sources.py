@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import functools
+import os
+from urllib.parse import urlparse
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
+from pyspark.sql import types as T
 
 from ..convert import RowWriter
-from ..errors import FullWindowError
+from ..errors import FullWindowError, did_you_mean
 from ..fingerprint import rows_digest
 from ..schema import arrow_schema, parse_schema
 from ..session import get_spark
+from ..watermarks import parse_delay
 from . import workers
 from .datastream import DataStream
 from .lineage import Step
@@ -79,6 +83,83 @@ def _from_table(spark, table: pa.Table, struct, partitions: int, name: str, sour
         transform=lambda _, n: frame,
     )
     return DataStream(frame, spark, step, struct)
+
+
+FILE_FORMATS = ("parquet", "json", "csv")
+
+
+def from_files(path, format, schema, event_time=None, watermark_delay="0 seconds", name: str | None = None) -> DataStream:
+    """An unbounded DataStream over a directory of files (FLIP-327's source with a backlog).
+
+    ``format``: "parquet", "json" (JSON Lines) or "csv" (with a header row); ``schema``: a
+    DDL string or StructType (columns are matched by name; files must be written atomically,
+    e.g. under a name starting with "." or "_" and then renamed: such names are skipped).
+    ``event_time``: a timestamp column; with it, ``watermark_delay`` ("10 seconds") bounds how
+    late a record may come. The files present when a job over it *first* starts are its
+    backlog, recorded in the job directory; files that arrive later are fresh. Run it with
+    ``key_by(...).reduce/aggregate/process(...).start()``.
+    """
+    spark = get_spark()
+    directory = _directory(path)
+    fmt = _file_format(format)
+    struct = parse_schema(schema, spark)
+    if len(set(struct.names)) != len(struct.names):
+        twice = next(n for n in struct.names if struct.names.count(n) > 1)
+        raise FullWindowError(f"from_files schema names column {twice!r} twice; accepted: distinct column names")
+    if event_time is not None:
+        if not isinstance(event_time, str) or event_time not in struct.names:
+            raise FullWindowError(
+                f"no event_time column {event_time!r}{did_you_mean(event_time, struct.names, form=' (did you mean {!r}?)')}"
+                f"; columns are: {', '.join(struct.names)}"
+            )
+        kind = struct[event_time].dataType
+        if not isinstance(kind, T.TimestampType):
+            raise FullWindowError(
+                f"event_time column {event_time!r} is {kind.simpleString()}; accepted: a timestamp column"
+            )
+    delay_ms = parse_delay(watermark_delay)
+    if event_time is None and delay_ms:
+        raise FullWindowError("watermark_delay needs an event_time column; pass event_time='<timestamp column>'")
+    label = os.path.basename(directory.rstrip("/")) or directory
+    detail = {
+        "source": "files", "streaming": True, "path": directory, "format": fmt, "event_time": event_time,
+        "delay_ms": delay_ms, "partitions": int(spark.conf.get("spark.sql.shuffle.partitions")), "label": label,
+    }
+
+    def build():  # Spark's own file stream source (what mode="stream" runs)
+        reader = spark.readStream.schema(struct).format(fmt)
+        if fmt == "csv":
+            reader = reader.option("header", "true")
+        return reader.load(directory)
+
+    step = Step(name=_name(name, f"files({label})"), kind="source", parallelism=None, detail=detail,
+                transform=lambda _, n: build())
+    return DataStream(build, spark, step, struct)
+
+
+def _directory(path) -> str:
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str) or not path.strip():
+        raise FullWindowError(f"from_files takes a directory path; got {type(path).__name__} {path!r:.60}")
+    scheme = urlparse(path).scheme
+    if scheme not in ("", "file"):
+        return path.rstrip("/")  # a remote file system: checked when the job starts
+    local = os.path.abspath(urlparse(path).path if scheme == "file" else path)
+    if not os.path.isdir(local):
+        raise FullWindowError(
+            f"from_files: {path!r} is not a directory{' (it is a file)' if os.path.exists(local) else ''}; "
+            "accepted: the directory the files are written into (create it first)"
+        )
+    return local
+
+
+def _file_format(fmt) -> str:
+    if not isinstance(fmt, str) or fmt.lower() not in FILE_FORMATS:
+        raise FullWindowError(
+            f"unknown file format {fmt!r}{did_you_mean(fmt, FILE_FORMATS)}; accepted: {', '.join(FILE_FORMATS)}"
+        )
+    return fmt.lower()
 
 
 def _ipc(table: pa.Table) -> bytes:

@@ -2,7 +2,9 @@
 
 Marked slow; runs once on the embedded classic Spark and once under Spark Connect (the
 kernel inherits SPARK_REMOTE from the server; both servers are shared with the other
-browser tests, see conftest.labs).
+browser tests, see conftest.labs). The classic run also stands for tests/test_tutorials.py's
+run of tutorial 5: the notebook, saved from the page, has no error output (test_tutorials
+leaves tutorial 5 to this module when it runs).
 """
 
 from __future__ import annotations
@@ -15,10 +17,9 @@ from fw_magics.graph import JobGraph
 from fw_magics.recovery.jobs import read_job
 from fw_magics.widgets.model import what_if
 
-from .conftest import MODES, READABLE_PX, REPO, copy_without_outputs, geometry, run_all_cells, shot
+from .conftest import MODES, READABLE_PX, REPO, TUTORIAL, copy_without_outputs, geometry, run_all_cells, shot
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-TUTORIAL = "05_reading_the_graph.ipynb"
 
 
 @pytest.fixture(scope="module", params=list(MODES))
@@ -26,7 +27,7 @@ def tour(request, labs, browser):
     """Tutorial 5 opened and run top to bottom in JupyterLab; yields (page, root, mode, (base, token))."""
     mode = request.param
     lab = labs(mode)
-    copy_without_outputs(REPO / "tutorials" / TUTORIAL, lab.root / TUTORIAL)
+    copy_without_outputs(REPO / "tutorials" / TUTORIAL, lab.root / TUTORIAL, solved=True)
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     try:
         page.goto(lab.url(TUTORIAL))
@@ -46,10 +47,24 @@ def _graph(root: pathlib.Path) -> JobGraph:
 
 
 def test_no_cell_failed(tour):
-    page, *_ = tour
+    page, root, mode, _ = tour
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
                           has_text="Traceback")
     assert errors.count() == 0, errors.first.inner_text()[:2000]
+    # what tests/test_tutorials.py asserts of the other tutorials, on the notebook as the page saves it
+    import nbformat
+
+    page.locator(".jp-Notebook .jp-Cell").first.click()
+    page.keyboard.press("Control+s")
+    page.locator(".jp-mod-dirty").first.wait_for(state="detached", timeout=30_000)
+    nb = nbformat.read(root / TUTORIAL, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count for c in code), f"{mode}: not every cell ran"
+    failed = [o for c in code for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not failed, f"{mode}: " + "\n".join(o.get("ename", "") + ": " + o.get("evalue", "") for o in failed)
+    checks = [c for c in code if any(t.startswith("check") for t in c.metadata.get("tags", []))]
+    said = ["".join(o.get("text", "") for o in c.get("outputs", []) if o.get("output_type") == "stream") for c in checks]
+    assert checks and all("Correct!" in text for text in said), f"{mode}: the solution was not accepted: {said}"
 
 
 def test_click_operator_shows_its_attributes(tour):

@@ -8,13 +8,13 @@ import fw_magics as fw
 from fw_magics.streams import preview as display
 
 from ..conftest import is_connect
-from ..streams.helpers import SCHEMA, SPARK_SETTINGS, record
+from ..streams.helpers import SCHEMA, SPARK_SETTINGS, record, spark_examples
 from .conftest import Jobs
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 
 
-@settings(SPARK_SETTINGS, max_examples=8)
+@settings(SPARK_SETTINGS, max_examples=spark_examples(8))
 @given(st.lists(record(), max_size=12), st.integers(1, 4), st.integers(0, 4))
 def test_preview_shows_each_partitions_count_and_first_records(spark, rows, partitions, show):
     shown = display.preview(fw.from_records(rows, SCHEMA, partitions=partitions), show)

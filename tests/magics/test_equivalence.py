@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 import fw_magics as fw
 from fw_magics.magics import build, grammar
 
-from ..streams.helpers import SPARK_SETTINGS
+from ..streams.helpers import SPARK_SETTINGS, spark_examples
 from .conftest import ORDERS, ORDERS_SCHEMA, normalized_plan, ok
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
@@ -95,7 +95,7 @@ last = st.one_of(
 pipelines = st.tuples(st.lists(middle, max_size=2), last, st.sampled_from([None, "customer"]))
 
 
-@settings(SPARK_SETTINGS, max_examples=8)
+@settings(SPARK_SETTINGS, max_examples=spark_examples(8))
 @given(pipelines)
 def test_generated_lines_build_the_api_job(shell, names, pipeline):
     stages, final, key = pipeline

@@ -87,6 +87,14 @@ def test_fw_graph_mistakes_are_one_line(shell):
     assert "needs one variable name" in usage_error(shell, "%fw_graph")
 
 
+def test_fw_savepoint_mistakes_are_one_line(shell):
+    assert usage_error(shell, "%fw_savepoint ordrs") == "%fw_savepoint ordrs: no such variable; did you mean 'orders'?"
+    assert usage_error(shell, "%fw_savepoint orders") == (
+        "%fw_savepoint orders: a DataStream, not a streaming job (what .start() returns)")
+    assert "needs one variable name" in usage_error(shell, "%fw_savepoint")
+    assert "%fw_savepoint JOB" in shell.find_line_magic("fw_savepoint").__doc__
+
+
 @pytest.mark.spark
 def test_fw_recover_opens_the_panel_on_a_directory(shell, tmp_path):
     panel = ok(shell, f"%fw_recover {tmp_path}")

@@ -13,7 +13,7 @@ from pyspark.sql import types as T
 import fw_magics as fw
 
 from ..value_model import Refused, canonical, good, stored
-from .helpers import SPARK_SETTINGS
+from .helpers import SPARK_SETTINGS, spark_examples
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 
@@ -112,7 +112,7 @@ def test_aggregate_function_results_are_checked_keyed_and_not(ds):
 ROW_TYPES = "a long, b float, c decimal(10,2), d array<int>, e struct<x: smallint, y: double>"
 
 
-@settings(SPARK_SETTINGS, max_examples=5)
+@settings(SPARK_SETTINGS, max_examples=spark_examples(5))
 @given(data=st.data())
 def test_what_spark_stores_is_what_the_model_says(spark, ds, data):
     schema = T.StructType.fromDDL(ROW_TYPES)

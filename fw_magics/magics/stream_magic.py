@@ -1,0 +1,187 @@
+"""The ``%%fwstream`` / ``%fwstream`` magics: start a running keyed job over a source with a backlog."""
+
+from __future__ import annotations
+
+import html
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from IPython.display import display
+
+from ..errors import did_you_mean
+from . import stream_grammar
+from .build import lookup
+
+#: the variable that always holds the job the last %%fwstream started
+LAST_JOB = "_fwstream"
+
+
+@magics_class
+class StreamMagics(Magics):
+    """Mixed batch-then-stream jobs (FLIP-327) from a notebook cell."""
+
+    @no_var_expand
+    @line_cell_magic
+    def fwstream(self, line: str, cell: str | None = None):
+        """Start a running keyed job over a source with a backlog (FLIP-327): the files present
+        at the start run as one batch job, then the job switches to a Structured Streaming query
+        that goes on with the state it built.
+
+        Cell form: the value of the cell's last expression is the input, a DataStream over files
+        (fw.from_files(...)).
+
+            %%fwstream OP fn=FN key=COL[,COL...] [--mode M] [--job NAME] [--job-dir DIR] [-o NAME] ...
+            <Python code; its last expression is the input>
+
+        Line form: the input is a variable.
+
+            %fwstream OP fn=FN key=COL[,COL...] --in NAME [options]
+
+        Operations (one per cell, per key):
+
+            reduce fn=FN        FN(a, b) -> record: a running reduce, its result a whole record
+            aggregate fn=FN     FN: an fw.AggregateFunction instance or class (a running aggregate)
+            process fn=FN       FN: an fw.KeyedProcessFunction instance or class (state and timers)
+
+        Options:
+
+            key=COL[,COL...]        the key columns (required)
+            --mode M                mixed (the default: backlog as a batch, then stream), stream, batch
+            --job NAME              the job's name (default: from the source and the operation);
+                                    the same name and job directory continue the job
+            --job-dir DIR           where jobs live (default $FW_JOB_DIR, else .fw-jobs)
+            --trigger T             a processing-time interval ("5 seconds", the default "1 second")
+                                    or available_now (process what is there, then stop)
+            --max-files N           at most N files per micro-batch
+            -o NAME                 bind the running job to NAME (it is also in _fwstream)
+            --show N                show N keys' latest values (default 5; 0: the status only)
+            --graph                 also show the job graph, following the job live
+            --no-wait               return at once (default: wait until every file present is processed)
+            --in NAME               the line form's input: a variable
+
+        The cell shows the job's phase (backlog, switching, stream; finished or stopped), the
+        switch's watermark W, the micro-batches so far and each key's latest value. The job keeps
+        running after the cell: job.latest(), job.process_all_available(), job.stop(). A mistake
+        in the line is one line naming the bad word, and nothing runs.
+
+        Examples (each block is one cell, run in order; READINGS_DIR is a directory of Parquet files):
+
+            import fw_magics as fw
+            readings = fw.from_files(READINGS_DIR, "parquet", "sensor long, reading long, ts timestamp",
+                                     event_time="ts", watermark_delay="10 seconds")
+
+            %%fwstream reduce fn=add key=sensor --job totals -o totals
+            def add(a, b):
+                return (a.sensor, a.reading + b.reading, max(a.ts, b.ts))
+            readings
+
+            %fwstream reduce fn=add key=sensor --in readings --mode batch --job totals-batch --show 0
+
+            %%fwstream aggregate fn=Spread key=sensor --mode batch --job spread --show 3
+            class Spread(fw.AggregateFunction):
+                schema = "low long, high long"
+                def create_accumulator(self):
+                    return [None, None]
+                def add(self, r, acc):
+                    low, high = acc
+                    return [r.reading if low is None else min(low, r.reading), r.reading if high is None else max(high, r.reading)]
+                def get_result(self, acc):
+                    return tuple(acc)
+            readings
+
+            %%fwstream reduce fn="lambda a, b: a if a.reading >= b.reading else b" key=sensor --job top --mode stream --trigger available_now --max-files 1
+            readings
+
+            totals.stop()
+        """
+        command = stream_grammar.parse(line)  # before anything runs
+        shell = self.shell
+        from .magic import FullWindowMagics, _user_errors
+
+        if cell is None:
+            if command.input is None:
+                raise UsageError("%fwstream needs --in NAME (the variable holding the input), or use %%fwstream "
+                                 "with the input as the cell's last expression")
+            if command.input not in shell.user_ns:
+                names = [n for n in shell.user_ns if not n.startswith("_")]
+                raise UsageError(f"--in {command.input}: no such variable" + did_you_mean(command.input, names))
+            value = shell.user_ns[command.input]
+        else:
+            if command.input is not None:
+                raise UsageError(f"--in {command.input} is for the line form %fwstream; in a %%fwstream cell the "
+                                 "last expression is the input")
+            if not _ends_in_expression(shell, cell):
+                raise UsageError("the %%fwstream cell must end with an expression giving the input: a DataStream "
+                                 "over files (fw.from_files(...))")
+            with _user_errors(shell):
+                value, _, _ = FullWindowMagics._run_body(self, cell)
+        with _user_errors(shell):
+            job = self._start(command, value)
+        shell.user_ns[LAST_JOB] = job
+        if command.output is not None:
+            shell.user_ns[command.output] = job
+        if not command.silent:
+            display(status_bundle(job, command.show), raw=True)
+        return None
+
+    def _start(self, command, value):
+        from ..streams.datastream import DataStream
+
+        if not isinstance(value, DataStream):
+            raise UsageError(f"%%fwstream needs a DataStream over files (fw.from_files(...)) as its input; "
+                             f"got {type(value).__name__}")
+        fn = lookup(command.fn, self.shell.user_ns, lambda source: self.shell.compile.cache(source))
+        if isinstance(fn, type):
+            fn = fn()
+        keyed = value.key_by(*command.key)
+        stateful = getattr(keyed, command.operation)(fn)
+        view = None
+        if command.graph:
+            from ..widgets import GraphView
+
+            view = GraphView(stateful.job_graph(), title=f"streaming job {command.job or ''}".strip())
+            display(view)
+        job = stateful.start(job_dir=command.job_dir, job_name=command.job, mode=command.mode,
+                             trigger=command.trigger, max_files_per_trigger=command.max_files)
+        if command.wait:
+            try:
+                job.process_all_available()
+            except BaseException:
+                job.stop()
+                raise
+        return job
+
+
+def _ends_in_expression(shell, cell: str) -> bool:
+    import ast
+
+    try:
+        tree = ast.parse(shell.transform_cell(cell))
+    except SyntaxError:
+        return True  # running it shows the user's syntax error as usual
+    return bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
+
+
+def status_bundle(job, show: int) -> dict[str, str]:
+    """The job's phase, W, micro-batches and latest values, as HTML and text."""
+    from ..widgets.stream_status import moment, stream_status
+
+    status = stream_status(job.events())
+    facts = [f"mode {job.mode}", f"phase {job.phase}"]
+    if job.watermark is not None:
+        facts.append(f"switched at W = {moment(job.watermark)}")
+    if job.backlog_state_writes:
+        facts.append(f"{job.backlog_state_writes:,} state writes in backlog")
+    facts.append(f"{len(status['batches']):,} micro-batches")
+    head = f"streaming job {job.job_name!r}: " + ", ".join(facts)
+    text, markup = [head], [f"<b>{html.escape(head)}</b>"]
+    if show and job.phase not in ("backlog", "failed"):
+        latest = job.latest()
+        more = len(latest) - show
+        shown = latest.head(show)
+        text.append(shown.to_string(index=False))
+        markup.append(shown.to_html(index=False, border=0))
+        if more > 0:
+            text.append(f"... {more:,} more keys: job.latest()")
+            markup.append(f"<small>&hellip; {more:,} more keys: <code>job.latest()</code></small>")
+    return {"text/plain": "\n".join(text), "text/html": "<div class='fw-stream-status'>" + "".join(markup) + "</div>"}

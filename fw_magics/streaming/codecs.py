@@ -1,0 +1,204 @@
+"""Keyed state values as JSON: plain JSON values, or values of a declared type in a JSON form.
+
+Nothing in a key's state is ever pickled. A state declared without a type holds JSON values
+(checked with ``fw_magics.state.values``); one declared with a DDL type holds values of that
+type, checked by the same :class:`~fw_magics.convert.RowWriter` as every output, and stored in
+a JSON form chosen by the Arrow type:
+
+==================  ==========================================================================
+Arrow type          JSON form
+==================  ==========================================================================
+int, bool, string   as is
+float, double       the number; ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` for the others
+decimal             its digits as a string ("12.50")
+binary              base64 text
+date                ISO text ("2024-01-31")
+timestamp           integer microseconds since 1970-01-01 UTC (naive for timestamp_ntz)
+duration, time      integer microseconds (since midnight for a time)
+list                a list; map: a list of [key, value] pairs; struct: a list of field values
+==================  ==========================================================================
+
+Decoding gives what a record read from Arrow holds (aware UTC datetimes, ``Decimal``,
+records for structs, ``(key, value)`` tuples for maps), so a value looks the same whether it
+came from the data or from the state. Every read decodes afresh: changing a value obtained from
+a state changes nothing until it is written back (Flink's RocksDB backend behaves alike).
+
+Pure Python: pyarrow and the converter, no Spark session.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import decimal
+import math
+
+import pyarrow as pa
+
+from ..convert import RowWriter
+from ..errors import FullWindowError
+from ..records import record_type
+from ..state.values import ACCEPTED, json_problem
+
+EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
+MICROSECOND = _dt.timedelta(microseconds=1)
+_SPECIAL_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def copy_json(value):
+    """A deep copy of a JSON value (lists and dicts copied, scalars shared)."""
+    kind = type(value)
+    if kind is list:
+        return [copy_json(v) for v in value]
+    if kind is dict:
+        return {k: copy_json(v) for k, v in value.items()}
+    return value
+
+
+class JsonCodec:
+    """Untyped state: JSON values, stored as they are (copied in and out)."""
+
+    typed = False
+
+    def __init__(self, label: str):
+        self.label = label
+
+    def encode(self, value):
+        problem = json_problem(value)
+        if problem is not None:
+            where, culprit = problem
+            at = f" at {where}" if where else ""
+            raise FullWindowError(
+                f"{self.label} got {culprit}{at}; an untyped state holds {ACCEPTED} "
+                "(declare a DDL type on its descriptor for other values)"
+            )
+        return copy_json(value)
+
+    def decode(self, data):
+        return copy_json(data)
+
+
+class TypedCodec:
+    """State of a declared type: checked by a RowWriter, stored in the JSON form of its Arrow type.
+
+    ``record``: the type is a list of fields and a value is a record (tuple, dict or record);
+    otherwise a value is one value of the single field's type.
+    """
+
+    typed = True
+
+    def __init__(self, label: str, arrow_schema: pa.Schema, spark_types: list, record: bool):
+        self.label = label
+        self.record = record
+        self.schema = arrow_schema
+        self.writer = RowWriter(arrow_schema, spark_types, label)
+        if record:
+            self.arrow_type = pa.struct(list(arrow_schema))
+        else:
+            self.arrow_type = arrow_schema.field(0).type
+        _check_storable(self.arrow_type, label)
+
+    def encode(self, value):
+        row = value if self.record else (value,)
+        if value is None:
+            return None
+        canonical = self.writer.batch([row]).to_pylist()[0]  # checked, then as Arrow gives it back
+        if self.record:
+            return [to_json(self.schema.field(i).type, canonical[name]) for i, name in enumerate(self.schema.names)]
+        return to_json(self.arrow_type, canonical[self.schema.names[0]])
+
+    def decode(self, data):
+        return from_json(self.arrow_type, data)
+
+
+def _check_storable(arrow_type: pa.DataType, label: str) -> None:
+    t = pa.types
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type):
+        return _check_storable(arrow_type.value_type, label)
+    if t.is_map(arrow_type):
+        _check_storable(arrow_type.key_type, label)
+        return _check_storable(arrow_type.item_type, label)
+    if t.is_struct(arrow_type):
+        for i in range(arrow_type.num_fields):
+            _check_storable(arrow_type.field(i).type, label)
+        return None
+    simple = (t.is_null, t.is_boolean, t.is_integer, t.is_floating, t.is_string, t.is_large_string, t.is_binary,
+              t.is_large_binary, t.is_decimal, t.is_date32, t.is_timestamp, t.is_duration, t.is_time64)
+    if not any(check(arrow_type) for check in simple):
+        raise FullWindowError(
+            f"{label} has type {arrow_type}, which keyed state cannot store; accepted: atomic types, "
+            "arrays, maps and structs of them"
+        )
+    return None
+
+
+def to_json(arrow_type: pa.DataType, value):
+    """The JSON form of ``value`` (as Arrow's ``to_pylist`` gives it) for ``arrow_type``."""
+    if value is None:
+        return None
+    t = pa.types
+    if t.is_floating(arrow_type):
+        value = float(value)
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if t.is_boolean(arrow_type) or t.is_integer(arrow_type) or t.is_string(arrow_type) or t.is_large_string(arrow_type):
+        return value
+    if t.is_decimal(arrow_type):
+        return str(value)
+    if t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if t.is_date32(arrow_type):
+        return value.isoformat()
+    if t.is_timestamp(arrow_type):
+        if value.tzinfo is None:
+            return (value - EPOCH_NAIVE) // MICROSECOND
+        return (value - EPOCH) // MICROSECOND
+    if t.is_duration(arrow_type):
+        return value // MICROSECOND
+    if t.is_time64(arrow_type):
+        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type):
+        return [to_json(arrow_type.value_type, v) for v in value]
+    if t.is_map(arrow_type):
+        return [[to_json(arrow_type.key_type, k), to_json(arrow_type.item_type, v)] for k, v in value]
+    if t.is_struct(arrow_type):
+        fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
+        if isinstance(value, dict):  # what to_pylist gives
+            return [to_json(f.type, value.get(f.name)) for f in fields]
+        return [to_json(f.type, v) for f, v in zip(fields, value)]
+    return value
+
+
+def from_json(arrow_type: pa.DataType, data):
+    """The value ``to_json`` stored, as a record read from Arrow holds it."""
+    if data is None:
+        return None
+    t = pa.types
+    if t.is_floating(arrow_type):
+        return _SPECIAL_FLOATS[data] if isinstance(data, str) else float(data)
+    if t.is_decimal(arrow_type):
+        return decimal.Decimal(data)
+    if t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
+        return base64.b64decode(data)
+    if t.is_date32(arrow_type):
+        return _dt.date.fromisoformat(data)
+    if t.is_timestamp(arrow_type):
+        return (EPOCH if arrow_type.tz is not None else EPOCH_NAIVE) + data * MICROSECOND
+    if t.is_duration(arrow_type):
+        return data * MICROSECOND
+    if t.is_time64(arrow_type):
+        seconds, micros = divmod(data, 1_000_000)
+        minutes, second = divmod(seconds, 60)
+        hour, minute = divmod(minutes, 60)
+        return _dt.time(hour, minute, second, micros)
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type):
+        return [from_json(arrow_type.value_type, v) for v in data]
+    if t.is_map(arrow_type):
+        return [(from_json(arrow_type.key_type, k), from_json(arrow_type.item_type, v)) for k, v in data]
+    if t.is_struct(arrow_type):
+        fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
+        cls = record_type(tuple(f.name for f in fields))
+        return tuple.__new__(cls, [from_json(f.type, v) for f, v in zip(fields, data)])
+    return data

@@ -1,0 +1,171 @@
+"""``fw_files``: a Python data source over a directory that reads only what the manifest says.
+
+Registered with ``spark.dataSource.register`` (classic and Spark Connect alike). Options:
+``manifest`` (the manifest's path), ``format`` (parquet, json, csv), ``maxFilesPerTrigger``,
+``backlog`` ("true": a batch read of exactly the backlog files), ``parallelism`` (the source
+subtasks: a micro-batch reads its new files as one partition per owner subtask, see ``splits``;
+unset: one partition per file). The schema is the one the
+reader is given (``.schema(...)``), which every file is cast to, columns matched by name
+(a column a file lacks is null).
+
+As a stream, its offsets are JSON, ``{"files": n, "switch": 0|1}``: the first ``n`` manifest
+entries have been read. The initial offset is the end of the backlog, so a backlog file is
+never read by the stream. The first ``latestOffset`` always moves ``switch`` from 0 to 1, so
+the query's first micro-batch runs at once even when no fresh file has arrived yet: the batch
+in which Spark applies the backlog's state (``initialState``) and checkpoints it. It honours
+``maxFilesPerTrigger`` and ``Trigger.AvailableNow``.
+
+A Kafka source would implement the same offsets per partition (see ``sources``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
+
+from .manifest import Manifest
+from .splits import partition_files
+
+NAME = "fw_files"
+BATCH_ROWS = 65_536
+
+
+class FilePartition(InputPartition):
+    """One file to read (one Spark task)."""
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.path = path
+
+
+class SubtaskPartition(InputPartition):
+    """The new files of one source subtask in a micro-batch (one Spark task; see ``splits``)."""
+
+    def __init__(self, paths: list[str]):
+        super().__init__(paths)
+        self.paths = paths
+
+
+def read_file(path: str, fmt: str, schema):
+    """The file's rows as Arrow record batches of ``schema`` (an Arrow schema), columns matched by name."""
+    import pyarrow as pa
+
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        handle = pq.ParquetFile(path)
+        present = [n for n in schema.names if n in handle.schema_arrow.names]
+        batches = handle.iter_batches(batch_size=BATCH_ROWS, columns=present)
+    elif fmt == "json":
+        import pyarrow.json as pj
+
+        table = pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=schema,
+                                                                   unexpected_field_behavior="ignore"))
+        batches = table.to_batches(max_chunksize=BATCH_ROWS)
+    else:
+        import pyarrow.csv as pc
+
+        table = pc.read_csv(path, convert_options=pc.ConvertOptions(
+            column_types={f.name: f.type for f in schema}, strings_can_be_null=True))
+        batches = table.to_batches(max_chunksize=BATCH_ROWS)
+    for batch in batches:
+        columns = []
+        for field in schema:
+            index = batch.schema.get_field_index(field.name)
+            if index < 0:
+                columns.append(pa.nulls(batch.num_rows, type=field.type))
+            else:
+                column = batch.column(index)
+                # nanoseconds are cut to Spark's microseconds, as Spark's own readers do; every
+                # other conversion must be exact (a long that overflows an int fails the read)
+                lossy = pa.types.is_timestamp(column.type) and pa.types.is_timestamp(field.type)
+                columns.append(column.cast(field.type, safe=not lossy))
+        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _arrow_schema(schema):
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options, schema):
+        self.manifest = Manifest(options["manifest"])
+        self.format = options["format"]
+        self.max_files = int(options.get("maxFilesPerTrigger") or 0)
+        self.parallelism = int(options.get("parallelism") or 0)
+        self.schema = schema
+        self.target = None
+
+    def initialOffset(self) -> dict:
+        return {"files": int(self.manifest.read()["backlog"]), "switch": 0}
+
+    def getDefaultReadLimit(self):
+        return ReadMaxFiles(self.max_files) if self.max_files else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = len(self.manifest.discover()["files"])
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        available = self.target if self.target is not None else len(self.manifest.discover()["files"])
+        end = max(available, start["files"])
+        if isinstance(limit, ReadMaxFiles):
+            end = min(end, start["files"] + limit.max_files)
+        return {"files": end, "switch": 1}
+
+    def partitions(self, start: dict, end: dict):
+        doc = self.manifest.read()
+        if self.parallelism:  # one partition per source subtask that owns a new file
+            groups = partition_files(doc["files"], start["files"], end["files"], self.parallelism)
+            return [SubtaskPartition([os.path.join(doc["directory"], n) for n in g]) for g in groups]
+        names = [f["name"] for f in doc["files"][start["files"]:end["files"]]]
+        return [FilePartition(os.path.join(doc["directory"], name)) for name in names]
+
+    def read(self, partition):
+        schema = _arrow_schema(self.schema)
+        for path in getattr(partition, "paths", None) or [partition.path]:
+            yield from read_file(path, self.format, schema)
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+class FilesBatchReader(DataSourceReader):
+    """Exactly the backlog files, one partition each."""
+
+    def __init__(self, options, schema):
+        self.manifest = Manifest(options["manifest"])
+        self.format = options["format"]
+        self.schema = schema
+
+    def partitions(self):
+        doc = self.manifest.read()
+        return [FilePartition(os.path.join(doc["directory"], f["name"])) for f in doc["files"][: doc["backlog"]]]
+
+    def read(self, partition: FilePartition):
+        yield from read_file(partition.path, self.format, _arrow_schema(self.schema))
+
+
+class FilesDataSource(DataSource):
+    """The ``fw_files`` format: see the module docstring."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self):
+        raise ValueError("the fw_files source needs a schema: spark.readStream.format('fw_files').schema(...)")
+
+    def streamReader(self, schema):
+        return FilesStreamReader(self.options, schema)
+
+    def reader(self, schema):
+        return FilesBatchReader(self.options, schema)
+
+
+def register(spark) -> None:
+    """Make ``format("fw_files")`` known to this session (again: harmless)."""
+    spark.dataSource.register(FilesDataSource)

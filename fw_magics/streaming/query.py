@@ -1,0 +1,152 @@
+"""The streaming side: Spark's ``transformWithState`` (the Row API) driving the per-key core.
+
+One generic ``StatefulProcessor`` runs every keyed operator. A key's state is one value
+state, ``fw_state`` (the core's JSON text), and its event-time timers are mirrored in Spark's
+timer store so that Spark calls back when the watermark passes them; the core decides what
+fires (every timer of the key at or before the watermark, earliest first). Per key and
+micro-batch: one state read, at most one write, the outputs as changelog rows.
+
+The watermark at the switch (option A of the spike): the fresh stream is
+``withWatermark(ts, delay).where(ts > timestamp_millis(W))`` (Spark's late rule is ``ts <=
+watermark``), the backlog's state arrives as ``initialState`` with only the timers after W (the
+backlog engine fired the rest), and the processor reports ``max(W, Spark's watermark)``. The
+one difference from a plain stream: a timer registered after the switch for a time at or
+before W fires when Spark's own watermark reaches it, not in the next micro-batch.
+
+Time mode is ``EventTime`` when the source has an event-time column (Spark drops late rows
+itself), else ``None``. Spark needs the RocksDB state store for ``transformWithState``
+(``STATE_STORE`` below); ``start()`` sets it on the session.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StatefulProcessor
+
+from ..keyed_process import KeyedOperatorSpec
+from ..records import record_type
+from ..watermarks import effective_watermark
+from .changelog import STATE, ChangelogWriter, changelog_schema
+from .processors import KeyedCore
+
+STATE_STORE = ("spark.sql.streaming.stateStore.providerClass",
+               "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+STATE_VARIABLE = "fw_state"
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_US = _dt.timedelta(microseconds=1)
+
+
+def _micros(value: _dt.datetime) -> int:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.timezone.utc)
+    return (value - _EPOCH) // _US
+
+
+class _Out(dict):
+    """A changelog row as the Row API's output converter wants it (it calls ``asDict``)."""
+
+    __slots__ = ()
+
+    def asDict(self, recursive: bool = False) -> dict:  # noqa: N802 (PySpark's name)
+        return self
+
+
+class KeyedProcessor(StatefulProcessor):
+    """The one StatefulProcessor of fw-magics: the per-key core on Spark's keyed state and timers."""
+
+    def __init__(self, spec: KeyedOperatorSpec, output, switch_watermark: int | None):
+        self.spec = spec
+        self.output = output
+        self.switch_watermark = switch_watermark
+        self.core = None
+
+    def init(self, handle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState(STATE_VARIABLE, "state string")
+        self.seq = 0
+
+    def _ready(self) -> KeyedCore:
+        if self.core is None:  # in the task, not on the driver's pre-init call
+            from pyspark import TaskContext
+
+            context = TaskContext.get()
+            self.core = KeyedCore(self.spec, subtask=context.partitionId() if context is not None else 0)
+            self.writer = ChangelogWriter(self.spec, self.output)
+            names = tuple(self.spec.record.names)
+            self.record_class = record_type(names)
+            self.time_index = names.index(self.spec.event_time) if self.spec.event_time is not None else None
+        return self.core
+
+    def _watermark(self, timer_values) -> int:
+        spark = timer_values.getCurrentWatermarkInMs() if self.spec.event_time is not None else None
+        return effective_watermark(self.switch_watermark, spark)
+
+    def _load(self):
+        stored = self.state.get()
+        return None if stored is None else stored[0]
+
+    def _finish(self, expiring: int | None = None):
+        result = self.core.end()
+        if result.changed:
+            if result.state is None:
+                self.state.clear()
+            else:
+                self.state.update((result.state,))
+        for t in result.timers_added:
+            self.handle.registerTimer(t)
+        for t in result.timers_removed:
+            if t != expiring:  # Spark deletes the timer it is calling back for
+                self.handle.deleteTimer(t)
+        if not result.outputs:
+            return
+        batch = self.writer.outputs(result.outputs, self.seq)
+        self.seq += batch.num_rows
+        for row in batch.to_pylist():
+            yield _Out(row)
+
+    def handleInitialState(self, key, initialState, timerValues) -> None:  # noqa: N802,N803 (PySpark's names)
+        text = initialState[STATE]
+        self.state.update((text,))
+        for t in json.loads(text).get("t", ()):
+            self.handle.registerTimer(t)
+
+    def handleInputRows(self, key, rows, timerValues):  # noqa: N802,N803
+        core = self._ready()
+        cls, index = self.record_class, self.time_index
+        records = [tuple.__new__(cls, row) for row in rows]
+        if index is not None:
+            records.sort(key=lambda r: _micros(r[index]))  # event-time order within the batch (stable)
+        core.begin(key, self._load(), self._watermark(timerValues))
+        for record in records:
+            core.element(record, None if index is None else _micros(record[index]) // 1000)
+        yield from self._finish()
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):  # noqa: N802,N803 (called by keyword)
+        core = self._ready()
+        watermark = self._watermark(timerValues)
+        core.begin(key, self._load(), watermark)
+        core.fire(watermark)
+        yield from self._finish(expiredTimerInfo.getExpiryTimeInMs())
+
+    def close(self) -> None:
+        if self.core is not None and self.spec.kind == "process":
+            self.spec.function.close()
+
+
+def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int, switch_watermark: int | None,
+                      initial=None):
+    """The streaming DataFrame of changelog rows: watermark, late filter, transformWithState."""
+    if spec.event_time is not None:
+        ts = F.col(spec.event_time)
+        stream = stream.withWatermark(spec.event_time, f"{delay_ms} milliseconds").where(ts.isNotNull())
+        if switch_watermark is not None:
+            stream = stream.where(ts > F.timestamp_millis(F.lit(switch_watermark)))
+    grouped = stream.groupBy(*[F.col(k) for k in spec.key_names])
+    return grouped.transformWithState(
+        KeyedProcessor(spec, output, switch_watermark), changelog_schema(output), "Append",
+        "EventTime" if spec.event_time is not None else "None",
+        initialState=None if initial is None else initial.groupBy(*[F.col(k) for k in spec.key_names]),
+    )

@@ -1,0 +1,218 @@
+"""A savepoint on disk: a self-describing, versioned directory, written atomically, read as untrusted.
+
+No Spark here (pyarrow and JSON only). ``<job>/savepoints/savepoint-000001/`` holds::
+
+    savepoint.json         the document: format, version, job, graph, parallelism, source, watermark,
+                           the batch it was taken after, and every other file's size and SHA-256
+    operator-state.json    fw_magics.state's versioned operator-state document (the source's splits)
+    source-manifest.json   the source's manifest (its files in order, "backlog": how many were read)
+    keyed-state.parquet    the keyed state: the key column(s) and ``__fw_state`` (the per-key core's
+                           JSON, its pending timers included), one row per key
+
+Writing (:func:`write_savepoint`): every file goes into ``savepoints/.tmp-<random>/``, is fsynced,
+``savepoint.json`` last; then the directory is renamed to its final name and the parent fsynced.
+A crash at any point leaves the earlier savepoints as they were and at worst a ``.tmp-`` directory
+that nothing reads. The ``savepoint_writing`` hook (``fn(directory, step)``) is called after each
+file, for tests that kill the writer.
+
+Reading (:func:`load_savepoint`): the directory is untrusted input. Only the four names above are
+opened, each must be a regular file (no symlink) inside the directory, its size and SHA-256 must
+match the document; JSON is parsed, nothing is unpickled or run. An unknown format or version,
+or anything else wrong, is refused in one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import uuid
+from dataclasses import dataclass
+
+from ..errors import FullWindowError
+from ..runtime import hooks
+from ..state import parse_operator_state
+
+FORMAT = "fw-magics/savepoint"
+VERSION = 1
+DIRECTORY = "savepoints"
+DOCUMENT = "savepoint.json"
+OPERATOR_STATE = "operator-state.json"
+MANIFEST = "source-manifest.json"
+KEYED = "keyed-state.parquet"
+FILES = (OPERATOR_STATE, MANIFEST, KEYED)
+_NAME = re.compile(r"savepoint-(\d{6})")
+_MAX_JSON = 64 << 20
+
+hooks.define("savepoint_writing", "fn(directory, step)")
+
+
+class SavepointError(FullWindowError):
+    """A savepoint that cannot be read or restored, in one line."""
+
+
+@dataclass(frozen=True)
+class Savepoint:
+    """A savepoint read back and checked: its document, operator state, manifest and keyed-state file."""
+
+    path: str
+    document: dict
+    operator_state: dict  # operator name -> [subtask snapshot, ...]
+    manifest: dict
+    keyed_path: str
+
+    @property
+    def parallelism(self) -> int:
+        return self.document["parallelism"]
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write(path: str, data: bytes) -> dict:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _digest(path: str) -> dict:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return {"size": os.path.getsize(path), "sha256": h.hexdigest()}
+
+
+def savepoints_dir(root: str) -> str:
+    return os.path.join(root, DIRECTORY)
+
+
+def list_savepoints(root: str) -> list[str]:
+    """The savepoint directories of the job at ``root``, oldest first (only complete ones: renamed into place)."""
+    base = savepoints_dir(root)
+    try:
+        names = sorted(n for n in os.listdir(base) if _NAME.fullmatch(n))
+    except FileNotFoundError:
+        return []
+    return [os.path.join(base, n) for n in names if os.path.isfile(os.path.join(base, n, DOCUMENT))]
+
+
+def write_savepoint(root: str, document: dict, operator_state: dict, manifest: dict, keyed) -> str:
+    """Write a savepoint of the job at ``root`` atomically; returns its directory.
+
+    ``document``: the JSON fields of savepoint.json (format, version and files are added);
+    ``operator_state``: a ``fw_magics.state.operator_state_document``; ``manifest``: the source's
+    manifest; ``keyed``: a pyarrow Table of the keyed state.
+    """
+    import pyarrow.parquet as pq
+
+    if not os.path.isabs(root) or "://" in root:
+        root = os.path.abspath(root)
+    base = savepoints_dir(root)
+    os.makedirs(base, exist_ok=True)
+    existing = list_savepoints(root)
+    number = int(_NAME.fullmatch(os.path.basename(existing[-1])).group(1)) + 1 if existing else 1
+    final = os.path.join(base, f"savepoint-{number:06d}")
+    tmp = os.path.join(base, f".tmp-{uuid.uuid4().hex}")
+    os.makedirs(tmp)
+    files = {}
+    pq.write_table(keyed, os.path.join(tmp, KEYED))
+    with open(os.path.join(tmp, KEYED), "rb+") as f:
+        os.fsync(f.fileno())
+    files[KEYED] = dict(_digest(os.path.join(tmp, KEYED)), rows=keyed.num_rows)
+    hooks.trigger("savepoint_writing", tmp, KEYED)
+    files[OPERATOR_STATE] = _write(os.path.join(tmp, OPERATOR_STATE), json.dumps(operator_state).encode())
+    hooks.trigger("savepoint_writing", tmp, OPERATOR_STATE)
+    files[MANIFEST] = _write(os.path.join(tmp, MANIFEST), json.dumps(manifest).encode())
+    hooks.trigger("savepoint_writing", tmp, MANIFEST)
+    doc = {"format": FORMAT, "version": VERSION, **document,
+           "keyed_schema": [[f.name, str(f.type)] for f in keyed.schema], "files": files}
+    _write(os.path.join(tmp, DOCUMENT), json.dumps(doc, indent=1).encode())
+    hooks.trigger("savepoint_writing", tmp, DOCUMENT)
+    _fsync_dir(tmp)
+    os.rename(tmp, final)
+    _fsync_dir(base)
+    return final
+
+
+def _read_json(path: str, what: str):
+    if os.path.getsize(path) > _MAX_JSON:
+        raise SavepointError(f"{what} {path} is larger than {_MAX_JSON >> 20} MiB; not a savepoint fw-magics wrote")
+    with open(path, "rb") as f:
+        try:
+            return json.loads(f.read())
+        except (ValueError, UnicodeDecodeError) as error:
+            raise SavepointError(f"{what} {path} is not JSON ({error}); not a savepoint fw-magics wrote") from None
+
+
+def _inside(directory: str, name: str) -> str:
+    """``directory/name`` after checking it is a regular file inside ``directory`` (no link, no escape)."""
+    path = os.path.join(directory, name)
+    if os.path.islink(path) or not os.path.isfile(path):
+        raise SavepointError(f"savepoint {directory} lacks the regular file {name!r}")
+    if os.path.dirname(os.path.realpath(path)) != os.path.realpath(directory):
+        raise SavepointError(f"savepoint file {name!r} resolves outside {directory}; refused")
+    return path
+
+
+def load_savepoint(path) -> Savepoint:
+    """Read and check the savepoint directory ``path`` (see the module docstring); one-line errors."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise SavepointError(f"from_savepoint {path!r}; accepted: the path job.savepoint() returned")
+    directory = os.path.abspath(os.fspath(path))
+    if not os.path.isdir(directory):
+        raise SavepointError(f"savepoint {directory} is not a directory; accepted: the path job.savepoint() returned")
+    doc = _read_json(_inside(directory, DOCUMENT), "savepoint document")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise SavepointError(f"savepoint {directory} has format {got!r}; accepted: {FORMAT!r}")
+    if type(doc.get("version")) is not int or doc["version"] != VERSION:
+        newer = " (written by a newer fw-magics; upgrade to read it)" if type(doc.get("version")) is int \
+            and doc["version"] > VERSION else ""
+        raise SavepointError(f"savepoint {directory} has version {doc.get('version')!r}{newer}; accepted: {VERSION}")
+    needed = {"job", "graph", "parallelism", "source", "watermark", "key_names", "files"}
+    missing = sorted(needed - set(doc))
+    if missing:
+        raise SavepointError(f"savepoint document {directory} lacks {', '.join(missing)}")
+    if type(doc["parallelism"]) is not int or doc["parallelism"] < 1:
+        raise SavepointError(f"savepoint {directory} has parallelism {doc['parallelism']!r}; accepted: an int >= 1")
+    files = doc["files"]
+    if not isinstance(files, dict) or set(files) != set(FILES):
+        raise SavepointError(f"savepoint {directory} lists files {sorted(files) if isinstance(files, dict) else files!r}"
+                             f"; accepted: exactly {', '.join(FILES)}")
+    for name in FILES:
+        recorded = files[name]
+        actual = _digest(_inside(directory, name))
+        if not isinstance(recorded, dict) or any(recorded.get(k) != actual[k] for k in ("size", "sha256")):
+            raise SavepointError(f"savepoint file {name!r} in {directory} does not match its recorded size and "
+                                 "SHA-256; the savepoint is damaged")
+    try:
+        operators = parse_operator_state(_read_json(_inside(directory, OPERATOR_STATE), "operator state"))
+    except FullWindowError as error:
+        raise SavepointError(f"savepoint {directory}: {error}") from None
+    manifest = _read_json(_inside(directory, MANIFEST), "source manifest")
+    _check_manifest(manifest, directory)
+    return Savepoint(directory, doc, operators, manifest, os.path.join(directory, KEYED))
+
+
+def _check_manifest(manifest, directory: str) -> None:
+    ok = (isinstance(manifest, dict) and manifest.get("format") == 1 and isinstance(manifest.get("directory"), str)
+          and type(manifest.get("backlog")) is int and isinstance(manifest.get("files"), list)
+          and 0 <= manifest["backlog"] <= len(manifest["files"]))
+    if ok:
+        for f in manifest["files"]:
+            name = f.get("name") if isinstance(f, dict) else None
+            if (not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", "..")
+                    or type(f.get("size")) is not int or type(f.get("mtime_ns")) is not int):
+                ok = False
+                break
+    if not ok:
+        raise SavepointError(f"the source manifest of savepoint {directory} is not one fw-magics wrote")

@@ -1,0 +1,156 @@
+"""%%fwstream: its grammar (pure), its one-line errors before anything runs, and its help, every
+example of which runs on real files against the shared Spark session."""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+import pytest
+from IPython.core.error import UsageError
+
+from fw_magics.magics import stream_grammar
+from fw_magics.magics.stream_grammar import parse
+
+from .conftest import ok, run
+
+HELP = inspect.cleandoc(__import__("fw_magics.magics.stream_magic", fromlist=["x"]).StreamMagics.fwstream.__doc__)
+
+
+def examples() -> list[str]:
+    section = HELP.split("\nExamples", 1)[1].split("\n", 1)[1]
+    return [inspect.cleandoc(block) for block in section.split("\n\n") if block.strip()]
+
+
+# -- the grammar (no Spark) ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "reduce fn=add key=sensor",
+    "aggregate fn=Spread key=a,b --mode batch --job spread-1 -o s --show 0",
+    'reduce fn="lambda a, b: a" key=k --mode stream --trigger available_now --max-files 1 --graph --no-wait',
+    'process fn=mod.Sessions key=k --trigger "5 seconds" --job-dir "my jobs" --in src;',
+])
+def test_the_canonical_line_parses_to_the_same_command(line):
+    command = parse(line)
+    assert parse(str(command)) == command
+
+
+def test_what_a_line_says():
+    c = parse('aggregate fn=Spread key=a,b --mode batch --job j -o out --show 2 --trigger "1 second" --max-files 3')
+    assert (c.operation, c.fn.text, c.key, c.mode, c.job, c.output, c.show) == (
+        "aggregate", "Spread", ("a", "b"), "batch", "j", "out", 2)
+    assert (c.trigger, c.max_files, c.wait, c.graph, c.silent) == ("1 second", 3, True, False, False)
+    d = parse("reduce fn=add key=k")
+    assert (d.mode, d.job, d.show, d.trigger, d.max_files) == ("mixed", None, stream_grammar.DEFAULT_SHOW, None, None)
+
+
+@pytest.mark.parametrize("line, says", [
+    ("", "needs an operation"),
+    ("reduse fn=add key=k", "unknown operation 'reduse'; did you mean 'reduce'?"),
+    ("reduce key=k", "reduce needs fn=FN"),
+    ("reduce fn=add", "needs key=COL"),
+    ("reduce fn=add key=k --mode mixd", "--mode 'mixd'; did you mean 'mixed'?"),
+    ("reduce fn=add key=k --max-files 0", "--max-files takes a whole number of files per micro-batch, 1 or more"),
+    ("reduce fn=add key=k --trigger soon", "--trigger takes a processing-time interval"),
+    ("reduce fn=add key=k --shwo 3", "unknown option '--shwo'; did you mean '--show'?"),
+    ("reduce fn=add key=k -o 1x", "-o takes a Python variable name; got '1x'"),
+    ("reduce fn=add key=k | aggregate fn=A", "'|' pipes are for %%fullwindow"),
+    ('aggregate fn="lambda a: a" key=k', "a lambda cannot be an fw.AggregateFunction"),
+    ("reduce fn=add fn=other key=k", "fn= given twice"),
+    ("reduce fn=add key=k --job 'a b'", "--job takes a job name"),
+    ("reduce fn=add key=k --graph --graph", "--graph given twice"),
+])
+def test_a_bad_line_is_one_line_naming_the_culprit(line, says):
+    with pytest.raises(UsageError) as caught:
+        parse(line)
+    message = str(caught.value)
+    assert says in message and "\n" not in message
+
+
+# -- in a shell, on Spark ------------------------------------------------------------------------
+
+
+
+@pytest.fixture
+def readings(shell, tmp_path, monkeypatch, stop_queries):
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "readings"
+    source.mkdir()
+    start = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    for f in range(2):
+        rows = [(k, f * 10 + k, start + dt.timedelta(seconds=f * 60 + k)) for k in range(4)]
+        table = pa.table({"sensor": pa.array([r[0] for r in rows], pa.int64()),
+                          "reading": pa.array([r[1] for r in rows], pa.int64()),
+                          "ts": pa.array([r[2] for r in rows], pa.timestamp("us", tz="UTC"))})
+        pq.write_table(table, str(source / f".{f}.tmp"))
+        os.replace(source / f".{f}.tmp", source / f"part-{f}.parquet")
+    monkeypatch.setenv("FW_JOB_DIR", str(tmp_path / "jobs"))
+    shell.user_ns["READINGS_DIR"] = str(source)
+    spark = stop_queries
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    yield shell
+    spark.conf.set("spark.sql.shuffle.partitions", before)
+    for name in ("totals", "_fwstream"):
+        job = shell.user_ns.pop(name, None)
+        if job is not None:
+            job.stop()
+
+
+@pytest.fixture
+def stop_queries(spark):
+    yield spark
+    for query in spark.streams.active:
+        query.stop()
+
+
+@pytest.mark.spark
+def test_the_help_shows_the_grammar(shell, capsys):
+    ok(shell, "%fwstream?")
+    shown = capsys.readouterr().out
+    for word in (*stream_grammar.OPERATIONS, "key=COL", "--mode M", "-o NAME", "--job NAME", "--in NAME"):
+        assert word in shown
+
+
+@pytest.mark.spark
+def test_every_example_in_the_help_runs(readings, capsys):
+    shell = readings
+    cells = examples()
+    assert len(cells) >= 5 and all(c.startswith(("%", "import", "totals")) for c in cells)
+    ours = shell.user_ns.get("readings")
+    try:
+        for cell in cells:
+            ok(shell, cell)
+        shown = capsys.readouterr().out
+        totals = shell.user_ns["totals"]
+        assert totals.phase == "stopped" and totals is not shell.user_ns["_fwstream"]  # the last example stops it
+        latest = totals.latest()
+        assert list(latest["reading"]) == [10, 12, 14, 16]  # k + (10 + k) per sensor
+        assert "streaming job 'totals': mode mixed, phase stream, switched at W = 2024-01-01 00:00:53.000 UTC" in shown
+        assert "streaming job 'spread': mode batch, phase finished" in shown
+        assert "streaming job 'top': mode stream, phase stopped" in shown
+        assert "1 more keys: job.latest()" in shown  # --show 3 of 4 sensors
+        assert shell.user_ns["_fwstream"].latest()["reading"].tolist() == [10, 11, 12, 13]  # the max per sensor
+    finally:
+        if ours is not None:
+            shell.user_ns["readings"] = ours
+
+
+@pytest.mark.spark
+def test_a_bad_input_or_name_is_one_line_and_starts_nothing(readings, spark):
+    shell = readings
+    ok(shell, "import fw_magics as fw\nnot_files = fw.from_records([(1, 2)], 'a long, b long')")
+    result = run(shell, "%fwstream reduce fn=nope key=a --in not_files")
+    assert isinstance(result.error_in_exec, UsageError) and "fn=nope: no 'nope' in the notebook" in str(result.error_in_exec)
+    ok(shell, "def add(a, b):\n    return a")
+    result = run(shell, "%fwstream reduce fn=add key=a --in not_files")
+    assert isinstance(result.error_in_exec, UsageError) and "\n" not in str(result.error_in_exec)
+    result = run(shell, "%fwstream reduce fn=add key=a --in nothere")
+    assert "--in nothere: no such variable" in str(result.error_in_exec)
+    result = run(shell, "%%fwstream reduce fn=add key=a\nx = not_files")
+    assert "the %%fwstream cell must end with an expression giving the input" in str(result.error_in_exec)
+    assert not spark.streams.active and "_fwstream" not in shell.user_ns

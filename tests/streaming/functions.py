@@ -1,0 +1,82 @@
+"""The functions the streaming tests run (importable by Spark's workers: module level, no closures)."""
+
+from __future__ import annotations
+
+import fw_magics as fw
+
+SCHEMA = "k long, v long, ts timestamp"
+GAP_MS = 4_000  # a timer this long after each record
+
+
+def add(a, b):
+    """Running sum of v per key, keeping the latest event time (order-insensitive)."""
+    return (a.k, a.v + b.v, max(a.ts, b.ts))
+
+
+class CountSum(fw.AggregateFunction):
+    """Count and sum of v: a JSON accumulator [n, total]."""
+
+    schema = "n long, total long"
+
+    def create_accumulator(self):
+        return [0, 0]
+
+    def add(self, value, accumulator):
+        return [accumulator[0] + 1, accumulator[1] + value.v]
+
+    def get_result(self, accumulator):
+        return tuple(accumulator)
+
+
+class TypedMean(fw.AggregateFunction):
+    """Mean of v with a declared (typed) accumulator."""
+
+    schema = "mean double"
+    accumulator_schema = "total long, n long"
+
+    def create_accumulator(self):
+        return (0, 0)
+
+    def add(self, value, accumulator):
+        return (accumulator[0] + value.v, accumulator[1] + 1)
+
+    def get_result(self, accumulator):
+        return accumulator[0] / accumulator[1]
+
+
+class Sessions(fw.KeyedProcessFunction):
+    """Counts records and sums v per key (typed value state, JSON list state); a timer GAP_MS
+    after each record emits (timer, how many values were seen, the timer's time) and clears the list.
+    Each record emits (element, running count, running sum)."""
+
+    schema = "what string, n long, at long"
+
+    def open(self, ctx):
+        self.count = ctx.get_state(fw.ValueStateDescriptor("count", "long"))
+        self.total = ctx.get_state(fw.ValueStateDescriptor("total"))
+        self.seen = ctx.get_list_state(fw.ListStateDescriptor("seen"))
+
+    def process_element(self, record, ctx):
+        self.count.update((self.count.value() or 0) + 1)
+        self.total.update((self.total.value() or 0) + record.v)
+        self.seen.add(record.v)
+        ctx.timer_service.register_event_time_timer(ctx.timestamp() + GAP_MS)
+        yield ("element", self.count.value(), self.total.value())
+
+    def on_timer(self, timestamp, ctx):
+        yield ("timer", len(self.seen.get()), timestamp)
+        self.seen.clear()
+
+
+class FailingCountSum(CountSum):
+    """CountSum that fails on key 3 while the file ``flag`` exists (a bug fixed between two runs)."""
+
+    def __init__(self, flag: str):
+        self.flag = flag
+
+    def add(self, value, accumulator):
+        import os
+
+        if value.k == 3 and os.path.exists(self.flag):
+            raise ValueError("injected failure on key 3")
+        return super().add(value, accumulator)

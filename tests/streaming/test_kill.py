@@ -1,0 +1,72 @@
+"""kill -9 of the driver before, during and after the switch; each restart continues the job:
+nothing lost, nothing counted twice (a subprocess driver, as tests/runtime/test_kill.py does)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import fw_magics as fw
+from fw_magics import testing
+
+from . import functions
+from .files import expected_latest, latest_rows, model
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+BACKLOG = [[(k, v, v) for k in range(8) for v in range(4)], [(k, 1, 5) for k in range(0, 8, 2)]]
+AT_SWITCH = [(1, 7, 20), (9, 2, 21)]
+FRESH = [[(2, 3, 30)], [(3, 4, 40), (9, 1, 41)], [(4, 5, 50)], [(1, 1, 60)]]
+
+
+def kill_at(area, point):
+    """One driver process, killed at ``point``. Its whole process group (its Spark JVM with it)
+    is then killed by the driver's PID: the next run must not meet a JVM still shutting down."""
+    env = dict(testing.embedded_spark_env(), PYTHONPATH=ROOT, FW_SPARK_LOG_LEVEL="FATAL")
+    started = time.monotonic()
+    log = os.path.join(area.base, f"{point}.log")
+    with open(log, "w") as err, subprocess.Popen(
+        [sys.executable, "-m", "tests.streaming.driver", area.source(), area.jobs, point],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+    ) as proc:
+        try:
+            proc.wait(timeout=300)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the group of the driver this test started
+            except ProcessLookupError:
+                pass
+    print(f"{point}: {time.monotonic() - started:.1f} s", file=sys.stderr)
+    with open(log) as f:
+        assert proc.returncode == -9, f.read()[-3000:]
+
+
+@pytest.mark.filterwarnings("ignore:taking over a stale lock")  # each killed driver leaves its LOCK
+def test_kill_before_during_and_after_the_switch_then_finish(area):
+    for f in BACKLOG:
+        area.write(f)
+    kill_at(area, "backlog")  # killed inside the backlog's batch job
+    area.write(AT_SWITCH)  # lands before the restart: fresh, read at the switch
+    kill_at(area, "switch")  # the backlog finishes (only what was not committed), killed in micro-batch 0
+    for f in FRESH:
+        area.write(f)
+    kill_at(area, "stream")  # resumes from the checkpoint, killed in micro-batch 2
+    # the last run in this process (the same graph: CountSum keyed by k, two subtasks)
+    stream = fw.from_files(area.source(), "parquet", functions.SCHEMA, event_time="ts", watermark_delay="1 second")
+    job = stream.key_by("k").aggregate(functions.CountSum()).start(job_dir=area.jobs, job_name="counts",
+                                                                   trigger="available_now")
+    try:
+        job.process_all_available()
+        expected = expected_latest(model("aggregate", 1000, BACKLOG, [AT_SWITCH, *FRESH]), "aggregate")
+        assert latest_rows(job) == expected
+        kinds = [e["type"] for e in job.events()]
+    finally:
+        job.stop()
+    assert kinds.count("switch") == 1 and kinds.count("stream_started") == 4
+    assert kinds.count("subtask_finished") == 2  # each backlog subtask recorded once

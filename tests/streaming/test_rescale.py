@@ -1,0 +1,144 @@
+"""FLIP-8 end to end on Spark: savepoint a running keyed job, restore it at another parallelism.
+
+The scaled run goes 4 -> 2 -> 1 -> 4 (a savepoint and a new job at each step, a fresh file
+between steps); the unscaled run reads the same files in the same micro-batches at 2. Both must
+equal the reference model (every record counted once: CountSum's counts), and the last keyed
+state of the scaled run must equal the unscaled run's, row for row (the per-key JSON, its
+timers included).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow.parquet as pq
+import pytest
+
+import fw_magics as fw
+from fw_magics.errors import ResumeError
+from fw_magics.streaming.savepoint_files import SavepointError, list_savepoints, load_savepoint
+
+from . import functions
+from .files import TRIGGER, expected_latest, latest_rows, model, operator
+
+pytestmark = [pytest.mark.spark]
+
+BACKLOG = [[(1, 1, 1), (2, 5, 2), (3, 2, 3)], [(1, 4, 4), (4, 1, 5)]]
+FRESH = [[(1, 2, 10), (5, 7, 11), (2, 1, 2)], [(3, 3, 12), (6, 1, 13)], [(2, 2, 14), (7, 9, 15), (1, 1, 16)],
+         [(4, 4, 17), (8, 8, 18), (5, 5, 19)]]
+KIND = "aggregate"
+
+
+def _stream(area, name):
+    return fw.from_files(area.source(name), "parquet", functions.SCHEMA, event_time="ts",
+                         watermark_delay="0 milliseconds")
+
+
+def _keyed_state(savepoint: str) -> list[tuple]:
+    table = pq.read_table(load_savepoint(savepoint).keyed_path)
+    return sorted(zip(*[table.column(n).to_pylist() for n in table.column_names]))
+
+
+def _merge(rows: dict, job) -> None:
+    rows.update(latest_rows(job))
+
+
+def test_rescale_4_2_1_4_equals_an_unscaled_run_and_the_model(area):
+    expected = expected_latest(model(KIND, 0, BACKLOG, FRESH), KIND)
+
+    for f in BACKLOG:
+        area.write(f, "u")
+    unscaled = operator(KIND, _stream(area, "u")).start(job_dir=area.jobs, job_name="u", trigger=TRIGGER)
+    try:
+        unscaled.process_all_available()
+        for f in FRESH:
+            area.write(f, "u")
+            unscaled.process_all_available()
+        assert latest_rows(unscaled) == expected
+        final = unscaled.savepoint()
+    finally:
+        unscaled.stop()
+
+    for f in BACKLOG:
+        area.write(f, "s")
+    got: dict = {}
+    op = operator(KIND, _stream(area, "s"))
+    job = op.start(job_dir=area.jobs, job_name="s4", trigger=TRIGGER, parallelism=4)
+    steps = [("s2", 2), ("s1", 1), ("s4b", 4)]
+    try:
+        job.process_all_available()
+        area.write(FRESH[0], "s")
+        job.process_all_available()
+        for (name, parallelism), fresh in zip(steps, FRESH[1:]):
+            path = job.savepoint()
+            assert load_savepoint(path).parallelism == job.parallelism
+            _merge(got, job)
+            job.stop()
+            job = op.start(job_dir=area.jobs, job_name=name, trigger=TRIGGER, from_savepoint=path,
+                           parallelism=parallelism)
+            assert job.parallelism == parallelism
+            job.process_all_available()
+            area.write(fresh, "s")
+            job.process_all_available()
+        _merge(got, job)
+        last = job.savepoint()
+    finally:
+        job.stop()
+    assert got == expected
+    assert _keyed_state(last) == _keyed_state(final)
+    assert load_savepoint(last).document["read_files"] == len(BACKLOG) + len(FRESH)
+
+
+def test_a_changed_parallelism_on_a_plain_restart_and_a_wrong_savepoint_are_refused(area):
+    for f in BACKLOG:
+        area.write(f, "r")
+    op = operator(KIND, _stream(area, "r"))
+    job = op.start(job_dir=area.jobs, job_name="r", trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        path = job.savepoint()
+    finally:
+        job.stop()
+    with pytest.raises(ResumeError, match=r"runs at parallelism 2.*from_savepoint=p, parallelism=3"):
+        op.start(job_dir=area.jobs, job_name="r", trigger=TRIGGER, parallelism=3)
+    with pytest.raises(ResumeError, match="already ran"):
+        op.start(job_dir=area.jobs, job_name="r", trigger=TRIGGER, from_savepoint=path, parallelism=3)
+    other = operator("reduce", _stream(area, "r"))
+    with pytest.raises(ResumeError, match="different graph"):
+        other.start(job_dir=area.jobs, job_name="r-other", from_savepoint=path)
+    assert not os.path.exists(os.path.join(area.jobs, "r-other", "checkpoint"))
+    assert list_savepoints(os.path.join(area.jobs, "r")) == [path]
+    with open(os.path.join(path, "operator-state.json"), "ab") as f:
+        f.write(b" ")
+    with pytest.raises(SavepointError, match="does not match its recorded size and SHA-256"):
+        op.start(job_dir=area.jobs, job_name="r-damaged", from_savepoint=path)
+
+
+@pytest.mark.core
+def test_a_savepoint_restores_at_three_with_every_record_counted_once(area):
+    """The core case, also under Spark Connect: backlog + one fresh file at 2, savepoint, restore at 3, one more."""
+    for f in BACKLOG:
+        area.write(f, "c")
+    op = operator(KIND, _stream(area, "c"))
+    got: dict = {}
+    job = op.start(job_dir=area.jobs, job_name="c", trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        area.write(FRESH[0], "c")
+        job.process_all_available()
+        path = job.savepoint()
+        assert job.phase == "stream"  # the job runs on after its savepoint
+        _merge(got, job)
+    finally:
+        job.stop()
+    restored = op.start(job_dir=area.jobs, job_name="c3", trigger=TRIGGER, from_savepoint=path, parallelism=3)
+    try:
+        restored.process_all_available()
+        area.write(FRESH[1], "c")
+        restored.process_all_available()
+        _merge(got, restored)
+    finally:
+        restored.stop()
+    assert got == expected_latest(model(KIND, 0, BACKLOG, FRESH[:2]), KIND)
+    splits = load_savepoint(path).operator_state
+    assert [len(s["splits"]["units"]) for s in next(iter(splits.values()))] == [2, 1]

@@ -1,0 +1,83 @@
+"""Stopping, failing and starting again with the same job directory (Spark runs, one process)."""
+
+from __future__ import annotations
+
+import pytest
+
+import fw_magics as fw
+
+from . import functions
+from .files import TRIGGER, expected_latest, latest_rows, model
+
+pytestmark = [pytest.mark.spark]
+
+BACKLOG = [[(k, v, v) for k in range(6) for v in range(3)], [(k, 10, 10) for k in range(6)]]
+FRESH = [[(0, 5, 20), (7, 1, 21)], [(0, 1, 30), (3, 2, 31)]]
+
+
+def source(area, name="src"):
+    return fw.from_files(area.source(name), "parquet", functions.SCHEMA, event_time="ts", watermark_delay="1 second")
+
+
+def kinds(events, kind):
+    return [e for e in events if e["type"] == kind]
+
+
+@pytest.mark.core
+def test_stop_then_start_again_continues_without_loss_or_duplicates(area):
+    for f in BACKLOG:
+        area.write(f)
+    op = source(area).key_by("k").aggregate(functions.CountSum())
+    job = op.start(job_dir=area.jobs, job_name="counts", trigger=TRIGGER)
+    job.process_all_available()
+    area.write(FRESH[0])
+    job.process_all_available()
+    job.stop()
+    assert job.phase == "stopped"
+    area.write(FRESH[1])  # lands while the job is stopped
+    again = op.start(job_dir=area.jobs, job_name="counts", trigger=TRIGGER)
+    try:
+        assert again.phase == "stream"  # no second backlog: it had switched
+        again.process_all_available()
+        assert latest_rows(again) == expected_latest(model("aggregate", 1000, BACKLOG, FRESH), "aggregate")
+        events = again.events()
+        assert [e["run"] for e in kinds(events, "stream_started")] == [1, 2]
+        assert len(kinds(events, "switch")) == 1 and len(kinds(events, "subtask_finished")) == 2
+        batches = [e["batch"] for e in kinds(events, "micro_batch")]
+        assert batches == sorted(set(batches))  # each micro-batch recorded once, in order
+    finally:
+        again.stop()
+
+
+def test_another_mode_or_graph_is_refused_in_one_line(area):
+    area.write(BACKLOG[0])
+    op = source(area).key_by("k").reduce(functions.add)
+    op.start(job_dir=area.jobs, job_name="j", mode="batch").process_all_available()
+    with pytest.raises(fw.ResumeError, match="was started in mode 'batch', not 'mixed'") as info:
+        op.start(job_dir=area.jobs, job_name="j", mode="mixed")
+    assert "\n" not in str(info.value)
+    with pytest.raises(fw.ResumeError, match=r"different graph \(operator 'reduce\(add\)' removed") as info:
+        source(area).key_by("k").aggregate(functions.CountSum()).start(job_dir=area.jobs, job_name="j", mode="batch")
+    assert "\n" not in str(info.value)
+    finished = op.start(job_dir=area.jobs, job_name="j", mode="batch")  # a finished batch job: nothing runs
+    assert finished.phase == "finished" and len(kinds(finished.events(), "stream_started")) == 2
+    assert latest_rows(finished) == expected_latest(model("reduce", 0, [BACKLOG[0]], []), "reduce")
+
+
+def test_a_failure_during_the_backlog_keeps_the_finished_subtasks(area, tmp_path):
+    flag = tmp_path / "fail"
+    flag.write_text("on")
+    for f in BACKLOG:
+        area.write(f)
+    op = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+    job = op.start(job_dir=area.jobs, job_name="flaky", mode="batch")
+    with pytest.raises(Exception, match="injected failure on key 3"):
+        job.process_all_available()
+    assert job.phase == "failed" and "injected failure" in kinds(job.events(), "job_failed")[0]["cause"]
+    (kept,) = {e["subtask"] for e in kinds(job.events(), "subtask_finished")}  # of 2, the one without key 3
+    flag.unlink()  # the bug is fixed
+    again = op.start(job_dir=area.jobs, job_name="flaky", mode="batch").process_all_available()
+    attempts = {e["subtask"]: e["attempt"] for e in kinds(again.events(), "subtask_finished")}
+    assert attempts == {kept: 1, 1 - kept: 2}  # the committed subtask was kept, only the other ran again
+    assert again.phase == "finished"
+    assert latest_rows(again) == expected_latest(model("aggregate", 1000, BACKLOG, []), "aggregate")
