@@ -11,6 +11,7 @@ from .errors import (
     FullWindowError,
     FwMagicsError,
     GraphvizNotFound,
+    Interrupted,
     JobLockedError,
     JobLockLostError,
     JobStorageError,
@@ -18,6 +19,7 @@ from .errors import (
     SparkUnavailableError,
 )
 from .keyed_process import KeyedProcessFunction, ListStateDescriptor, ValueStateDescriptor
+from .options import options  # eager: a lazy name would be shadowed by the submodule fw_magics.options
 
 #: The public names that need pyarrow or pyspark, and the module each comes from: imported on
 #: first use (``fw.from_records``...), so ``import fw_magics`` and its pure subpackages
@@ -75,11 +77,10 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "JobLockedError", "JobLockLostError", "JobStorageError", "KeyedPartitionWindowedStream", "KeyedProcessFunction",
-    "KeyedStream", "ListStateDescriptor", "Order", "PartitionWindowedStream", "Record", "ResumeError",
-    "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe", "from_files",
-    "from_pandas",
-    "from_records", "get_spark",
+    "Interrupted", "JobLockedError", "JobLockLostError", "JobStorageError", "KeyedPartitionWindowedStream",
+    "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor", "Order", "PartitionWindowedStream", "Record",
+    "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe",
+    "from_files", "from_pandas", "from_records", "get_spark", "options",
 ]
 
 

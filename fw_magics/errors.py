@@ -15,6 +15,11 @@ names the culprit; the ``%%fullwindow`` magic turns any of them into one ``Usage
   ``ExecutableNotFound``).
 
 The last five are also ``RuntimeError``, as they were before the family existed.
+
+``Interrupted`` is outside the family on purpose: it is a ``KeyboardInterrupt`` (the user
+stopped Spark work fw-magics started, and its Spark jobs were cancelled: see
+``fw_magics.actions``), so ``except Exception`` never swallows it, and IPython shows its
+one line instead of a traceback.
 ``fw_magics.testing.InjectedFailure`` is deliberately outside the family: it stands for a
 failure of the user's own code, which keeps its traceback and goes through failover like any
 other; the magic must not shorten it to one line.
@@ -25,7 +30,6 @@ Internal errors are not in the family either: they keep their traceback.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable
 
 
@@ -67,11 +71,33 @@ class GraphvizNotFound(FwMagicsError, RuntimeError):
     """Graphviz's ``dot`` executable is not installed; the message says how to install it."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """The user stopped Spark work fw-magics started (Kernel > Interrupt, a Stop button).
+
+    Its Spark jobs were cancelled; the message says how many, in one line, and IPython shows
+    only that line (``_render_traceback_``), not the PySpark and Arrow frames the interrupt
+    went through.
+    """
+
+    @classmethod
+    def cancelled(cls, count: int, unit: str = "job") -> Interrupted:
+        """``interrupted: cancelled 2 Spark jobs`` (``unit`` "operation" under Spark Connect)."""
+        if count == 0:
+            return cls("interrupted (no Spark job was running)")
+        return cls(f"interrupted: cancelled {count} Spark {unit}{'s' * (count != 1)}")
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
 # -- wording -------------------------------------------------------------------------------------
 
 
 def closest(word, choices) -> str | None:
-    """The choice nearest to ``word`` (case ignored), or None when none is close."""
+    """The choice nearest to ``word`` (case ignored; a choice equal but for case comes first), or None."""
+    same = [str(c) for c in choices if str(c).lower() == str(word).lower()]
+    if same:
+        return same[0]
     lowered = {str(c).lower(): str(c) for c in choices}
     close = difflib.get_close_matches(str(word).lower(), list(lowered), n=1)
     return lowered[close[0]] if close else None
@@ -106,17 +132,8 @@ def error_summary(error: BaseException, limit: int = 500) -> str:
     return f"{type(error).__name__}: {lines[0] if lines else ''}"[:limit]
 
 
-_FW_ERROR = re.compile(r"FullWindowError: (.+)")
+def run_action(action: Callable, spark=None):
+    """Run a Spark action tagged, cancellable, with worker FullWindowErrors as one line (``fw_magics.actions``)."""
+    from .actions import run_action as run
 
-
-def run_action(action: Callable):
-    """Run a Spark action; a FullWindowError raised inside a worker comes back as one line."""
-    try:
-        return action()
-    except FullWindowError:
-        raise
-    except Exception as error:
-        match = _FW_ERROR.search(str(error))
-        if match:
-            raise FullWindowError(match.group(1).strip()) from None
-        raise
+    return run(action, spark)

@@ -59,11 +59,80 @@ def arrow_schema(schema: T.StructType):
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def resolve_field(schema: T.StructType, field, what: str = "field") -> tuple[str, T.DataType]:
+CASE_SENSITIVE = "spark.sql.caseSensitive"
+
+
+def case_sensitive(spark) -> bool:
+    """Whether ``spark`` matches column names case-sensitively (``spark.sql.caseSensitive``,
+    false by default). One request under Spark Connect: read it once per stream, not per column."""
+    try:
+        return str(spark.conf.get(CASE_SENSITIVE, "false")).strip().lower() == "true"
+    except Exception:  # a session that cannot say: Spark's default
+        return False
+
+
+def _matches(names, name: str, case_sensitive: bool) -> list[str]:
+    """The names ``name`` refers to under Spark's rule (``equalsIgnoreCase`` unless case-sensitive)."""
+    if case_sensitive:
+        return [n for n in names if n == name]
+    folded = name.lower()
+    return list(dict.fromkeys(n for n in names if n.lower() == folded))
+
+
+def _ambiguous(name: str, found: list[str], where: str) -> FullWindowError:
+    return FullWindowError(
+        f"{where} {name!r} is ambiguous: it matches {' and '.join(map(repr, found))}, and Spark compares "
+        f"column names ignoring case (spark.sql.caseSensitive is false); rename one, or set it to true"
+    )
+
+
+def resolve_path(schema: T.StructType, field: str, what: str = "field",
+                 case_sensitive: bool = False) -> tuple[list[str], T.DataType]:
+    """The real names a column reference (``"price"``, nested ``"a.b"``) walks through, and its type.
+
+    Names are matched as Spark matches them: ignoring case unless ``case_sensitive`` (the
+    session's ``spark.sql.caseSensitive``); a name that matches two columns (``a`` and ``A``)
+    is an error naming both, as Spark's AMBIGUOUS_REFERENCE. A top-level column whose name
+    contains dots is found before nested fields are tried.
+    """
+    names = schema.names
+    whole = _matches(names, field, case_sensitive)
+    if len(whole) == 1:
+        return [whole[0]], schema[whole[0]].dataType
+    if len(whole) > 1:
+        raise _ambiguous(field, whole, "column")
+    parts = field.split(".")
+    current: T.DataType = schema
+    path: list[str] = []
+    for part in parts:
+        available = current.names if isinstance(current, T.StructType) else []
+        found = _matches(available, part, case_sensitive)
+        if len(found) > 1:
+            raise _ambiguous(part, found, "column" if not path else f"field of {'.'.join(path)!r}")
+        if not found:
+            where = ".".join(path)
+            if not path:
+                raise FullWindowError(
+                    f"no column {field!r}{did_you_mean(field, names, form=_HINT)}; columns are: {', '.join(names)}"
+                )
+            if not available:
+                raise FullWindowError(
+                    f"no field {field!r}: {where!r} is {current.simpleString()}, not a struct"
+                )
+            raise FullWindowError(
+                f"no field {part!r} in {where!r}{did_you_mean(part, available, form=_HINT)}; "
+                f"its fields are: {', '.join(available)}"
+            )
+        path.append(found[0])
+        current = current[found[0]].dataType
+    return path, current
+
+
+def resolve_field(schema: T.StructType, field, what: str = "field", case_sensitive: bool = False) -> tuple[str, T.DataType]:
     """Resolve a 0-based position or a (possibly nested, "a.b") column name.
 
-    Returns the column reference Spark understands (with backticks where a name needs
-    them) and the field's data type.
+    Returns the column reference Spark understands (the real names, with backticks where a
+    name needs them) and the field's data type. Names follow Spark's rule (``resolve_path``).
     """
     names = schema.names
     if isinstance(field, bool) or not isinstance(field, (int, str)):
@@ -78,30 +147,10 @@ def resolve_field(schema: T.StructType, field, what: str = "field") -> tuple[str
                 f"columns (positions 0..{len(names) - 1}: {', '.join(names)})"
             )
         return _quote(names[field]), schema.fields[field].dataType
-    if field in names:  # a top-level name, even one that contains dots
-        return _quote(field), schema[field].dataType
-    parts = field.split(".")
-    current: T.DataType = schema
-    path: list[str] = []
-    for part in parts:
-        if not isinstance(current, T.StructType) or part not in current.names:
-            available = current.names if isinstance(current, T.StructType) else []
-            where = ".".join(path)
-            if not path:
-                raise FullWindowError(
-                    f"no column {field!r}{did_you_mean(field, names, form=_HINT)}; columns are: {', '.join(names)}"
-                )
-            if not available:
-                raise FullWindowError(
-                    f"no field {field!r}: {where!r} is {current.simpleString()}, not a struct"
-                )
-            raise FullWindowError(
-                f"no field {part!r} in {where!r}{did_you_mean(part, available, form=_HINT)}; "
-                f"its fields are: {', '.join(available)}"
-            )
-        path.append(part)
-        current = current[part].dataType
-    return ".".join(_quote(p) for p in path), current
+    path, dtype = resolve_path(schema, field, what, case_sensitive)
+    if len(path) == 1:
+        return _quote(path[0]), dtype
+    return ".".join(_quote(p) for p in path), dtype
 
 
 def _quote(name: str) -> str:

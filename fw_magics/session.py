@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 
+from . import jvm_output
 from .errors import SparkUnavailableError
 
 #: Embedded sessions allow each task 4 attempts (``local[N,F]`` syntax), so a task
@@ -48,6 +49,9 @@ _EMBEDDED_CONF = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     "spark.sql.execution.arrow.maxBytesPerBatch": "8m",
 }
+
+
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
 def java_version(java: str | None = None) -> tuple[int, str] | None:
@@ -102,14 +106,16 @@ def get_spark(conf: dict[str, str] | None = None):
     remote = os.environ.get("SPARK_REMOTE")
     builder = SparkSession.builder.appName("fw-magics")
     if remote:
-        if remote.startswith("local"):
-            # An in-process Connect server: its JVM starts with these settings (PySpark
-            # reads them from this variable; static ones cannot be set on the session).
-            _prepare_local_jvm()
-            if "PYSPARK_REMOTE_INIT_CONF_LEN" not in os.environ:
-                os.environ["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
-                os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps({**_EMBEDDED_CONF, **(conf or {})})
-        return builder.remote(remote).getOrCreate()
+        if not remote.startswith("local"):
+            return builder.remote(remote).getOrCreate()
+        # An in-process Connect server: its JVM starts with these settings (PySpark
+        # reads them from this variable; static ones cannot be set on the session).
+        _prepare_local_jvm()
+        if "PYSPARK_REMOTE_INIT_CONF_LEN" not in os.environ:
+            os.environ["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
+            os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(embedded_conf(conf))
+        with jvm_output.filtered_stderr():
+            return builder.remote(remote).getOrCreate()
     master = os.environ.get("FW_SPARK_MASTER")
     if master:
         builder = builder.master(master)
@@ -118,11 +124,20 @@ def get_spark(conf: dict[str, str] | None = None):
         return builder.getOrCreate()
     _prepare_local_jvm()
     builder = builder.master(embedded_master())
-    for key, value in {**_EMBEDDED_CONF, **(conf or {})}.items():
+    for key, value in embedded_conf(conf).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with jvm_output.filtered_stderr():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("FW_SPARK_LOG_LEVEL", "FATAL"))
     return spark
+
+
+def embedded_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
+    """The settings of a JVM started in this process: ours, the caller's, and the shipped
+    log4j2 configuration in front of any Java options the caller gives."""
+    merged = {**_EMBEDDED_CONF, **(conf or {})}
+    merged[_JAVA_OPTIONS] = jvm_output.java_options(merged.get(_JAVA_OPTIONS))
+    return merged
 
 
 def _prepare_local_jvm() -> None:

@@ -1,10 +1,18 @@
 """One Spark session for the whole run (classic, or Spark Connect when SPARK_REMOTE is set)."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
 os.environ.setdefault("FW_SPARK_LOG_LEVEL", "FATAL")
+# Jobs the tests run (here and in the kernels they start) are indexed in a file of this run,
+# never in the user's own job index (fw_magics.recovery.index).
+_INDEX = tempfile.mkdtemp(prefix="fw-test-index-")
+atexit.register(shutil.rmtree, _INDEX, True)
+os.environ["FW_JOB_INDEX"] = os.path.join(_INDEX, "jobs.json")
 # One attempt per Spark task (kernels and subprocesses the tests start inherit it): the tests'
 # failing functions fail on every attempt, and the default four attempts cost four workers each.
 os.environ.setdefault("FW_SPARK_TASK_ATTEMPTS", "1")

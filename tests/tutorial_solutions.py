@@ -1,14 +1,47 @@
-"""Solutions of the tutorials' exercises, kept out of the notebooks.
+'''The tutorials' exercise solutions, which the tutorials ship without (issue 17, item 8).
 
-The notebooks ship each exercise's answer cell blank (tagged ``exercise``, holding a ``...``
-placeholder; the ``exercise-check`` cell after it prints a hint while it is blank).
-tests/test_tutorials.py puts these solutions into the answer cells before executing a
-notebook, and checks that its check cell then says "Correct!".
-
-notebook stem -> cell tag -> the code that replaces the cell.
-"""
+``SOLUTIONS[notebook stem][cell tag]`` is the whole source of the tagged cell. A tutorial ships
+each "your answer" cell blank: tagged ``exercise`` (``exercise-2``, ... for more), its names bound
+to ``...``; the ``check`` cell after it prints a hint while they are ``...`` and asserts once they
+are filled in. tests/test_tutorials.py puts these sources into the cells before running a
+tutorial and checks that every check cell says "Correct!". See tutorials/README.md.
+'''
 
 SOLUTIONS = {
+    "00_quickstart": {
+        "exercise": (
+            '%%fullwindow reduce fn="lambda a, b: a if a.price >= b.price else b" key=customer -o most_expensive\n'
+            "orders"
+        ),
+    },
+    "01_full_window_partition": {
+        "exercise": (
+            "def colder(a, b):\n"
+            "    if a.temp is None:\n"
+            "        return b\n"
+            "    if b.temp is None:\n"
+            "        return a\n"
+            "    return a if a.temp <= b.temp else b\n"
+            "\n"
+            "coldest_ids = [p[0].id for p in window.reduce(colder).collect_partitions()]\n"
+            "coldest_ids"
+        ),
+    },
+    "02_operator_attributes": {
+        "exercise": 'blocking_edges = {("enrich", "join")}\nregion_count = 4',
+    },
+    "03_failover_regions": {
+        "exercise": "answer = 10",
+    },
+    "04_job_recovery": {
+        "exercise": (
+            'reduce_op = [op for op, _ in result.recovered | result.ran if op.startswith("reduce")][0]\n'
+            "answer = {(reduce_op, 1)}"
+        ),
+    },
+    "05_reading_the_graph": {
+        "exercise": "answer = 4",
+    },
     "06_backlog_then_stream": {
         "exercise": '''\
 class Spread(fw.AggregateFunction):

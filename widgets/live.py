@@ -73,9 +73,10 @@ def _on_event(store, event) -> None:
     if state is None or state["store"] is not store:
         return
     state["events"].append(event)
-    if event["type"] in ("job_finished", "job_failed", "region_failed"):
+    if event["type"] in ("job_finished", "job_failed", "job_cancelled", "region_failed"):
         state["running"], state["tasks"] = None, None
-    if event["type"] in ("subtask_finished", "subtask_reset", "region_failed", "job_finished", "job_failed"):
+    if event["type"] in ("subtask_finished", "subtask_reset", "region_failed", "job_finished", "job_failed",
+                         "job_cancelled"):
         _refresh(state)
 
 

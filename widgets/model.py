@@ -132,7 +132,7 @@ def vertex_states(graph, events, recovered=(), running=None, tasks=None) -> dict
             state.state = "failed"
         elif kind == "region_restarted" and state is not None:
             state.state = "pending"
-        elif kind in ("job_finished", "job_failed"):
+        elif kind in ("job_finished", "job_failed", "job_cancelled"):
             ended = kind
         elif kind == "job_submitted":
             ended = None
@@ -188,6 +188,7 @@ def describe_event(event: dict) -> str:
         "switch": lambda e: f"W = {_moment(e['watermark'])}, {e.get('state_writes') or 0:,} state writes in backlog",
         "micro_batch": lambda e: f"batch {e['batch']}, {e['input_rows']:,} input rows, "
                                  f"{e['state_rows_updated']:,} state rows",
+        "job_cancelled": lambda e: e["cause"],
     }.get(kind, lambda e: "")(event)
     return f"{when}  {kind.replace('_', ' ')}" + (f": {about}" if about else "")
 

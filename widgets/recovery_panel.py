@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import html
+import os
+import threading
 
 import ipywidgets as W
 
-from fw_magics.errors import JobLockedError, ResumeError, error_summary
-from fw_magics.recovery.jobs import Job, discard, list_jobs, read_job
+from fw_magics.actions import Scope
+from fw_magics.errors import Interrupted, JobLockedError, ResumeError, error_summary
+from fw_magics.recovery.jobs import Job, discard, find_jobs, read_job
 from fw_magics.streams.datastream import DataStream
 from fw_magics.streams.job_graph import build_graph
 
 from .graph_view import GraphView
 from .model import describe_event
+
+RESUMABLE = ("interrupted", "failed", "cancelled")
+
+
+def _absolute(path: str) -> str:
+    return os.path.abspath(path) if "://" not in path else path
 
 
 def _namespace() -> dict:
@@ -38,19 +47,27 @@ def find_stream(namespace: dict, job: Job):
 
 
 class RecoveryPanel(W.VBox):
-    """Jobs found in ``job_dir`` (default: ``$FW_JOB_DIR`` or ``.fw-jobs``) with their state.
+    """Jobs with their state: those in ``job_dir`` and (``elsewhere``) the jobs this kernel ran
+    and those in the user's job index (``fw_magics.recovery.index``).
 
-    Pick a job to step or scrub through its event timeline while the graph colours its
-    vertices in step; see which subtasks a resume keeps and which it re-runs; Resume it when
-    its DataStream is defined in this kernel; Discard it after a confirmation.
+    ``job_dir`` defaults to ``$FW_JOB_DIR`` or ``.fw-jobs``. ``elsewhere`` defaults to True when
+    no ``job_dir`` is given (``%fw_recover``) and to False when one is (``%fw_recover DIR``
+    looks in DIR only). Pick a job to step or scrub through its
+    event timeline while the graph colours its vertices in step; see which subtasks a resume
+    keeps and which it re-runs; Resume it when its DataStream is defined in this kernel (the
+    button turns into Stop while the resume runs); Discard it after a confirmation.
     """
 
-    def __init__(self, job_dir: str | None = None, namespace: dict | None = None):
+    def __init__(self, job_dir: str | None = None, namespace: dict | None = None, elsewhere: bool | None = None):
         from fw_magics.runtime.job import default_job_dir
 
+        self.elsewhere = job_dir is None if elsewhere is None else elsewhere
         self.job_dir = job_dir or default_job_dir()
         self.namespace = namespace if namespace is not None else _namespace()
         self.job: Job | None = None
+        self.found: list[Job] = []
+        self._scope: Scope | None = None  # the running resume's, while the button is Stop
+        self._worker: threading.Thread | None = None
         self.graph_view: GraphView | None = None
         self.title = W.HTML()
         self.jobs = W.Select(options=[], rows=5, layout=W.Layout(width="520px"))
@@ -87,7 +104,7 @@ class RecoveryPanel(W.VBox):
         self.step.observe(lambda change: self._show_step(change["new"]), "value")
         self.back.on_click(lambda _: self._move(-1))
         self.forward.on_click(lambda _: self._move(+1))
-        self.resume_button.on_click(lambda _: self.resume())
+        self.resume_button.on_click(lambda _: self._resume_or_stop())
         self.discard_button.on_click(lambda _: self._ask_discard())
         self.confirm_yes.on_click(lambda _: self.discard())
         self.confirm_no.on_click(lambda _: self._hide_confirm())
@@ -103,28 +120,59 @@ class RecoveryPanel(W.VBox):
     # -- the list of jobs -----------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Re-read the job directory and the open job's log."""
-        found = list_jobs(self.job_dir)
-        self.title.value = (f"<b>Jobs in {html.escape(self.job_dir)}</b>: {len(found)} found"
-                            + ("" if found else " (run ds.execute() to record one)"))
-        current = self.job.name if self.job is not None else None
-        names = [job.name for job in found]
-        self.jobs.options = [(job.label(), job.name) for job in found]
-        if not names:
+        """Re-read where the jobs are and the open job's log."""
+        found = find_jobs(self.job_dir, self.elsewhere)
+        self.found = found.jobs
+        self.title.value = self._title_html(found.looked, len(found.jobs))
+        current = self.job.root if self.job is not None else None
+        keys = self._keys()
+        self.jobs.options = [(self._label(job), keys[job.root]) for job in self.found]
+        if not self.found:
             self.job = None
             self.detail.layout.display = "none"
             return
-        target = current if current in names else names[0]
+        target = keys.get(current, keys[self.found[0].root])
         if self.jobs.value != target:
             self.jobs.value = target  # opens it (open_job)
         else:
             self.open_job(target)
 
-    def open_job(self, name: str) -> None:
-        """Show one job: status, timeline at its end, graph, subtasks, what Resume would do."""
+    def _keys(self) -> dict[str, str]:
+        """Each listed job's value in the list: its name, or its folder where names repeat."""
+        names = [job.name for job in self.found]
+        return {job.root: job.name if names.count(job.name) == 1 else job.root for job in self.found}
+
+    def _label(self, job: Job) -> str:
+        label = job.label()
+        parent = job.root.rsplit("/", 1)[0]
+        same_place = parent.rstrip("/") == self.job_dir.rstrip("/") or parent == _absolute(self.job_dir)
+        return label if same_place else f"{label} (in {parent})"
+
+    def _title_html(self, looked, count: int) -> str:
+        def place(where: str, n: int) -> str:
+            if where == "this kernel's runs":
+                return f"{n} more run in this kernel" if n else "none other run in this kernel"
+            if where.endswith(".json"):
+                return f"{n} more in your job index <code>{html.escape(where)}</code>"
+            return f"{n} in <code>{html.escape(where)}</code>"
+
+        head = f"<b>Jobs</b>: {count} found" + ("" if count else " (run ds.execute() to record one)")
+        return (f"{head}<div class='fw-looked'>Looked in: "
+                + "; ".join(place(where, n) for where, n in looked) + ".</div>")
+
+    def open_job(self, key: str) -> None:
+        """Show one job (by name, or by its folder): status, timeline at its end, graph, subtasks, Resume."""
+        job = self._find(key)
+        if job is None:
+            raise ResumeError(f"no job {key!r} here; listed: {', '.join(j.name for j in self.found) or 'none'}")
+        keys = self._keys()
+        if self.jobs.value != keys[job.root]:
+            self.jobs.value = keys[job.root]  # the list follows, and calls back here
+            return
         self.detail.layout.display = None
-        self.job = job = read_job(f"{self.job_dir.rstrip('/')}/{name}", name)
+        self.job = job = read_job(job.root, job.name)
         graph = job.graph
+        name = job.name
         self.graph_view = GraphView(graph, title=f"job {name!r}", follow=False) if graph is not None else None
         self.graph_box.children = [self.graph_view] if self.graph_view is not None else []
         self.status.value = self._status_html(job)
@@ -135,12 +183,19 @@ class RecoveryPanel(W.VBox):
         self._update_resume()
         self._hide_confirm()
 
+    def _find(self, key: str) -> Job | None:
+        by_root = {job.root: job for job in self.found}
+        if key in by_root:
+            return by_root[key]
+        return next((job for job in self.found if job.name == key), None)
+
     def _status_html(self, job: Job) -> str:
         words = {
             "finished": "finished: every subtask's result is committed",
             "failed": "failed (its last event is job_failed)",
             "running": f"running now in pid {job.holder.get('pid') if job.holder else '?'}",
             "interrupted": "interrupted: the process running it died before the job ended",
+            "cancelled": "cancelled: stopped by the user (Kernel > Interrupt or Stop) before it ended",
             "damaged": f"damaged: {job.problem}",
         }[job.status]
         stream = ""
@@ -192,8 +247,9 @@ class RecoveryPanel(W.VBox):
 
     def _update_resume(self) -> None:
         job = self.job
-        self.stream = find_stream(self.namespace, job) if job.status in ("interrupted", "failed") else None
-        self.resume_button.disabled = self.stream is None
+        self.stream = find_stream(self.namespace, job) if job.status in RESUMABLE else None
+        if self._worker is None:
+            self.resume_button.disabled = self.stream is None
         if job.status in ("finished", "running"):
             self.message.value = f"Nothing to resume: the job is {job.status}."
         elif job.status == "damaged":
@@ -208,17 +264,28 @@ class RecoveryPanel(W.VBox):
                                   f"builds it), then press Refresh.{where}")
         else:
             self.message.value = (f"Resume runs <code>{html.escape(self.stream.name)}</code>.execute(job_dir=..., "
-                                  f"job_name={job.name!r}): only the subtasks marked re-run.")
+                                  f"job_name={job.name!r}): only the subtasks marked re-run; Stop cancels it.")
 
     def resume(self):
-        """Resume the open job with the matching DataStream of this kernel; returns its JobResult."""
+        """Resume the open job with the matching DataStream of this kernel; returns its JobResult.
+
+        Runs in the calling thread (the Resume button runs it in a thread of its own, so that
+        the button can stop it). Stopped (``Interrupted``), the job is cancelled and can be
+        resumed again later.
+        """
         if self.job is None or self.stream is None:
             raise ResumeError("nothing to resume here: " + (self.message.value or "no job selected"))
         job = self.job
-        self.resume_button.disabled = True
+        if self._worker is None:
+            self.resume_button.disabled = True
         self.message.value = f"Resuming {html.escape(job.name)}…"
         try:
-            result = self.stream.execute(job_dir=self.job_dir, job_name=job.name, resume="require")
+            result = self.stream.execute(job_dir=job.root.rsplit("/", 1)[0], job_name=job.name, resume="require")
+        except Interrupted as stop:
+            self.refresh()
+            self.message.value = (f"<span class='fw-resume-stopped'>Stopped: {html.escape(str(stop))}. "
+                                  "What finished is kept; Resume goes on from there.</span>")
+            raise
         except Exception as error:
             self.refresh()  # the log now has the failed attempt; then say why, over refresh's hint
             self.message.value = (f"<span class='fw-resume-failed'>Resume failed: "
@@ -229,6 +296,59 @@ class RecoveryPanel(W.VBox):
                               f"{len(result.recovered)} recovered; the job is finished.</span>")
         self.result = result
         return result
+
+    @property
+    def running(self) -> bool:
+        """Whether a resume started by the button is running (the button shows Stop)."""
+        return self._worker is not None
+
+    def _resume_or_stop(self) -> None:
+        if self._worker is not None:
+            self.stop()
+        else:
+            self._start_resume()
+
+    def _start_resume(self) -> None:
+        """The Resume button: resume in a thread, the button turned into Stop until it ends."""
+        if self.job is None or self.stream is None:
+            return
+        scope = self._scope = Scope()
+
+        def work():
+            try:
+                with scope:
+                    self.resume()
+            except BaseException:  # resume() has said what happened in the panel
+                pass
+            finally:
+                self._worker = self._scope = None
+                self._button_resumes()
+
+        self._worker = threading.Thread(target=work, name="fw-magics resume", daemon=True)
+        self.resume_button.description, self.resume_button.icon = "Stop", "stop"
+        self.resume_button.button_style, self.resume_button.disabled = "danger", False
+        self.resume_button.add_class("fw-stop")
+        self._worker.start()
+
+    def stop(self) -> None:
+        """Stop the resume the button started: its Spark jobs are cancelled at once."""
+        scope = self._scope
+        if scope is not None:
+            self.message.value = "Stopping: cancelling its Spark jobs…"
+            scope.cancel()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a resume started by the button to end; True when none is running any more."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
+        return self._worker is None
+
+    def _button_resumes(self) -> None:
+        self.resume_button.remove_class("fw-stop")
+        self.resume_button.description, self.resume_button.icon = "Resume", "play"
+        self.resume_button.button_style = "success"
+        self.resume_button.disabled = self.stream is None or self.job is None or self.job.status not in RESUMABLE
 
     def _ask_discard(self) -> None:
         files = sum(1 for r in self.job.subtasks() if r["files"])

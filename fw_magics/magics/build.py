@@ -160,7 +160,8 @@ def aggregate_column(call: Call, stream: DataStream):
         wanted = _literal_kinds(parameter.annotation)
         if not _literal_fits(arg, wanted, is_column):  # true for a count, 2.5 for a whole number, ...
             raise UsageError(f"{_cut(call)}: argument {parameter.name!r} takes {wanted}; got {got}")
-        resolved.append(resolve_field(stream.schema, arg, what="column")[0] if is_column else arg)
+        resolved.append(resolve_field(stream.schema, arg, what="column", case_sensitive=stream.case_sensitive)[0]
+                        if is_column else arg)
     try:  # Spark checks the rest (a classic session at once, through py4j): one line either way
         column = function(*resolved)
     except Exception as error:
@@ -215,22 +216,27 @@ def pyspark_code(built: Built, expression: str, value) -> str:
 
 
 def _pyspark_stage(stage: Stage, stream: DataStream, output: DataStream, key) -> list[str]:
-    keyed = ""
+    """The PySpark that ``stage`` runs: the same calls, partition counts and hash columns as the API's."""
+    keyed = refs = ""
     if key is not None:
-        keys = ", ".join(repr(k) for k in key)
-        keyed = f".repartition({output.num_partitions()}, {keys})"
+        by = stream.key_by(list(key) if len(key) > 1 else key[0])  # no job: what the stage was built with
+        refs = ", ".join(repr(column) for column in by.columns)
+        keyed = f".repartition({by.parallelism}, {refs})"
     ddl = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in output.schema.fields)
     if isinstance(stage, Sort):
         columns = [
-            f"F.col({resolve_field(stream.schema, field)[0]!r}).{order}()" for field, order in stage.keys
+            f"F.col({resolve_field(stream.schema, field, case_sensitive=stream.case_sensitive)[0]!r}).{order}()"
+            for field, order in stage.keys
         ]
         if key is not None:
-            columns = [f"F.col({k!r}).asc()" for k in key] + columns
+            columns = [f"F.col({c!r}).asc()" for c in by.columns] + columns
         return [f"df = df{keyed}.sortWithinPartitions({', '.join(columns)})"]
     if isinstance(stage, AggregateCalls):
         columns = ", ".join(aggregate_column(call, stream)[1] for call in stage.calls)
         if key is not None:
-            return [f"df = df.groupBy({keys}).agg({columns}){keyed}"]
+            # Hashing struct(key) is the same hash as the key columns; Spark would drop a plain
+            # repartition(n, key) after the groupBy's own exchange (see KeyedStream.placed).
+            return [f"df = df.groupBy({refs}).agg({columns}).repartition({by.parallelism}, F.struct({refs}))"]
         return [
             "# one row per partition; fw-magics also gives an empty partition its row and",
             "# puts partition i's row back in partition i (a repartition of one row each)",
@@ -243,7 +249,7 @@ def _pyspark_stage(stage: Stage, stream: DataStream, output: DataStream, key) ->
         f"{'key' if key else 'partition'}, read from Arrow batches; its output becomes Arrow batches"
     )
     if key is not None:
-        return [note, f'df = df{keyed}.groupBy({keys}).applyInArrow({helper}, "{ddl}")']
+        return [note, f'df = df{keyed}.groupBy({refs}).applyInArrow({helper}, "{ddl}")']
     return [note, f'df = df.mapInArrow({helper}, "{ddl}")']
 
 

@@ -50,7 +50,8 @@ class FullWindowMagics(Magics):
 
             key=COL[,COL...]   every stage works per key instead of per partition
             -o NAME            also bind the result to NAME
-            --show N           preview N records per partition (default 5; 0 shows the counts only)
+            --show N           preview N records per partition (default 5; 0 shows the counts only); a
+                               preview shows at most fw.options.display_max_rows records in all (1,000)
             --explain          also show the same job as Python API calls, as plain PySpark, and Spark's physical plan
             --graph            also show the interactive job graph (see %fw_graph)
             --in NAME          the line form's input: a variable
@@ -178,11 +179,14 @@ class FullWindowMagics(Magics):
 
     @line_magic
     def fw_recover(self, line: str):
-        """The recovery panel: jobs in a job directory, their event logs replayed, Resume and Discard.
+        """The recovery panel: jobs, their event logs replayed, Resume (Stop while it runs) and Discard.
 
             %fw_recover [JOB_DIR]
 
-        JOB_DIR defaults to $FW_JOB_DIR, else .fw-jobs next to the notebook.
+        Without JOB_DIR it lists the jobs in $FW_JOB_DIR (else .fw-jobs next to the notebook),
+        the jobs this kernel ran and the jobs in your job index ($FW_JOB_INDEX, else
+        ~/.local/share/fw-magics/jobs.json: every execute() registers its job there), each
+        with its folder, and says where it looked. With JOB_DIR it lists that folder only.
         """
         from ..widgets import RecoveryPanel
 

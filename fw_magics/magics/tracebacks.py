@@ -5,7 +5,9 @@ fw-magics, PySpark, IPython and the standard library. IPython asks an exception 
 ``_render_traceback_()`` before formatting it, so the trimmed lines are attached there
 and the exception itself (its type, message and chain) is re-raised unchanged. When the
 function failed inside a Spark worker, its traceback arrives as text in PySpark's
-``PythonException``; the same trimming applies to that text.
+``PythonException``; the same trimming applies to that text, and a frame in a notebook
+cell is named the IPython way (``Cell In[18], line 3, in top3``), not by the temporary file
+``ipykernel_…/….py`` the kernel compiled the cell under.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def is_user_file(filename: str) -> bool:
 
 def trim(error: BaseException, shell) -> bool:
     """Show ``error`` with the user's frames only, if it came from user code; say whether it did."""
-    lines = _worker_lines(error) or _driver_lines(error, shell)
+    lines = _worker_lines(error, shell) or _driver_lines(error, shell)
     if lines is None:
         return False
     error._render_traceback_ = lambda: lines
@@ -61,7 +63,7 @@ def _driver_lines(error: BaseException, shell) -> list[str] | None:
     return shell.InteractiveTB.structured_traceback(type(error), error, trimmed, tb_offset=0)
 
 
-def _worker_lines(error: BaseException) -> list[str] | None:
+def _worker_lines(error: BaseException, shell=None) -> list[str] | None:
     """A Spark worker's traceback (text inside PythonException), cut to the user's frames."""
     from pyspark.errors import PythonException
 
@@ -90,8 +92,20 @@ def _worker_lines(error: BaseException) -> list[str] | None:
         message[-1] = re.sub(r"\s*SQLSTATE: \w+$", "", message[-1])
     out = ["Traceback (most recent call last), from a Spark worker running your function:"]
     for frame in user:
-        out += frame if len(frame) > 1 else [frame[0], *_source(frame[0])]
+        head = _cell_name(frame[0], shell)
+        out += [head, *frame[1:]] if len(frame) > 1 else [head, *_source(frame[0])]
     return out + message
+
+
+def _cell_name(frame_line: str, shell) -> str:
+    """``  Cell In[18], line 3, in top3`` for a frame in a notebook cell (as IPython names them)."""
+    match = _FRAME.match(frame_line)
+    compiler = getattr(shell, "compile", None)
+    named = compiler.format_code_name(match["file"]) if hasattr(compiler, "format_code_name") else None
+    if not named:
+        return frame_line
+    label, name = named
+    return f"  {label} {name}, line {match['line']}, in {match['name']}"
 
 
 def _source(frame_line: str) -> list[str]:

@@ -179,6 +179,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "region_restarted": {"region": NAME, "vertices": ListOf(Text(300)), "attempt": INDEX},
     "job_finished": {},
     "job_failed": {"cause": TEXT},
+    "job_cancelled": {"cause": TEXT},
     # streaming jobs (fw_magics.streaming): each start, the recorded backlog, phases, the switch, micro-batches
     "stream_started": {"mode": Text(16, r"mixed|stream|batch", "mixed, stream or batch"), "run": Integer(1, 2**31 - 1),
                        "source": Optional(MapOf(Text(64), Scalar(), limit=64)),
@@ -238,6 +239,11 @@ def job_finished():
 
 def job_failed(cause):
     return _event("job_failed", cause=cause)
+
+
+def job_cancelled(cause):
+    """The user stopped the run (Kernel > Interrupt, a Stop button): Flink's CANCELED. It resumes."""
+    return _event("job_cancelled", cause=cause)
 
 
 def stream_started(mode, run, source=None, parallelism=None):

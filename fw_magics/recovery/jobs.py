@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..errors import FwMagicsError, JobLockedError, error_summary
 from ..graph import JobGraph, subtask_inputs
+from . import index
 from .event_store import JobEventStore
 from .filesystem import Storage, relative_parts
 from .integrity import file_intact
@@ -62,7 +63,8 @@ class Job:
 
     @property
     def status(self) -> str:
-        """finished | failed | running | interrupted (the process died without a last word) | damaged."""
+        """finished | failed | cancelled (stopped by the user) | running | interrupted (the process
+        died without a last word) | damaged."""
         if self.holder is not None:
             return "running"
         if self.problem is not None:
@@ -199,6 +201,32 @@ def list_jobs(job_dir: str) -> list[Job]:
             continue
         jobs.append(read_job(root, name))
     return jobs
+
+
+@dataclass
+class Found:
+    """The jobs ``find_jobs`` found, and where it looked: (place, how many jobs came from there)."""
+
+    jobs: list
+    looked: list
+
+
+def find_jobs(job_dir: str, elsewhere: bool = True) -> Found:
+    """The jobs in ``job_dir``, then (``elsewhere``) those this process ran and those in the
+    user's job index (``fw_magics.recovery.index``), each job once, with where each came from."""
+    jobs = list_jobs(job_dir)
+    seen = {index.normalized_root(job.root) for job in jobs}
+    looked = [(job_dir, len(jobs))]
+    if elsewhere:
+        for place, entries in (("this kernel's runs", index.ran_here()), (index.index_path(), index.registered())):
+            added = 0
+            for root, name in entries:
+                if root not in seen:
+                    seen.add(root)
+                    jobs.append(read_job(root, name))
+                    added += 1
+            looked.append((place, added))
+    return Found(jobs, looked)
 
 
 def _has_event_folder(root: str) -> bool:

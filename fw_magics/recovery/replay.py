@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ class JobState:
     content: dict | None = None  # what the results depend on, per operator; None: not recorded
     parallelism: dict = field(default_factory=dict)
     finished: dict = field(default_factory=dict)  # (vertex, subtask) -> its subtask_finished event
-    status: str = "running"  # running | finished | failed
+    status: str = "running"  # running | finished | failed | cancelled
     attempts: int = 0
     timeline: list = field(default_factory=list)  # every valid event, in order
 
@@ -48,7 +49,34 @@ def replay(events: Iterable[dict]) -> JobState:
             state.status = "finished"
         elif kind == "job_failed":
             state.status = "failed"
+        elif kind == "job_cancelled":
+            state.status = "cancelled"
     return state
+
+
+_SUBTASK = re.compile(r"(.+)\[(\d+)\]\Z")  # "v1[0]" in region_failed's list
+
+
+def subtask_attempts(events: Iterable[dict]) -> dict[tuple[str, int], int]:
+    """How many attempts of each job-vertex subtask the log records (FLIP-383 restores them too).
+
+    An attempt ends in a ``subtask_finished`` event or in a ``region_failed`` event that
+    lists the subtask; an attempt cut short by a dead process left no trace and is not
+    counted. A run's next attempt of a subtask is this count plus one.
+    """
+    counts: dict[tuple[str, int], int] = {}
+    for event in events:
+        if problem(event) is not None:
+            continue
+        if event["type"] == "subtask_finished":
+            ended = [(event["vertex"], int(event["subtask"]))]
+        elif event["type"] == "region_failed":
+            ended = [(m[1], int(m[2])) for m in map(_SUBTASK.match, event["vertices"]) if m]
+        else:
+            continue
+        for key in ended:
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 @dataclass

@@ -27,7 +27,16 @@ import sys
 import time
 import warnings
 
-from ..errors import FullWindowError, JobLockedError, JobStorageError, ResumeError, did_you_mean, error_summary
+from ..actions import run_action
+from ..errors import (
+    FullWindowError,
+    Interrupted,
+    JobLockedError,
+    JobStorageError,
+    ResumeError,
+    did_you_mean,
+    error_summary,
+)
 from ..failover import (
     FailoverStrategy,
     FixedDelayRestart,
@@ -36,7 +45,7 @@ from ..failover import (
     RestartPipelinedRegionStrategy,
 )
 from ..graph import JobGraph, subtask_inputs
-from ..recovery import JobEventStore, JobLock, decide_resume, events, replay, safe_job_path
+from ..recovery import JobEventStore, JobLock, decide_resume, events, index, replay, safe_job_path, subtask_attempts
 from ..recovery.content import affected_vertices, compare
 from ..recovery.filesystem import Storage, UnsafeFile
 from ..recovery.integrity import file_intact
@@ -85,6 +94,7 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
         if error.errno not in _CANNOT_WRITE or not run.storage.local:
             raise
         return run.read_back(resume, error)
+    index.register(root, job_name)  # %fw_recover finds it again after a restart, wherever it ran
     try:
         result = run.execute(resume)
     except BaseException:
@@ -156,7 +166,8 @@ class _Run:
         self.store = JobEventStore(self.storage.path("events"))
         self.ran: set[tuple[str, int]] = set()
         self.regions_run: list[frozenset] = []
-        self.attempts = 0
+        self.attempts = 0  # Spark jobs run by this call (the sidecars' "attempt": what this call committed)
+        self.subtask_attempts: dict[tuple[str, int], int] = {}  # each subtask's own attempts, over every run
         self.files: dict[tuple[str, int], dict] = {}
         self.content: dict | None = None
         self.afresh: str | None = None  # why the recorded run was set aside, when it was
@@ -178,6 +189,7 @@ class _Run:
                 "run with resume='auto' to start it"
             )
         state = replay(previous) if previous else None
+        self.subtask_attempts = subtask_attempts(previous)
         self.content = job_content(self.stream)
         resubmit = False
         if state is not None:
@@ -207,6 +219,14 @@ class _Run:
             self._run_all(todo)
             self._emit(events.job_finished())
             self.store.flush()
+        except KeyboardInterrupt as error:
+            # A stop the user chose (Kernel > Interrupt, a Stop button): the job is cancelled,
+            # not failed, and resumes like an interrupted one.
+            failure = error
+            self._emit(events.job_cancelled(str(error) or "interrupted"))
+            if isinstance(error, Interrupted):
+                raise
+            raise Interrupted.cancelled(0) from None
         except BaseException as error:
             failure = error
             if not isinstance(error, KeyboardInterrupt):
@@ -371,6 +391,9 @@ class _Run:
             self._results_folder(vertex)
             try:
                 self._run_vertex(vertex, pending)
+            except KeyboardInterrupt:
+                self._collect_committed(vertex, pending)  # what finished before the stop stays finished
+                raise
             except Exception as error:
                 try:
                     self._fail_over(vertex, pending, error, todo)
@@ -396,7 +419,8 @@ class _Run:
         restart = self._tasks_to_restart(vertex, failed)
         self.restart.notify_failure()
         region = sorted(f"{vertex.name}[{i}]" for i in failed)
-        self._emit(events.region_failed(vertex.name, region, error_summary(error), self.attempts))
+        attempt = max((self.subtask_attempts.get((vertex.name, i), 1) for i in failed), default=1)
+        self._emit(events.region_failed(vertex.name, region, error_summary(error), attempt))
         if not self.restart.can_restart():
             self.store.flush()
             raise error
@@ -411,7 +435,7 @@ class _Run:
             todo.setdefault(v.index, set()).add(i)
             self.files.pop((name, i), None)
             self._emit(events.subtask_reset(name, i, "restarted by failover"))
-        self._emit(events.region_restarted(vertex.name, sorted(f"{n}[{i}]" for n, i in restart), self.attempts))
+        self._emit(events.region_restarted(vertex.name, sorted(f"{n}[{i}]" for n, i in restart), attempt))
 
     def _tasks_to_restart(self, vertex: SparkVertex, failed: set[int]) -> set[tuple[str, int]]:
         """Chain subtasks to re-run, from the failover strategy's operator-level answer."""
@@ -429,15 +453,17 @@ class _Run:
 
     def _run_vertex(self, vertex: SparkVertex, pending: set[int]) -> None:
         self.attempts += 1
+        for i in pending:
+            self.subtask_attempts[(vertex.name, i)] = self.subtask_attempts.get((vertex.name, i), 0) + 1
         frame, schema = self._output_frame(vertex, pending)
         only = None if pending == set(range(vertex.parallelism)) else frozenset(pending)
         write = functools.partial(write_partition, self.root, vertex.name, self.attempts, only, arrow_schema(schema))
         hooks.vertex_started(vertex, pending, self.attempts)
         self.regions_run.extend(frozenset((op, i) for op in vertex.operators) for i in sorted(pending))
         with progress.reporting(frame.sparkSession, vertex.name):
-            rows = map_in_arrow(frame, write, META_SCHEMA).collect()
+            rows = run_action(lambda: map_in_arrow(frame, write, META_SCHEMA).collect(), self.spark)
         for row in rows:
-            self._finished(vertex, row.asDict() | {"attempt": self.attempts})
+            self._finished(vertex, row.asDict())
         missing = pending - {row.subtask for row in rows}
         if missing:  # a partition Spark did not produce (an empty input layout): nothing to write
             raise RuntimeError(f"job vertex {vertex.label} produced no result for subtasks {sorted(missing)}")
@@ -458,8 +484,9 @@ class _Run:
         record = {"path": meta["path"], "size": meta["size"], "sha256": meta["sha256"]}
         self.files[(vertex.name, subtask)] = record
         self.ran.add((vertex.index, subtask))
+        attempt = self.subtask_attempts.get((vertex.name, subtask), 1)  # this subtask's own attempt
         self._emit(events.subtask_finished(
-            vertex.name, subtask, meta["attempt"], records_in=None, records_out=meta["records"],
+            vertex.name, subtask, attempt, records_in=None, records_out=meta["records"],
             bytes=meta["size"], duration=meta["duration"], files=[record],
         ))
 

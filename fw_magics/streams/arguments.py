@@ -55,7 +55,7 @@ def function_name(fn) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
 
 
-def sort_specs(schema: T.StructType, field, order) -> list[tuple[str, Order]]:
+def sort_specs(schema: T.StructType, field, order, case_sensitive: bool = False) -> list[tuple[str, Order]]:
     """Resolve one field or a list of fields, with one order or one order per field."""
     fields = list(field) if isinstance(field, (list, tuple)) else [field]
     if not fields:
@@ -68,7 +68,7 @@ def sort_specs(schema: T.StructType, field, order) -> list[tuple[str, Order]]:
         direction = Order.parse(direction)
         if callable(item):
             raise FullWindowError("a key-selector function must be the only sort field")
-        column, dtype = resolve_field(schema, item)
+        column, dtype = resolve_field(schema, item, case_sensitive=case_sensitive)
         require_orderable(column, dtype)
         specs.append((column, direction))
     return specs
@@ -101,12 +101,13 @@ def aggregate_columns(agg) -> list[Column] | None:
     return None
 
 
-def input_columns(agg, schema: T.StructType, keep=()) -> list[Column] | None:
+def input_columns(agg, schema: T.StructType, keep=(), case_sensitive: bool = False) -> list[Column] | None:
     """The columns an AggregateFunction declared it reads (plus ``keep``), or None for all."""
     if agg.columns is None:
         return None
     names = [agg.columns] if isinstance(agg.columns, str) else list(agg.columns)
-    refs = [resolve_field(schema, name, what=f"{type(agg).__name__}.columns")[0] for name in names]
+    refs = [resolve_field(schema, name, what=f"{type(agg).__name__}.columns", case_sensitive=case_sensitive)[0]
+            for name in names]
     return [F.col(c) for c in dict.fromkeys([*keep, *refs])]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -10,12 +11,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import FullWindowError, run_action
+from ..actions import run_action
+from ..errors import FullWindowError
 from ..records import Record, batch_records
 from ..schema import arrow_schema, nullable
 from . import workers
 from .arrow_calls import map_in_arrow
 from .lineage import Step
+
+_UNREAD = object()  # the plan has not been read yet
 
 
 class DataStream:
@@ -41,6 +45,7 @@ class DataStream:
         if schema is not None:
             step.detail.setdefault("schema", schema)  # the runtime reads materialized results with it
         self._partitions = step.parallelism if partitions is None else partitions
+        self._planned = _UNREAD
 
     # -- identity ----------------------------------------------------------------
 
@@ -66,6 +71,28 @@ class DataStream:
         """The partition count when known without a Spark job, else None (``num_partitions()`` counts)."""
         return self._partitions
 
+    def planned_partitions(self) -> int | None:
+        """The partition count when known without a job: made by fw-magics (``known_partitions``)
+        or fixed by the DataFrame's plan (``df.repartition(3)``: see ``streams.planned``), else None."""
+        if self._partitions is not None:
+            return self._partitions
+        if self._planned is _UNREAD:
+            from .planned import partitions_of
+
+            self._planned = partitions_of(self.to_dataframe())
+        return self._planned
+
+    @property
+    def case_sensitive(self) -> bool:
+        """Spark's rule for column names on this stream's session (``spark.sql.caseSensitive``,
+        false by default), read once per lineage: every stream derived from the same source shares it."""
+        from ..schema import case_sensitive
+
+        shared = self._step.lineage()[0].detail
+        if "case_sensitive" not in shared:
+            shared["case_sensitive"] = case_sensitive(self._spark)
+        return shared["case_sensitive"]
+
     @property
     def schema(self) -> T.StructType:
         """The Spark schema of the records (no Spark job runs to learn it)."""
@@ -83,11 +110,14 @@ class DataStream:
         Known without Spark for streams made by ``from_records``/``from_pandas`` and every
         operation on them; for a DataFrame of unknown layout one small job counts them.
         """
+        if self._partitions is None and self.planned_partitions() is not None:
+            self._partitions = self._planned
         if self._partitions is None:
             frame = self.to_dataframe().select(F.lit(0).alias("_"))
-            counted = run_action(
-                lambda: frame.mapInArrow(workers.count_partition, "p int").count()
-            )
+            # one tiny row per partition, read through Arrow (a blocking Py4J count() could not
+            # be interrupted cleanly)
+            counted = run_action(lambda: frame.mapInArrow(workers.count_partition, "p int").toArrow().num_rows,
+                                 self._spark)
             self._partitions = int(counted)
         return self._partitions
 
@@ -165,10 +195,10 @@ class DataStream:
         return self._df
 
     def to_pandas(self):
-        return run_action(lambda: self.to_dataframe().toPandas())
+        return run_action(lambda: _to_pandas(self.to_dataframe()), self._spark)
 
     def to_arrow(self) -> pa.Table:
-        return run_action(lambda: self.to_dataframe().toArrow())
+        return run_action(lambda: self.to_dataframe().toArrow(), self._spark)
 
     def collect(self) -> list[Record]:
         """All records, partition after partition."""
@@ -184,7 +214,7 @@ class DataStream:
         )
         marker = arrow_schema(tagged)
         table = run_action(
-            lambda: map_in_arrow(frame, functools.partial(workers.tag_partition, marker), tagged).toArrow()
+            lambda: map_in_arrow(frame, functools.partial(workers.tag_partition, marker), tagged).toArrow(), self._spark
         )
         table = table.sort_by([(workers.PID_COLUMN, "ascending"), (workers.SEQ_COLUMN, "ascending")])
         pids = table.column(workers.PID_COLUMN).to_pylist()
@@ -198,3 +228,11 @@ class DataStream:
                 partitions[pid].append(record)
         self._partitions = count
         return partitions
+
+
+def _to_pandas(frame):
+    """``frame.toPandas()`` without PySpark's warning that Arrow "reached the error below":
+    the error itself follows, once."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization", category=UserWarning)
+        return frame.toPandas()

@@ -59,7 +59,8 @@ def build_streaming_graph(stateful) -> JobGraph:
 
 
 def _parallelisms(stream, steps: list[Step]) -> list[int]:
-    """Each step's parallelism; a DataFrame source of unknown layout is counted once (one job)."""
+    """Each step's parallelism; a DataFrame source of unknown layout is read from its plan when
+    the plan fixes it, else counted once (one job)."""
     from .datastream import DataStream
 
     known = [s.parallelism for s in steps]
@@ -67,7 +68,7 @@ def _parallelisms(stream, steps: list[Step]) -> list[int]:
         source = steps[0]
         if "partitions" not in source.detail:
             counter = DataStream(lambda: source.transform(None, None), stream.spark, source)
-            source.detail["partitions"] = counter.num_partitions()
+            source.detail["partitions"] = counter.num_partitions()  # the plan's count, else a job
         known[0] = source.detail["partitions"]
     out: list[int] = []
     for p in known:

@@ -9,7 +9,7 @@ from pyspark.sql import types as T
 
 from ..errors import FullWindowError
 from ..functions import Order, as_aggregate_function
-from ..schema import nullable, parse_schema, resolve_field
+from ..schema import nullable, parse_schema, resolve_field, resolve_path
 from . import workers
 from .arguments import (
     aggregate_columns,
@@ -32,9 +32,11 @@ from .lineage import Step
 class KeyedStream:
     """Records partitioned by key; ``full_window_partition()`` gives one window per key.
 
-    The key is one or more column names ("a.b" for nested fields) or a function of the
-    record. Records move over a hash exchange into as many partitions as the input has
-    (or ``spark.sql.shuffle.partitions`` when that is not known without a job).
+    The key is one or more column names ("a.b" for nested fields; matched as Spark matches
+    them, ignoring case unless ``spark.sql.caseSensitive``) or a function of the record.
+    Records move over a hash exchange into as many partitions as the input has: a count
+    fw-magics made, or one the input's plan fixes (``df.repartition(3)``), else
+    ``spark.sql.shuffle.partitions``.
     """
 
     def __init__(self, stream: DataStream, key):
@@ -52,13 +54,16 @@ class KeyedStream:
                     f"key_by takes column name(s) or a key-selector function; got {key!r:.60}"
                 )
             self.selector = None
-            resolved = [resolve_field(schema, k, what="key") for k in keys]
+            rule = stream.case_sensitive
+            paths = [resolve_path(schema, k, what="key", case_sensitive=rule) for k in keys]
+            resolved = [resolve_field(schema, k, what="key", case_sensitive=rule) for k in keys]
             self.columns = [column for column, _ in resolved]
-            self.names = [k.split(".")[-1] if k not in schema.names else k for k in keys]
+            self.names = [path[-1] for path, _ in paths]  # the columns' own names, as Spark's groupBy gives them
             self.key_fields = [T.StructField(n, dtype) for n, (_, dtype) in zip(self.names, resolved)]
-            self.label = ", ".join(keys)
-        if stream.known_partitions is not None:
-            self.parallelism = stream.known_partitions
+            self.label = ", ".join(".".join(path) for path, _ in paths)
+        planned = stream.planned_partitions()
+        if planned is not None:
+            self.parallelism = planned
         else:
             self.parallelism = int(stream.spark.conf.get("spark.sql.shuffle.partitions"))
 
@@ -181,7 +186,7 @@ class KeyedPartitionWindowedStream:
                 frame = frame.sortWithinPartitions(*key_order, *sort_columns([(workers.KEY_COLUMN, direction)]))
                 return frame.drop(workers.KEY_COLUMN)
         else:
-            columns = sort_columns(sort_specs(self._in.schema, field, order))
+            columns = sort_columns(sort_specs(self._in.schema, field, order, self._in.case_sensitive))
 
             def transform(frame, n):
                 return keyed.exchanged(frame).sortWithinPartitions(*key_order, *columns).drop(*keyed.helper_columns)
@@ -211,7 +216,8 @@ class KeyedPartitionWindowedStream:
         writer = writer_for(out, f"{type(agg).__name__}.get_result", declared)
         op = functools.partial(workers.aggregate, agg, writer, keyed.helper_columns)
         per_key = self._per_key(op, out, with_key=keyed.selector is None)
-        used = None if keyed.selector is not None else input_columns(agg, self._in.schema, keep=keyed.columns)
+        used = None if keyed.selector is not None else input_columns(agg, self._in.schema, keep=keyed.columns,
+                                                                      case_sensitive=self._in.case_sensitive)
 
         def transform(frame, n):
             return per_key(frame if used is None else frame.select(*used), n)

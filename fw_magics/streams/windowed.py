@@ -83,7 +83,7 @@ class PartitionWindowedStream:
                 keyed = map_in_arrow(frame, add_key, with_key)
                 return keyed.sortWithinPartitions(*sort_columns([(workers.KEY_COLUMN, direction)])).drop(workers.KEY_COLUMN)
         else:
-            columns = sort_columns(sort_specs(self._in.schema, field, order))
+            columns = sort_columns(sort_specs(self._in.schema, field, order, self._in.case_sensitive))
 
             def transform(frame, n):
                 return frame.sortWithinPartitions(*columns)
@@ -101,7 +101,7 @@ class PartitionWindowedStream:
         out = nullable(declared)
         writer = writer_for(out, f"{type(agg).__name__}.get_result", declared)
         op = functools.partial(workers.aggregate, agg, writer, (), ())
-        used = input_columns(agg, self._in.schema)
+        used = input_columns(agg, self._in.schema, case_sensitive=self._in.case_sensitive)
 
         def transform(frame, n):
             return map_in_arrow(frame if used is None else frame.select(*used), op, out)

@@ -163,15 +163,22 @@ def labs(tmp_path_factory):
         stop_lab(running.process)
 
 
-def copy_without_outputs(source: pathlib.Path, target: pathlib.Path) -> None:
+def copy_without_outputs(source: pathlib.Path, target: pathlib.Path, solved: bool = False) -> None:
     """The tutorial as a reader opens it before running it: the committed notebook carries its
-    saved outputs and execution counts, which would satisfy run_all_cells before anything ran."""
+    saved outputs and execution counts, which would satisfy run_all_cells before anything ran.
+    ``solved``: its exercise cells hold the solutions (tests/tutorial_solutions.py), as
+    tests/test_tutorials.py runs it."""
     import nbformat
 
+    from ..tutorial_solutions import SOLUTIONS
+
+    solutions = SOLUTIONS.get(source.stem, {}) if solved else {}
     nb = nbformat.read(source, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            for tag in set(cell.metadata.get("tags", [])) & set(solutions):
+                cell.source = solutions[tag]
     nbformat.write(nb, target)
 
 

@@ -27,7 +27,7 @@ def tour(request, labs, browser):
     """Tutorial 5 opened and run top to bottom in JupyterLab; yields (page, root, mode, (base, token))."""
     mode = request.param
     lab = labs(mode)
-    copy_without_outputs(REPO / "tutorials" / TUTORIAL, lab.root / TUTORIAL)
+    copy_without_outputs(REPO / "tutorials" / TUTORIAL, lab.root / TUTORIAL, solved=True)
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     try:
         page.goto(lab.url(TUTORIAL))
@@ -43,7 +43,7 @@ def tour(request, labs, browser):
 
 def _graph(root: pathlib.Path) -> JobGraph:
     """The tour's job graph, read from the event log the notebook's own execute() wrote."""
-    return read_job(str(root / "fw-jobs-tour" / "tour"), "tour").graph
+    return read_job(str(root / ".fw-jobs" / "tour" / "tour"), "tour").graph
 
 
 def test_no_cell_failed(tour):
@@ -62,6 +62,9 @@ def test_no_cell_failed(tour):
     assert code and all(c.execution_count for c in code), f"{mode}: not every cell ran"
     failed = [o for c in code for o in c.get("outputs", []) if o.output_type == "error"]
     assert not failed, f"{mode}: " + "\n".join(o.get("ename", "") + ": " + o.get("evalue", "") for o in failed)
+    checks = [c for c in code if any(t.startswith("check") for t in c.metadata.get("tags", []))]
+    said = ["".join(o.get("text", "") for o in c.get("outputs", []) if o.get("output_type") == "stream") for c in checks]
+    assert checks and all("Correct!" in text for text in said), f"{mode}: the solution was not accepted: {said}"
 
 
 def test_click_operator_shows_its_attributes(tour):
@@ -123,7 +126,7 @@ def test_recovery_panel_resumes_the_killed_job(tour):
     panel = page.locator(".fw-recovery-panel").first
     panel.scroll_into_view_if_needed()
     panel.locator(".fw-status[data-status='interrupted']").wait_for(timeout=30_000)
-    before = read_job(str(root / "fw-jobs-tour" / "tour-killed"), "tour-killed")
+    before = read_job(str(root / ".fw-jobs" / "tour" / "tour-killed"), "tour-killed")
     assert before.status == "interrupted"
     rerun = [row for row in before.subtasks() if not row["verdict"].startswith("keep")]
     assert rerun and len(rerun) < len(before.subtasks())  # something finished before the kill
@@ -140,7 +143,7 @@ def test_recovery_panel_resumes_the_killed_job(tour):
     panel.locator(".fw-resumed").wait_for(timeout=240_000)
     panel.locator(".fw-status[data-status='finished']").wait_for(timeout=30_000)
     shot(page, f"{mode}-5-resumed")
-    after = read_job(str(root / "fw-jobs-tour" / "tour-killed"), "tour-killed")
+    after = read_job(str(root / ".fw-jobs" / "tour" / "tour-killed"), "tour-killed")
     assert after.status == "finished"
     assert all(row["verdict"].startswith("keep") for row in after.subtasks())
     # only what the panel said would re-run ran again: kept subtasks were not re-finished

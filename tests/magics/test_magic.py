@@ -150,8 +150,9 @@ def test_explain_shows_python_pyspark_and_the_physical_plan(shell, capsys):
     assert "%%fullwindow sort field=2 desc | aggregate max(qty) key=customer --explain\n" in shown
     assert "ds = ds.key_by('customer').full_window_partition().sort_partition(2, 'desc')" in shown
     assert "df = df.repartition(3, 'customer').sortWithinPartitions(F.col('customer').asc(), F.col('price').desc())" in shown
-    assert "df = df.groupBy('customer').agg(F.max('qty')).repartition(3, 'customer')" in shown
+    assert "df = df.groupBy('customer').agg(F.max('qty')).repartition(3, F.struct('customer'))" in shown  # what runs (item 9)
     assert "== Physical Plan ==" in shown and "Exchange hashpartitioning(customer" in shown
+    assert "hashpartitioning(struct(customer" in shown  # the struct the printed code hashes
 
 
 def test_unload_and_load_again(shell):

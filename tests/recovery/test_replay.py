@@ -128,3 +128,38 @@ def test_lock_with_an_old_heartbeat_is_stale(tmp_path):
     (tmp_path / "LOCK").write_text(json.dumps({"pid": 1, "host": "elsewhere", "heartbeat": time.time() - 100}))
     with pytest.warns(UserWarning, match="stale lock"):
         JobLock(str(tmp_path), stale_after=10).acquire().release()
+
+
+def test_a_cancelled_job_replays_as_cancelled():
+    log = [events.job_submitted("j", "{}", "f1"), events.vertex_initialized("v0", 1, []), finished("v0", 0),
+           events.job_cancelled("interrupted: cancelled 1 Spark job")]
+    assert replay(log).status == "cancelled"
+    assert replay(log + [events.job_submitted("j", "{}", "f1")]).status == "running"  # resumed
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["finish", "fail", "reset", "noise"]), st.integers(0, 1), st.integers(0, 2)),
+                max_size=30))
+def test_subtask_attempts_count_every_ended_attempt_of_each_subtask(steps):
+    """Reference: an attempt ends in subtask_finished or in a region_failed listing the subtask."""
+    from fw_magics.recovery import subtask_attempts
+
+    log, expected = [events.job_submitted("j", "{}", "f")], {}
+    for kind, vertex, subtask in steps:
+        key = (f"v{vertex}", subtask)
+        if kind == "finish":
+            log.append(finished(*key))
+        elif kind == "fail":
+            others = [f"v{vertex}[{(subtask + 1) % 3}]"] if subtask % 2 else []
+            log.append(events.region_failed(key[0], [f"{key[0]}[{subtask}]", *others], "boom", 1))
+            for name in others:
+                other = (key[0], int(name[-2]))
+                expected[other] = expected.get(other, 0) + 1
+        elif kind == "reset":
+            log.append(events.subtask_reset(*key, "restarted by failover"))  # no attempt ends
+            continue
+        else:
+            log.append({"type": "subtask_finished", "vertex": key[0]})  # malformed: skipped
+            continue
+        expected[key] = expected.get(key, 0) + 1
+    assert subtask_attempts(log) == expected

@@ -33,6 +33,12 @@ def test_clean_run_equals_the_stream_and_records_events(spark, dirs):
     assert types[0] == "job_submitted" and types[-1] == "job_finished"
     assert types.count("vertex_initialized") == 3
     assert types.count("subtask_finished") == 4 + 4 + 4
+    # "attempt" is each subtask's own: nothing failed, so every subtask ran once
+    assert {e["attempt"] for e in result.events() if e["type"] == "subtask_finished"} == {1}
+    # and the job is in the job index, so that %fw_recover finds it after a restart
+    from fw_magics.recovery import index
+
+    assert (os.path.join(os.path.abspath(job_dir), "sales"), "sales") in index.registered()
     # the on-disk contract a resume reads back: vertex names in the events and the folders
     assert [e["vertex"] for e in result.events() if e["type"] == "vertex_initialized"] == ["v0", "v1", "v2"]
     results = os.path.join(job_dir, "sales", "results")
@@ -134,6 +140,11 @@ def test_region_failing_twice_then_succeeding_under_fixed_delay_3(spark, dirs, t
     assert rows(result) == jobs.expected()
     kinds = [e["type"] for e in result.events()]
     assert kinds.count("region_failed") == 2 and kinds.count("region_restarted") == 2
+    # v2[1] failed twice and finished on its third attempt; its region was only itself
+    attempts = {(e["vertex"], e["subtask"]): e["attempt"] for e in result.events() if e["type"] == "subtask_finished"}
+    assert attempts == {(f"v{k}", i): 3 if (k, i) == (2, 1) else 1 for k in range(3) for i in range(4)}
+    assert [(e["vertices"], e["attempt"]) for e in result.events() if e["type"] == "region_failed"] == [
+        (["v2[1]"], 1), (["v2[1]"], 2)]
 
 
 def test_exhausted_attempts_fail_with_the_users_exception(spark, dirs, tmp_path):

@@ -163,3 +163,23 @@ def test_keyed_column_aggregate_combines_before_the_exchange_and_keeps_placement
 
 
 SCHEMA_NAMES = [f.split()[0] for f in SCHEMA.split(", ")]
+
+
+@pytest.mark.parametrize("make, count", [
+    (lambda df: df.repartition(3), 3),  # a count in the plan: kept (issue 17, item 9)
+    (lambda df: df.repartition(2, "qty").filter("id > 0"), 2),
+    (lambda df: df.groupBy("id", "name", "price", "qty").count().drop("count"), None),  # unknown: shuffle partitions
+])
+def test_keyed_output_keeps_the_partition_count_the_plan_fixes(spark, make, count):
+    records = [(i, f"n{i % 4}", float(i), i % 5) for i in range(1, 41)]
+    frame = make(spark.createDataFrame(records, SCHEMA))
+    expected = count or int(spark.conf.get("spark.sql.shuffle.partitions"))
+    keyed = fw.from_dataframe(frame).key_by("qty").full_window_partition()
+    sorted_parts = keyed.sort_partition("id").collect_partitions()
+    counted = keyed.aggregate([F.count("*").alias("n")]).collect_partitions()
+    assert len(sorted_parts) == len(counted) == expected
+    assert sorted(tuple(r) for p in sorted_parts for r in p) == records
+    home = {r.qty: i for i, p in enumerate(sorted_parts) for r in p}  # each key in one partition ...
+    assert len({(r.qty, i) for i, p in enumerate(sorted_parts) for r in p}) == len(home)
+    assert {r.qty: i for i, p in enumerate(counted) for r in p} == home  # ... the same for both operations
+    assert {r.qty: r.n for p in counted for r in p} == {q: 8 for q in range(5)}
