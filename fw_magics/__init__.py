@@ -9,6 +9,7 @@ from .errors import (
     FullWindowError,
     FwMagicsError,
     GraphvizNotFound,
+    JobDirNotSharedError,
     JobLockedError,
     JobLockLostError,
     ResumeError,
@@ -41,7 +42,7 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "JobLockedError", "JobLockLostError", "KeyedPartitionWindowedStream", "KeyedStream", "Order", "PartitionWindowedStream",
+    "JobDirNotSharedError", "JobLockedError", "JobLockLostError", "KeyedPartitionWindowedStream", "KeyedStream", "Order", "PartitionWindowedStream",
     "Record", "ResumeError", "SparkUnavailableError", "execute", "from_dataframe", "from_pandas",
     "from_records", "get_spark",
 ]

@@ -53,6 +53,10 @@ class JobLockLostError(JobLockedError):
     """This process held the job's lock and lost it to another process while running."""
 
 
+class JobDirNotSharedError(FwMagicsError, RuntimeError):
+    """Spark's executors cannot write the job directory, or the driver cannot read what they wrote."""
+
+
 class SparkUnavailableError(FwMagicsError, RuntimeError):
     """Spark cannot start on this machine (no or wrong Java); the message says what to install."""
 

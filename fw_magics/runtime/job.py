@@ -33,6 +33,7 @@ from ..streams.job_graph import build_graph
 from . import hooks, progress
 from .job_result import JobResult
 from .result_files import META_SCHEMA, committed, read_results, write_partition
+from .shared_dir import check_shared
 from .vertices import SparkVertex, spark_vertices
 
 RESUME_MODES = ("auto", "never", "require")
@@ -51,11 +52,19 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
     if resume not in RESUME_MODES:
         raise FullWindowError(f"unknown resume {resume!r}; accepted: {', '.join(RESUME_MODES)}")
     job_name = stream.name if job_name is None else job_name
-    root = safe_job_path(job_dir or default_job_dir(), job_name)
+    root = safe_job_path(_absolute(job_dir or default_job_dir()), job_name)
     graph = build_graph(stream)
     run = _Run(stream, graph, root, job_name, failover, restart or FixedDelayRestart())
     with JobLock(root):
+        check_shared(stream.spark, root)  # on a cluster: before anything is written or run
         return run.execute(resume)
+
+
+def _absolute(job_dir) -> str:
+    """A relative local path made absolute here, on the driver: executors resolve paths
+    against their own working directories, which are not the notebook's."""
+    job_dir = os.fspath(job_dir)
+    return job_dir if "://" in job_dir or job_dir.startswith("file:") else os.path.abspath(job_dir)
 
 
 class _Run:
