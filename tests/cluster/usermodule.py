@@ -12,10 +12,6 @@ import fw_magics as fw
 FACTOR = 10
 
 
-def passthrough(batches):
-    yield from batches
-
-
 def scaled(records):
     for r in records:
         yield (r.k, r.v * FACTOR)
