@@ -84,11 +84,12 @@ def alive(pid: int) -> bool:
     return False
 
 
-def _env() -> dict[str, str]:
+def _env(daemon_memory: str = "256m") -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         SPARK_HOME=spark_home(), PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-        SPARK_DAEMON_MEMORY="256m", SPARK_LOCAL_IP="127.0.0.1", SPARK_NO_DAEMONIZE="1",
+        # the master's and workers' heap; the launcher also gives it to the Connect server's driver
+        SPARK_DAEMON_MEMORY=daemon_memory, SPARK_LOCAL_IP="127.0.0.1", SPARK_NO_DAEMONIZE="1",
         # no REST submission server: it would take the fixed port 6066
         SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
     )
@@ -96,10 +97,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _spawn(cmd: list[str], log: str, cwd: str) -> int:
+def _spawn(cmd: list[str], log: str, cwd: str, daemon_memory: str = "256m") -> int:
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=cwd, env=_env(), start_new_session=True)
+                                cwd=cwd, env=_env(daemon_memory), start_new_session=True)
     return proc.pid
 
 
@@ -264,7 +265,7 @@ def connect_start(state: str = DEFAULT_STATE, master: str = "local[2]", port: in
     with open(log, "ab") as f:
         f.write(f"\n--- starting on port {port} at {time.ctime()}\n".encode())
     info = {"url": f"sc://127.0.0.1:{port}", "port": port, "master": master, "log": log}
-    info["pid"] = _spawn(cmd, log, state)
+    info["pid"] = _spawn(cmd, log, state, daemon_memory="1g")
     _write(path, info)
     try:
         _wait(lambda: port_open(port), f"Spark Connect server on port {port}", [info["pid"]], log, timeout)

@@ -30,28 +30,38 @@ def _can_unshare() -> bool:
     return subprocess.run(["unshare", "--mount", "true"], capture_output=True).returncode == 0
 
 
+#: While developing: ``FW_TEST_CLUSTER=DIR`` reuses (or starts) the cluster and server whose
+#: state is in DIR (``scripts/cluster.py start --state DIR --private DIR/driver-only``) and
+#: leaves them running; stop them with ``scripts/cluster.py stop --state DIR``.
+REUSE = os.environ.get("FW_TEST_CLUSTER")
+
+
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory):
-    state = str(tmp_path_factory.mktemp("standalone"))
+    state = REUSE or str(tmp_path_factory.mktemp("standalone"))
     private = os.path.join(state, "driver-only") if _can_unshare() else None
-    atexit.register(cluster_script.stop, state)
+    if not REUSE:
+        atexit.register(cluster_script.stop, state)
     try:
         info = cluster_script.start(state, workers=2, private=private)
         yield info
     finally:
-        cluster_script.stop(state)
+        if not REUSE:
+            cluster_script.stop(state)
 
 
 @pytest.fixture(scope="session")
 def connect_server(cluster, tmp_path_factory):
     """A Spark Connect server in its own process, its executors on the standalone cluster."""
-    state = str(tmp_path_factory.mktemp("connect"))
-    atexit.register(cluster_script.connect_stop, state)
+    state = REUSE or str(tmp_path_factory.mktemp("connect"))
+    if not REUSE:
+        atexit.register(cluster_script.connect_stop, state)
     try:
         info = cluster_script.connect_start(state, master=cluster["master"])
         yield dict(info, state=state)
     finally:
-        cluster_script.connect_stop(state)
+        if not REUSE:
+            cluster_script.connect_stop(state)
 
 
 def backend_env(cluster=None, connect=None) -> dict[str, str]:
