@@ -3,14 +3,16 @@
 It runs the runtime tests' three-vertex job against ``SPARK_REMOTE``; a task of the last
 vertex kills the server (PID) with SIGKILL. The client catches the failure, writes
 ``CONTROL/failed``, waits for ``CONTROL/restarted`` (the test starts the server again on the
-same port), opens a new session and runs the same job again in this same process: it must
-resume. Prints the result as JSON.
+same port), stops the dead session, opens a new one and runs the same job again in this same
+process: it must resume. Prints the result as JSON.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import signal
 import sys
 import time
 
@@ -39,6 +41,7 @@ def job(markers: str, kill_pid: int | None = None):
 
 def main() -> None:
     job_dir, markers, control, server_pid = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stuck client shows where it is
     first = fw.get_spark()
     try:
         fw.execute(job(markers, kill_pid=server_pid), job_dir=job_dir, job_name="sales")
@@ -48,10 +51,10 @@ def main() -> None:
         with open(os.path.join(control, "failed"), "w") as f:
             f.write(f"{type(error).__name__}: {first_line[:300]}")
     wait_for(os.path.join(control, "restarted"))
-    from pyspark.sql import SparkSession
-
-    # the old session died with its server: a new one, in this same process
-    spark = SparkSession.builder.remote(os.environ["SPARK_REMOTE"]).create()
+    # the old session died with its server: stop it (releases nothing, clears it as the active
+    # session) and let fw-magics open a new one, in this same process
+    first.stop()
+    spark = fw.get_spark()
     stream = job(markers)
     assert stream.spark is spark and spark is not first, "the new session is the one fw-magics uses"
     result = fw.execute(stream, job_dir=job_dir, job_name="sales")

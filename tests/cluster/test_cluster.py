@@ -70,6 +70,12 @@ def test_core_cases_and_cluster_cases_under_the_separate_connect_server(cluster,
     assert passed(proc) >= 40
 
 
+def test_execute_failover_and_the_widgets_task_progress_under_the_separate_connect_server(cluster, connect_server):
+    proc = run_pytest(backend_env(cluster, connect_server), "tests/runtime/test_execute.py",
+                      "tests/widgets/test_with_spark.py::test_a_view_follows_execute_live")
+    assert passed(proc) >= 9
+
+
 def test_connect_server_killed_during_execute_then_restarted_and_the_same_client_resumes(
         cluster, connect_server, tmp_path):
     env = backend_env(cluster, connect_server)
