@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -115,8 +114,18 @@ def test_connect_server_killed_during_execute_then_restarted_and_the_same_client
 def test_cluster_script_stop_is_idempotent_and_by_pid(tmp_path):
     assert cluster_script.stop(str(tmp_path)) == []
     assert cluster_script.connect_stop(str(tmp_path)) is None
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    (tmp_path / "cluster.json").write_text(json.dumps({"pids": [sleeper.pid]}))
-    assert cluster_script.stop(str(tmp_path), grace=5) == [sleeper.pid]
-    assert sleeper.wait(timeout=10) == -signal.SIGTERM
+    polite = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    stubborn = subprocess.Popen(  # ignores SIGTERM: stop must escalate to SIGKILL after the grace period
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                               "print('ready', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert polite.stdout.readline().strip() == stubborn.stdout.readline().strip() == "ready"
+    (tmp_path / "cluster.json").write_text(json.dumps({"pids": [polite.pid, stubborn.pid]}))
+    started = time.monotonic()
+    assert sorted(cluster_script.stop(str(tmp_path), grace=2)) == sorted([polite.pid, stubborn.pid])
+    assert time.monotonic() - started < 15  # not the sleepers' 60 s
+    assert not cluster_script.alive(polite.pid) and not cluster_script.alive(stubborn.pid)
     assert not (tmp_path / "cluster.json").exists() and cluster_script.stop(str(tmp_path)) == []
+    for proc in (polite, stubborn):
+        proc.wait(timeout=10)  # already reaped by stop(): nothing left running
