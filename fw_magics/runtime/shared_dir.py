@@ -14,7 +14,9 @@ where the directory is shared by construction: no probe there.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import uuid
 
 from ..errors import JobDirNotSharedError
@@ -81,6 +83,9 @@ def check_shared(spark, root: str) -> None:
                 message = "a task wrote there but the driver cannot see what it wrote"
     finally:
         storage.remove_tree(folder)
+        if storage.local:  # the empty parent too (another probe's files keep it)
+            with contextlib.suppress(OSError):
+                os.rmdir(storage.path(PROBE_DIR))
     if message != "ok":
         raise JobDirNotSharedError(f"job directory {root} is not shared by the driver and Spark's executors: "
                                    f"{message}; {ADVICE}")
