@@ -12,6 +12,7 @@ from .errors import (
     JobDirNotSharedError,
     JobLockedError,
     JobLockLostError,
+    JobStorageError,
     ResumeError,
     SparkUnavailableError,
 )
@@ -42,7 +43,8 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "JobDirNotSharedError", "JobLockedError", "JobLockLostError", "KeyedPartitionWindowedStream", "KeyedStream", "Order", "PartitionWindowedStream",
+    "JobDirNotSharedError", "JobLockedError", "JobLockLostError", "JobStorageError", "KeyedPartitionWindowedStream",
+    "KeyedStream", "Order", "PartitionWindowedStream",
     "Record", "ResumeError", "SparkUnavailableError", "execute", "from_dataframe", "from_pandas",
     "from_records", "get_spark",
 ]

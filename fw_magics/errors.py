@@ -8,11 +8,13 @@ names the culprit; the ``%%fullwindow`` magic turns any of them into one ``Usage
 * ``ResumeError``: a resume that is refused because of what the job directory holds (no event
   log to resume, a log recorded for another graph): a state conflict, not a misuse;
 * ``JobLockedError``: another live process is running the job;
+* ``JobStorageError``: the job directory cannot be written (a full disk, a read-only
+  folder); when a job's own failure came first, the message names both;
 * ``SparkUnavailableError``: Spark cannot start on this machine (no or wrong Java);
 * ``GraphvizNotFound``: Graphviz's ``dot`` is not installed (as the graphviz package's
   ``ExecutableNotFound``).
 
-The last four are also ``RuntimeError``, as they were before the family existed.
+The last five are also ``RuntimeError``, as they were before the family existed.
 ``fw_magics.testing.InjectedFailure`` is deliberately outside the family: it stands for a
 failure of the user's own code, which keeps its traceback and goes through failover like any
 other; the magic must not shorten it to one line.
@@ -51,6 +53,10 @@ class JobLockedError(FwMagicsError, RuntimeError):
 
 class JobLockLostError(JobLockedError):
     """This process held the job's lock and lost it to another process while running."""
+
+
+class JobStorageError(FwMagicsError, RuntimeError):
+    """The job directory cannot be written or read as a run needs (a full disk, a read-only folder)."""
 
 
 class JobDirNotSharedError(FwMagicsError, RuntimeError):

@@ -21,10 +21,30 @@ def parse_schema(schema, spark, what: str = "schema") -> T.StructType:
             f"got {type(schema).__name__} {schema!r}"
         )
     try:
-        return spark.createDataFrame([], schema).schema
+        parsed = spark.createDataFrame([], schema).schema
     except Exception as error:  # Spark's ParseException / AnalysisException
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise FullWindowError(f"{what} {schema!r} is not valid DDL: {first}") from None
+        raise FullWindowError(f"{what} {schema!r:.80} is not valid DDL: {first}") from None
+    _refuse_duplicates(parsed.names, spark, f"{what} {schema!r:.80}")
+    return parsed
+
+
+def _refuse_duplicates(names: list[str], spark, where: str) -> None:
+    """One line when two columns share a name (or differ only in case, unless Spark is case-sensitive)."""
+    seen: dict[str, str] = {}
+    for name in names:
+        key = name.lower()
+        if key in seen and (seen[key] == name or not _case_sensitive(spark)):
+            also = "" if seen[key] == name else f" (also as {name!r})"
+            raise FullWindowError(f"{where} names the column {seen[key]!r} twice{also}; accepted: distinct column names")
+        seen.setdefault(key, name)
+
+
+def _case_sensitive(spark) -> bool:
+    try:
+        return str(spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+    except Exception:  # a session that cannot say: Spark's default
+        return False
 
 
 def nullable(schema: T.StructType) -> T.StructType:

@@ -24,7 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: notebooks and tests sit on top.
 LAYERS = {
     "fw_magics.errors": 1, "fw_magics.records": 1, "fw_magics.convert": 1, "fw_magics.session": 1,
-    "fw_magics.schema": 1, "fw_magics.functions": 1, "fw_magics.keycodec": 1,
+    "fw_magics.schema": 1, "fw_magics.functions": 1, "fw_magics.keycodec": 1, "fw_magics.fingerprint": 1,
     "fw_magics.shipping": 1,
     "fw_magics.graph": 2, "fw_magics.state": 2,
     "fw_magics.failover": 3, "fw_magics.recovery": 3, "fw_magics.streams": 3,

@@ -141,6 +141,7 @@ class RecoveryPanel(W.VBox):
             "failed": "failed (its last event is job_failed)",
             "running": f"running now in pid {job.holder.get('pid') if job.holder else '?'}",
             "interrupted": "interrupted: the process running it died before the job ended",
+            "damaged": f"damaged: {job.problem}",
         }[job.status]
         return (f"<span class='fw-status' data-status='{job.status}'><b>{html.escape(job.name)}</b>: "
                 f"{html.escape(words)}</span> ({len(job.events)} events in {html.escape(job.root)})")
@@ -182,6 +183,11 @@ class RecoveryPanel(W.VBox):
         self.resume_button.disabled = self.stream is None
         if job.status in ("finished", "running"):
             self.message.value = f"Nothing to resume: the job is {job.status}."
+        elif job.status == "damaged":
+            self.message.value = html.escape(
+                f"The panel cannot resume this job: {job.problem}. Run the cell that builds its DataStream with "
+                f"execute(job_name={job.name!r}, resume='repair') to re-derive the graph from it and keep the "
+                "finished work, or with resume='never' (or Discard) to start afresh.")
         elif self.stream is None:
             cell = job.cell
             where = (f" It was submitted from the cell:<pre>{html.escape(cell.strip()[:600])}</pre>" if cell else "")

@@ -10,10 +10,10 @@ Pure Python, no Spark::
     g.chains(), g.result_type("source", "sort"), g.pipelined_regions(), g.job_vertices()
 """
 
-from .job_vertices import JobVertex, subtask_inputs, vertex_index, vertex_name
-from .model import MODES, PATTERNS, RESULTS, Edge, JobGraph, Operator, OperatorAttributes
+from .job_vertices import JobVertex, SubtaskInputs, subtask_inputs, vertex_index, vertex_name
+from .model import MAX_PARALLELISM, MODES, PATTERNS, RESULTS, Edge, JobGraph, Operator, OperatorAttributes
 
 __all__ = [
-    "MODES", "PATTERNS", "RESULTS", "Edge", "JobGraph", "JobVertex", "Operator", "OperatorAttributes",
-    "subtask_inputs", "vertex_index", "vertex_name",
+    "MAX_PARALLELISM", "MODES", "PATTERNS", "RESULTS", "Edge", "JobGraph", "JobVertex", "Operator",
+    "OperatorAttributes", "SubtaskInputs", "subtask_inputs", "vertex_index", "vertex_name",
 ]

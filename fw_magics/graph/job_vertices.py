@@ -14,9 +14,11 @@ Spark steps that compute it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from ..errors import FullWindowError
+from .connections import producers
 
 _NAME = re.compile(r"v(0|[1-9][0-9]*)")
 
@@ -60,16 +62,64 @@ def job_vertices(graph) -> tuple[JobVertex, ...]:
     return tuple(vertices)
 
 
-def subtask_inputs(graph) -> tuple[list[tuple[str, int]], dict]:
+def subtask_inputs(graph) -> tuple[list[tuple[str, int]], SubtaskInputs]:
     """Every job-vertex subtask ``(name, i)`` in vertex order, and the subtasks each one reads.
 
     Subtask ``i`` of a vertex reads what subtask ``i`` of its first operator reads from other
-    chains (pointwise ranges or all-to-all, as the graph wires them).
+    chains (pointwise ranges or all-to-all, as the graph wires them). The second value is a
+    read-only mapping computed on demand from those ranges: nothing here expands the p x q
+    pairs of an all-to-all edge (``SubtaskInputs.ranges``).
     """
-    vertex_of = {op: v.name for v in graph.job_vertices() for op in v.operators}
-    subtasks, inputs = [], {}
-    for v in graph.job_vertices():
-        for i in range(v.parallelism):
-            subtasks.append((v.name, i))
-            inputs[(v.name, i)] = [(vertex_of[op], j) for (op, j), _ in graph.producers_of((v.operators[0], i))]
-    return subtasks, inputs
+    inputs = SubtaskInputs(graph)
+    return list(inputs), inputs
+
+
+class SubtaskInputs(Mapping):
+    """Each job-vertex subtask's producers, ``(vertex, subtask)`` -> list of ``(vertex, subtask)``.
+
+    Held as one entry per edge between job vertices, so it is as small as the graph; a
+    planner that walks producers should use ``ranges(subtask)`` (one ``range`` per input
+    edge, the same object size for every consumer of an all-to-all edge) and
+    ``consumed(subtask)`` rather than expanding the lists.
+    """
+
+    def __init__(self, graph):
+        vertices = graph.job_vertices()
+        vertex_of = {op: v.name for v in vertices for op in v.operators}
+        self._parallelism = {v.name: v.parallelism for v in vertices}
+        self._edges = {
+            v.name: tuple((vertex_of[e.source], e.pattern, graph.operator(e.source).parallelism, v.parallelism)
+                          for e in graph.edges if e.target == v.operators[0])
+            for v in vertices
+        }
+        self._consumed = {source for edges in self._edges.values() for source, _, _, _ in edges}
+
+    def ranges(self, subtask) -> list[tuple[str, range]]:
+        """The producers of ``subtask`` as (job vertex, range of its subtasks), one per input edge."""
+        name, i = subtask
+        return [(source, producers(pattern, i, p, q)) for source, pattern, p, q in self._edges.get(name, ())]
+
+    def consumed(self, subtask) -> bool:
+        """Whether any subtask reads ``subtask``'s result (every subtask of a vertex with consumers is read)."""
+        return subtask[0] in self._consumed
+
+    def __contains__(self, subtask) -> bool:
+        try:
+            name, i = subtask
+        except (TypeError, ValueError):
+            return False
+        return (name in self._parallelism and isinstance(i, int) and not isinstance(i, bool)
+                and 0 <= i < self._parallelism[name])
+
+    def __getitem__(self, subtask) -> list[tuple[str, int]]:
+        if subtask not in self:
+            raise KeyError(subtask)
+        return [(source, j) for source, span in self.ranges(subtask) for j in span]
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        for name, parallelism in self._parallelism.items():
+            for i in range(parallelism):
+                yield (name, i)
+
+    def __len__(self) -> int:
+        return sum(self._parallelism.values())

@@ -28,6 +28,12 @@ from .job_vertices import JobVertex, job_vertices
 MODES = ("batch", "streaming")
 PATTERNS = ("pointwise", "all_to_all")
 RESULTS = ("pipelined", "blocking")
+#: The most subtasks an operator may have: Flink's upper bound of max parallelism (2^15).
+MAX_PARALLELISM = 1 << 15
+#: What ``from_json`` reads at most (a graph read back from a job directory is untrusted):
+#: operators, edges, and execution vertices over all operators.
+MAX_JSON_OPERATORS = 1000
+MAX_JSON_EXECUTION_VERTICES = 1 << 20
 
 _OPERATOR_KEYS = ("name", "parallelism", "kind", "chainable", "output_only_after_end_of_stream",
                   "internal_sorter_supported")
@@ -122,7 +128,10 @@ class JobGraph:
                 f"(existing: {', '.join(self._operators)})"
             )
         if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
-            raise FullWindowError(f"parallelism {parallelism!r} of operator {name!r}; accepted: an integer >= 1")
+            raise FullWindowError(f"parallelism {parallelism!r:.40} of operator {name!r}; accepted: an integer >= 1")
+        if parallelism > MAX_PARALLELISM:
+            raise FullWindowError(f"parallelism {parallelism} of operator {name!r}; accepted: at most "
+                                  f"{MAX_PARALLELISM} (Flink's upper bound of max parallelism)")
         if attributes is None:
             attributes = OperatorAttributes()
         elif not isinstance(attributes, OperatorAttributes):
@@ -382,16 +391,32 @@ class JobGraph:
 
     @classmethod
     def from_json(cls, text: str) -> JobGraph:
-        """The graph ``to_json`` wrote; anything else is refused with a one-line error."""
+        """The graph ``to_json`` wrote; anything else is refused with a one-line error.
+
+        The text may come from a job directory, so its size is bounded too: at most
+        ``MAX_JSON_OPERATORS`` operators and edges and ``MAX_JSON_EXECUTION_VERTICES``
+        execution vertices, each operator's parallelism at most ``MAX_PARALLELISM``.
+        """
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise FullWindowError("job graph JSON is nested too deep; accepted: the text of to_json()") from None
         except (TypeError, ValueError) as error:
-            raise FullWindowError(f"job graph JSON does not parse ({error}); accepted: the text of to_json()") from None
+            raise FullWindowError(f"job graph JSON does not parse ({str(error)[:80]}); "
+                                  "accepted: the text of to_json()") from None
         _expect_keys(data, _GRAPH_KEYS, "the job graph")
         if not isinstance(data["operators"], list) or not isinstance(data["edges"], list):
             raise FullWindowError(
                 "job graph JSON: 'operators' and 'edges' must be lists; accepted: the text of to_json()"
             )
+        if len(data["operators"]) > MAX_JSON_OPERATORS or len(data["edges"]) > MAX_JSON_OPERATORS:
+            raise FullWindowError(f"job graph JSON with {len(data['operators'])} operators and {len(data['edges'])} "
+                                  f"edges; accepted: at most {MAX_JSON_OPERATORS} of each")
+        total = sum(o.get("parallelism") if isinstance(o, dict) and isinstance(o.get("parallelism"), int) else 0
+                    for o in data["operators"])
+        if total > MAX_JSON_EXECUTION_VERTICES:
+            raise FullWindowError(f"job graph JSON with {total} execution vertices; accepted: at most "
+                                  f"{MAX_JSON_EXECUTION_VERTICES}")
         graph = cls(mode=data["mode"], chaining=data["chaining"])
         for k, o in enumerate(data["operators"]):
             _expect_keys(o, _OPERATOR_KEYS, f"operator {k}")

@@ -13,6 +13,7 @@ import contextlib
 import html
 import inspect
 import io
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ from ..errors import did_you_mean
 from ..functions import Order
 from ..schema import resolve_field
 from ..streams import DataStream, from_dataframe, from_pandas
-from .grammar import Aggregate, AggregateCalls, Call, Command, Function, Map, Reduce, Sort, Stage
+from .grammar import Aggregate, AggregateCalls, Call, Command, Function, Map, Reduce, Sort, Stage, _cut, _q
 
 ACCEPTED_INPUT = "a Spark DataFrame, a pandas DataFrame or a DataStream"
 
@@ -58,7 +59,7 @@ def as_stream(value, what: str) -> DataStream:
     """The input as a DataStream: Spark DataFrames and pandas DataFrames are wrapped."""
     kind = _kind(value)
     if kind is None:
-        raise UsageError(f"{what} is a {type(value).__name__}, not {ACCEPTED_INPUT}")
+        raise UsageError(f"{_cut(what)} is a {type(value).__name__}, not {ACCEPTED_INPUT}")
     return {"stream": lambda v: v, "spark": from_dataframe, "pandas": from_pandas}[kind](value)
 
 
@@ -124,11 +125,12 @@ def lookup(fn: Function, namespace: dict, filename: Callable[[str], str]):
     else:
         functions = [n for n, v in namespace.items() if callable(v) and not n.startswith("_")]
         hint = did_you_mean(head, functions, otherwise="; define it in this cell or an earlier one")
-        raise UsageError(f"fn={fn.text}: no {head!r} in the notebook{hint}")
+        raise UsageError(f"fn={_cut(fn.text)}: no {_q(head)} in the notebook{hint}")
     for depth, attribute in enumerate(rest, start=1):
         if not hasattr(value, attribute):
             hint = did_you_mean(attribute, [a for a in dir(value) if not a.startswith("_")])
-            raise UsageError(f"fn={fn.text}: {'.'.join([head, *rest[:depth - 1]])!r} has no attribute {attribute!r}{hint}")
+            raise UsageError(f"fn={_cut(fn.text)}: {_q('.'.join([head, *rest[:depth - 1]]))} has no attribute "
+                             f"{_q(attribute)}{hint}")
         value = getattr(value, attribute)
     return value
 
@@ -146,16 +148,43 @@ def aggregate_column(call: Call, stream: DataStream):
         inspect.signature(function).bind(*args)
     except TypeError:
         wanted = ", ".join(p.name if p.kind is not p.VAR_POSITIONAL else f"*{p.name}" for p in parameters)
-        raise UsageError(f"{call}: {call.name} takes ({wanted}); got {len(args)} argument(s)") from None
+        raise UsageError(f"{_cut(call)}: {call.name} takes ({wanted}); got {len(args)} argument(s)") from None
     resolved = []
     for position, arg in enumerate(args):
         parameter = parameters[min(position, len(parameters) - 1)]
         is_column = "ColumnOrName" in str(parameter.annotation)
+        got = _q(arg) if isinstance(arg, str) else _cut(repr(arg))
         if is_column != isinstance(arg, str) or arg == "*":
             wanted = "a column name" if is_column else "a number or true/false"
-            raise UsageError(f"{call}: argument {parameter.name!r} takes {wanted}; got {arg!r}")
+            raise UsageError(f"{_cut(call)}: argument {parameter.name!r} takes {wanted}; got {got}")
+        wanted = _literal_kinds(parameter.annotation)
+        if not _literal_fits(arg, wanted, is_column):  # true for a count, 2.5 for a whole number, ...
+            raise UsageError(f"{_cut(call)}: argument {parameter.name!r} takes {wanted}; got {got}")
         resolved.append(resolve_field(stream.schema, arg, what="column")[0] if is_column else arg)
-    return function(*resolved), f"F.{call.name}({', '.join(map(repr, resolved))})"
+    try:  # Spark checks the rest (a classic session at once, through py4j): one line either way
+        column = function(*resolved)
+    except Exception as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise UsageError(f"{_cut(call)}: {_cut(first)}") from None
+    return column, f"F.{call.name}({', '.join(map(repr, resolved))})"
+
+
+def _literal_kinds(annotation) -> str:
+    """What a literal argument of a Spark function accepts, from its annotation: for messages."""
+    text = str(annotation)
+    kinds = [word for word, pattern in (("true/false", r"\bbool\b"), ("a whole number", r"\bint\b"),
+                                        ("a number", r"\bfloat\b")) if re.search(pattern, text)]
+    return " or ".join(kinds) or "a number or true/false"
+
+
+def _literal_fits(value, wanted: str, is_column: bool) -> bool:
+    if is_column:
+        return True
+    if isinstance(value, bool):
+        return "true/false" in wanted
+    if isinstance(value, int):
+        return "number" in wanted
+    return "a number" in wanted.replace("a whole number", "")
 
 
 # -- --explain ---------------------------------------------------------------------------

@@ -47,6 +47,29 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _INTEGER = re.compile(r"[+-]?\d+\Z", re.ASCII)
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z", re.ASCII)
 _PIPE = object()  # the token between stages
+#: How much of a user's token a message quotes; longer ones are cut with "...".
+QUOTE_LIMIT = 60
+#: The most digits an integer in a line may have (a position, a count, an argument).
+MAX_DIGITS = 18
+
+
+def _q(text) -> str:
+    """``text`` quoted for a message, cut to about QUOTE_LIMIT characters."""
+    text = str(text)
+    return repr(text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT - 3] + "...")
+
+
+def _cut(text) -> str:
+    """``text`` unquoted for a message, cut to about QUOTE_LIMIT characters."""
+    text = str(text)
+    return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT - 3] + "..."
+
+
+def _integer(text: str, what: str) -> int:
+    """A whole number of at most MAX_DIGITS digits, or a one-line UsageError."""
+    if len(text.lstrip("+-")) > MAX_DIGITS:
+        raise UsageError(f"{what} {_q(text)} has {len(text.lstrip('+-'))} digits; accepted: at most {MAX_DIGITS}")
+    return int(text)
 
 
 # -- the command --------------------------------------------------------------------------
@@ -175,10 +198,10 @@ def parse(line: str) -> Command:
         elif token.startswith("-"):
             name, equals, inline = token.partition("=")
             if name not in OPTIONS:
-                raise _unknown(f"unknown option {token!r}", name, OPTIONS, "options are: key=COL, " + ", ".join(OPTIONS))
+                raise _unknown(f"unknown option {_q(token)}", name, OPTIONS, "options are: key=COL, " + ", ".join(OPTIONS))
             if name in FLAGS:
                 if equals:
-                    raise UsageError(f"{name} takes no value; got {token!r}")
+                    raise UsageError(f"{name} takes no value; got {_q(token)}")
                 _once(options, name, token)
                 options[name] = True
                 continue
@@ -231,12 +254,12 @@ def tokenize(text: str) -> list:
                 depth += 1
             elif char == ")":
                 if depth == 0:
-                    raise UsageError(f"unmatched ')' in {_word_at(text, index)!r}")
+                    raise UsageError(f"unmatched ')' in {_q(_word_at(text, index))}")
                 depth -= 1
             current.append(char)
         index += 1
     if depth:
-        raise UsageError(f"unclosed '(' in {''.join(current)!r}")
+        raise UsageError(f"unclosed '(' in {_q(''.join(current))}")
     if current:
         tokens.append("".join(current))
     return tokens
@@ -279,7 +302,7 @@ def _split_stages(words: list) -> list[list[str]]:
 def _stage(words: list[str]) -> Stage:
     operation, arguments = words[0], words[1:]
     if operation not in OPERATIONS:
-        raise _unknown(f"unknown operation {operation!r}", operation, OPERATIONS, "operations are: " + ", ".join(OPERATIONS))
+        raise _unknown(f"unknown operation {_q(operation)}", operation, OPERATIONS, "operations are: " + ", ".join(OPERATIONS))
     if operation == "sort":
         return _sort(arguments)
     if operation == "aggregate" and arguments and not _keyword(arguments[0]):
@@ -309,11 +332,11 @@ def _keywords(operation: str, arguments: list[str]) -> dict[str, str]:
         if name is None or name not in accepted:
             label = f"{name}=" if name else word
             if operation == "aggregate" and name is None and "(" in word:
-                raise UsageError(f"unexpected {word!r} in aggregate; use either fn=NAME or Spark aggregates such as sum(qty), not both")
+                raise UsageError(f"unexpected {_q(word)} in aggregate; use either fn=NAME or Spark aggregates such as sum(qty), not both")
             listing = f"{operation} takes: " + " ".join(f"{a}=" for a in accepted)
-            raise _unknown(f"unexpected {label!r} in {operation}", label, [f"{a}=" for a in accepted] + ["key="], listing)
+            raise _unknown(f"unexpected {_q(label)} in {operation}", label, [f"{a}=" for a in accepted] + ["key="], listing)
         if name in values:
-            raise UsageError(f"{name}= given twice in {operation}")
+            raise UsageError(f"{_cut(name)}= given twice in {operation}")
         values[name] = word[len(name) + 1:]
     return values
 
@@ -328,14 +351,14 @@ def _sort(arguments: list[str]) -> Sort:
             ordered = False
         elif name is None and word.lower() in ORDERS:
             if not keys:
-                raise UsageError(f"{word!r} must follow a field: sort field=F {word}")
+                raise UsageError(f"{_q(word)} must follow a field: sort field=F {word}")
             if ordered:
-                raise UsageError(f"two orders for field={_value(keys[-1][0])}: {keys[-1][1]!r} and {word!r}")
+                raise UsageError(f"two orders for field={_cut(_value(keys[-1][0]))}: {keys[-1][1]!r} and {word!r}")
             keys[-1] = (keys[-1][0], word.lower())
             ordered = True
         else:
             label = f"{name}=" if name else word
-            raise _unknown(f"unexpected {label!r} in sort", label, ["field=", *ORDERS, "key="], "sort takes: field=F [asc|desc] ...")
+            raise _unknown(f"unexpected {_q(label)} in sort", label, ["field=", *ORDERS, "key="], "sort takes: field=F [asc|desc] ...")
     if not keys:
         raise UsageError("sort needs field=F (a 0-based position or a column name), e.g. sort field=price desc")
     return Sort(tuple(keys))
@@ -347,12 +370,12 @@ def _aggregate_calls(arguments: list[str]) -> AggregateCalls:
         name, paren, rest = word.partition("(")
         if _keyword(word) is not None:
             raise UsageError(
-                f"unexpected {word!r} in aggregate; use either fn=NAME or Spark aggregates such as sum(qty), not both"
+                f"unexpected {_q(word)} in aggregate; use either fn=NAME or Spark aggregates such as sum(qty), not both"
             )
         if not paren or not rest.endswith(")") or not _IDENTIFIER.match(name):
-            raise UsageError(f"unexpected {word!r} in aggregate; write Spark aggregates as name(column), e.g. sum(qty) count() max(price)")
+            raise UsageError(f"unexpected {_q(word)} in aggregate; write Spark aggregates as name(column), e.g. sum(qty) count() max(price)")
         if name not in AGGREGATES:
-            raise _unknown(f"unknown aggregate {name!r}", name, AGGREGATES, "Spark aggregates include: sum, count, min, max, avg, collect_list, first")
+            raise _unknown(f"unknown aggregate {_q(name)}", name, AGGREGATES, "Spark aggregates include: sum, count, min, max, avg, collect_list, first")
         calls.append(Call(name, tuple(_call_argument(a, word) for a in _split_commas(rest[:-1], word))))
     return AggregateCalls(tuple(calls))
 
@@ -362,8 +385,8 @@ def _call_argument(text: str, word: str) -> str | int | float | bool:
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
     if _NUMBER.match(text):
-        return int(text) if _INTEGER.match(text) else float(text)
-    return _name(text, f"argument of {word!r}")
+        return _integer(text, f"argument of {_cut(word)}") if _INTEGER.match(text) else float(text)
+    return _name(text, f"argument of {_q(word)}")
 
 
 def _split_commas(text: str, where: str) -> list[str]:
@@ -388,7 +411,7 @@ def _split_commas(text: str, where: str) -> list[str]:
         index += 1
     parts.append(current.strip())
     if not all(parts):
-        raise UsageError(f"empty item in {where!r}")
+        raise UsageError(f"empty item in {_q(where)}")
     return parts
 
 
@@ -403,7 +426,7 @@ def _name(text: str, what: str) -> str:
     """A column name: bare, or quoted when it has spaces or punctuation."""
     value, quoted = _unquote(text)
     if not quoted and any(q in value for q in "\"'"):
-        raise UsageError(f"misplaced quote in {text!r}; quote the whole {what}")
+        raise UsageError(f"misplaced quote in {_q(text)}; quote the whole {what}")
     if not value:
         raise UsageError(f"empty {what}")
     return value
@@ -413,7 +436,7 @@ def _field(text: str) -> int | str:
     if not text:
         raise UsageError("field= needs a 0-based position or a column name, e.g. field=price or field=2")
     if _INTEGER.match(text):
-        return int(text)
+        return _integer(text, "field=")
     return _name(text, "field name")
 
 
@@ -429,12 +452,16 @@ def _function(text: str) -> Function:
         try:
             node = ast.parse(value.strip(), mode="eval").body
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-            raise UsageError(f"fn={text} is not valid Python: {getattr(error, 'msg', error)}") from None
+            raise UsageError(f"fn={_cut(text)} is not valid Python: {_cut(getattr(error, 'msg', error))}") from None
         if not isinstance(node, ast.Lambda):
-            raise UsageError(f"fn={text}: a quoted fn= must be a lambda, e.g. fn=\"lambda rs: ...\"")
+            raise UsageError(f"fn={_cut(text)}: a quoted fn= must be a lambda, e.g. fn=\"lambda rs: ...\"")
+        try:  # what only compiling finds (a duplicate argument, a misplaced yield): nothing runs
+            compile(ast.Expression(node), "<fn>", "eval")
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+            raise UsageError(f"fn={_cut(text)} is not valid Python: {_cut(getattr(error, 'msg', error))}") from None
         return Function(value.strip(), is_lambda=True)
     if not all(_IDENTIFIER.match(part) and not keyword.iskeyword(part) for part in value.split(".")):
-        raise UsageError(f"fn={text}: expected a function name (top3, mod.top3) or a quoted lambda")
+        raise UsageError(f"fn={_cut(text)}: expected a function name (top3, mod.top3) or a quoted lambda")
     return Function(value)
 
 
@@ -455,10 +482,10 @@ _OPTION_VALUE = {
 def _option_value(name: str, value: str) -> str | int:
     if name == "--show":
         if not (value.isascii() and value.isdigit()):
-            raise UsageError(f"--show takes {_OPTION_VALUE[name]}; got {value!r}")
-        return int(value)
+            raise UsageError(f"--show takes {_OPTION_VALUE[name]}; got {_q(value)}")
+        return _integer(value, "--show")
     if not _IDENTIFIER.match(value) or keyword.iskeyword(value):
-        raise UsageError(f"{name} takes {_OPTION_VALUE[name]}; got {value!r}")
+        raise UsageError(f"{name} takes {_OPTION_VALUE[name]}; got {_q(value)}")
     return value
 
 

@@ -106,7 +106,8 @@ class FullWindowMagics(Magics):
                 raise UsageError("%fullwindow needs --in NAME (the variable holding the input), or use %%fullwindow with the input as the cell's last expression")
             if command.input not in shell.user_ns:
                 names = [n for n in shell.user_ns if not n.startswith("_")]
-                raise UsageError(f"--in {command.input}: no such variable" + did_you_mean(command.input, names))
+                raise UsageError(f"--in {grammar._cut(command.input)}: no such variable"
+                                 + did_you_mean(command.input, names))
             value, expression, silent = shell.user_ns[command.input], command.input, command.silent
         else:
             if command.input is not None:

@@ -1,32 +1,184 @@
-"""The job events of FLIP-383, as plain JSON-serialisable dicts.
+"""The job events of FLIP-383, as plain JSON-serialisable dicts, and the schema they are read back with.
 
 Each has a ``type`` and a wall-clock ``time``. Replay reads nothing else from disk: no
-pickles, no code.
+pickles, no code. A job directory is untrusted input, so every record read back is checked
+against ``SCHEMA``: one entry per event type, mapping each field to the type it accepts
+(``Optional(...)`` fields may be missing or null, ``Omittable(...)`` ones missing; fields not listed are ignored, so a newer
+writer may add some). ``problem(event)`` says in one phrase what does not fit; the reader
+skips such a record with a warning, as it skips a torn one. To add an event type, add its
+constructor and one ``SCHEMA`` entry.
 """
 
 from __future__ import annotations
 
+import math
+import re
 import time as _time
 
-REQUIRED = {
-    "job_submitted": ("job", "graph", "fingerprint"),
-    "vertex_initialized": ("vertex", "parallelism", "inputs"),
-    "subtask_finished": ("vertex", "subtask", "attempt", "files"),
-    "subtask_reset": ("vertex", "subtask", "reason"),
-    "region_failed": ("region", "vertices", "cause", "attempt"),
-    "region_restarted": ("region", "vertices", "attempt"),
-    "job_finished": (),
-    "job_failed": ("cause",),
+from .paths import result_file
+
+# -- field types ------------------------------------------------------------------------------
+
+
+class Field:
+    """A field's accepted values; ``problem(value)`` is None when ``value`` fits, else why not."""
+
+    what = "a value"
+
+    def problem(self, value) -> str | None:
+        raise NotImplementedError
+
+
+class Text(Field):
+    def __init__(self, limit: int = 1 << 20, pattern: str | None = None, what: str | None = None):
+        self.limit = limit
+        self.pattern = re.compile(pattern) if pattern else None
+        self.what = what or f"a string of at most {limit} characters"
+
+    def problem(self, value):
+        if not isinstance(value, str) or len(value) > self.limit:
+            return self.what
+        if self.pattern is not None and not self.pattern.fullmatch(value):
+            return self.what
+        return None
+
+
+class Integer(Field):
+    def __init__(self, low: int, high: int):
+        self.low, self.high = low, high
+        self.what = f"an integer {low}..{high}"
+
+    def problem(self, value):
+        if isinstance(value, bool) or not isinstance(value, int) or not self.low <= value <= self.high:
+            return self.what
+        return None
+
+
+class Number(Field):
+    def __init__(self, low: float, high: float):
+        self.low, self.high = low, high
+        self.what = f"a number {low:g}..{high:g}"
+
+    def problem(self, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return self.what
+        if not (math.isfinite(value) and self.low <= value <= self.high):
+            return self.what
+        return None
+
+
+class Optional(Field):
+    """Missing, null, or what ``inner`` accepts."""
+
+    def __init__(self, inner: Field):
+        self.inner = inner
+        self.what = f"null or {inner.what}"
+
+    def problem(self, value):
+        return None if value is None else self.inner.problem(value)
+
+
+class Omittable(Optional):
+    """Missing, or what ``inner`` accepts (not null)."""
+
+    def __init__(self, inner: Field):
+        super().__init__(inner)
+        self.what = inner.what
+
+    def problem(self, value):
+        return self.inner.problem(value)
+
+
+class ListOf(Field):
+    def __init__(self, item: Field, limit: int = 1 << 16):
+        self.item, self.limit = item, limit
+        self.what = f"a list of at most {limit} items, each {item.what}"
+
+    def problem(self, value):
+        if not isinstance(value, list) or len(value) > self.limit:
+            return self.what
+        for k, item in enumerate(value):
+            why = self.item.problem(item)
+            if why is not None:
+                return f"a list whose item {k} is {why}"
+        return None
+
+
+class MapOf(Field):
+    def __init__(self, key: Field, value: Field, limit: int = 1 << 16):
+        self.key, self.value, self.limit = key, value, limit
+        self.what = f"an object of at most {limit} entries, {key.what} -> {value.what}"
+
+    def problem(self, value):
+        if not isinstance(value, dict) or len(value) > self.limit:
+            return self.what
+        for k, v in value.items():
+            if self.key.problem(k) is not None or self.value.problem(v) is not None:
+                return f"an object whose entry {k!r:.40} is not {self.key.what} -> {self.value.what}"
+        return None
+
+
+class Record(Field):
+    """An object with exactly these required fields (others ignored)."""
+
+    def __init__(self, fields: dict, what: str):
+        self.fields, self.what = fields, what
+
+    def problem(self, value):
+        if not isinstance(value, dict):
+            return self.what
+        for name, field in self.fields.items():
+            why = field.problem(value.get(name))
+            if why is not None:
+                return f"{self.what} whose {name!r} is not {why}"
+        return None
+
+
+#: Subtask indexes and counts; parallelism is bounded where the graph bounds it.
+INDEX = Integer(0, 2**31 - 1)
+COUNT = Integer(0, 2**63 - 1)
+NAME = Text(200)
+TEXT = Text(1 << 20)
+TIME = Number(0, 253402300799)  # up to the year 9999: anything later is no wall-clock time
+SECONDS = Number(0, 1e9)
+FILE = Record({"path": Text(1024), "size": COUNT, "sha256": Text(128)}, "a file record")
+#: The content fingerprint of a job (``fw_magics.streams.content``): operator -> piece -> digest.
+CONTENT = MapOf(Text(1000), MapOf(Text(40), Text(200), limit=64), limit=1 << 12)
+
+#: Every field every event has.
+COMMON = {"type": Text(64), "time": Omittable(TIME)}
+
+#: One entry per event type: field -> the values it accepts.
+SCHEMA: dict[str, dict[str, Field]] = {
+    "job_submitted": {"job": NAME, "graph": TEXT, "fingerprint": Text(128), "cell": Optional(TEXT),
+                      "content": Optional(CONTENT)},
+    "vertex_initialized": {"vertex": NAME, "parallelism": Integer(1, 2**31 - 1), "inputs": ListOf(NAME)},
+    "subtask_finished": {"vertex": NAME, "subtask": INDEX, "attempt": INDEX, "records_in": Optional(COUNT),
+                         "records_out": Optional(COUNT), "bytes": Optional(COUNT), "duration": Optional(SECONDS),
+                         "files": ListOf(FILE, limit=64)},
+    "subtask_reset": {"vertex": NAME, "subtask": INDEX, "reason": TEXT},
+    "region_failed": {"region": NAME, "vertices": ListOf(Text(300)), "cause": TEXT, "attempt": INDEX},
+    "region_restarted": {"region": NAME, "vertices": ListOf(Text(300)), "attempt": INDEX},
+    "job_finished": {},
+    "job_failed": {"cause": TEXT},
 }
+
+#: The fields each event type must have (the rest are optional).
+REQUIRED = {kind: tuple(n for n, f in fields.items() if not isinstance(f, Optional)) for kind, fields in SCHEMA.items()}
+
+# -- the events -----------------------------------------------------------------------------------
 
 
 def _event(kind: str, **fields) -> dict:
     return {"type": kind, "time": round(_time.time(), 6), **fields}
 
 
-def job_submitted(job, graph_json, fingerprint, cell=None):
-    """``cell``: the notebook cell that submitted the job, if any (the recovery panel quotes it)."""
+def job_submitted(job, graph_json, fingerprint, cell=None, content=None):
+    """``cell``: the notebook cell that submitted the job, if any (the recovery panel quotes it);
+    ``content``: what the results depend on, per operator (``fw_magics.streams.content``)."""
     extra = {} if cell is None else {"cell": cell}
+    if content is not None:
+        extra["content"] = content
     return _event("job_submitted", job=job, graph=graph_json, fingerprint=fingerprint, **extra)
 
 
@@ -59,9 +211,28 @@ def job_failed(cause):
     return _event("job_failed", cause=cause)
 
 
+# -- checking a record read back -------------------------------------------------------------------
+
+
 def problem(event) -> str | None:
-    """Why an event read back cannot be used, or None when it is well-formed."""
-    if not isinstance(event, dict) or event.get("type") not in REQUIRED:
-        return f"unknown event type {event.get('type') if isinstance(event, dict) else type(event).__name__!r}"
-    missing = [key for key in REQUIRED[event["type"]] if key not in event]
-    return f"{event['type']} event without {', '.join(missing)}" if missing else None
+    """Why an event read back cannot be used (one phrase), or None when it fits ``SCHEMA``."""
+    if not isinstance(event, dict):
+        return f"a JSON {type(event).__name__}, not an event object"
+    kind = event.get("type")
+    if not isinstance(kind, str) or kind not in SCHEMA:
+        return f"unknown event type {kind!r:.60}"
+    for name, field in {**COMMON, **SCHEMA[kind]}.items():
+        if name not in event:
+            if isinstance(field, Optional):
+                continue
+            return f"{kind} event without {name!r}"
+        why = field.problem(event.get(name))
+        if why is not None:
+            return f"{kind} event whose {name!r} is {event.get(name)!r:.40}, not {why}"
+    if kind == "subtask_finished":
+        own = result_file(event["vertex"], event["subtask"])
+        for record in event["files"]:
+            if record["path"] != own:
+                return (f"subtask_finished event of {event['vertex']}[{event['subtask']}] naming the file "
+                        f"{record['path']!r:.80}, not its result file {own!r}")
+    return None

@@ -42,6 +42,7 @@ import time
 import warnings
 
 from ..errors import JobLockedError, JobLockLostError
+from .filesystem import local_path
 
 try:
     import fcntl
@@ -91,7 +92,7 @@ class JobLock:
     """``job_dir/LOCK`` with our pid, host, token and a heartbeat refreshed every ``stale_after / 3`` s."""
 
     def __init__(self, job_dir: str, stale_after: float = 30.0):
-        self.dir = job_dir.replace("file://", "")
+        self.dir = local_path(job_dir)  # file:/p, file:///p and file://localhost/p are all /p
         self.path = os.path.join(self.dir, "LOCK")
         self.stale_after = stale_after
         self.host = socket.gethostname()

@@ -10,11 +10,44 @@ that a resumed run reads back.
 
 from __future__ import annotations
 
+import os
 import re
+from urllib.parse import urlparse
 
 from ..errors import FullWindowError
+from .filesystem import local_path
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .\-]{0,199}")
+_SLUG = re.compile(r"[^A-Za-z0-9_.]+")
+_ACCEPTED_DIR = "a path (str or os.PathLike) or a URI (file:///p, hdfs://..., s3a://...)"
+
+
+def job_directory(job_dir) -> str:
+    """``job_dir`` checked and normalised: a local one as an absolute plain path, a URI as given.
+
+    ``file:/p``, ``file:///p`` and ``file://localhost/p`` all mean ``/p``, for the lock and
+    the files alike; anything but a str or an os.PathLike is refused in one line.
+    """
+    given = job_dir
+    if isinstance(job_dir, os.PathLike):
+        job_dir = os.fspath(job_dir)
+    if not isinstance(job_dir, str) or not job_dir.strip() or "\x00" in job_dir:
+        raise FullWindowError(f"job_dir {given!r:.80} ({type(given).__name__}); accepted: {_ACCEPTED_DIR}")
+    scheme = urlparse(job_dir).scheme
+    if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
+        try:
+            return os.path.abspath(local_path(job_dir))
+        except ValueError as error:
+            raise FullWindowError(f"job_dir {job_dir!r:.80}: {error}") from None
+    return job_dir.rstrip("/")
+
+
+def default_job_name(operator: str, fingerprint: str) -> str:
+    """The job name used when none is given: the last operator's name as a slug, and a short hash
+    of the graph ("map_partition-summarize-1a2b3c4d"); the same pipeline gets the same name in
+    any process, a changed graph a new one."""
+    slug = _SLUG.sub("-", operator).strip("-.")[:60].strip("-.") or "job"
+    return f"{slug}-{fingerprint[:8]}"
 
 
 def safe_job_path(job_dir: str, job_name) -> str:

@@ -16,6 +16,7 @@ class JobState:
     job: str | None = None
     fingerprint: str | None = None
     graph: str | None = None
+    content: dict | None = None  # what the results depend on, per operator; None: not recorded
     parallelism: dict = field(default_factory=dict)
     finished: dict = field(default_factory=dict)  # (vertex, subtask) -> its subtask_finished event
     status: str = "running"  # running | finished | failed
@@ -34,6 +35,7 @@ def replay(events: Iterable[dict]) -> JobState:
         kind = event["type"]
         if kind == "job_submitted":
             state.job, state.graph, state.fingerprint = event["job"], event["graph"], event["fingerprint"]
+            state.content = event.get("content")
             state.status = "running"
         elif kind == "vertex_initialized":
             state.parallelism[event["vertex"]] = event["parallelism"]
@@ -72,10 +74,23 @@ def decide_resume(vertices: list, producers: Mapping, state: JobState,
     is needed: a finished intermediate whose consumers are all kept is kept unchecked, so a
     resume never re-hashes the large early results that nothing reads again.
 
-    ``file_problem(record)`` is None when a recorded result file is intact, else why not.
+    ``file_problem(record)`` is None when a recorded result file is intact, else why not; a
+    finished subtask that recorded no file has nothing to read back ("no result file recorded").
+
+    ``producers`` maps each subtask to the subtasks it reads. A ``graph.SubtaskInputs`` is
+    walked by its ranges, each distinct range once, so an all-to-all edge costs p + q steps,
+    never p x q; any other mapping is walked pair by pair.
     """
     vertices = [tuple(v) for v in vertices]
-    consumed = {tuple(p) for ps in producers.values() for p in ps}
+    ranges = getattr(producers, "ranges", None)
+    if ranges is None:
+        consumed_set = {tuple(p) for ps in producers.values() for p in ps}
+        consumed = consumed_set.__contains__
+
+        def ranges(vertex):
+            return [(p[0], range(p[1], p[1] + 1)) for p in map(tuple, producers.get(vertex, ()))]
+    else:
+        consumed = producers.consumed
     problems: dict = {}
 
     def problem_of(vertex) -> str | None:
@@ -83,21 +98,28 @@ def decide_resume(vertices: list, producers: Mapping, state: JobState,
         if event is None:
             return "unfinished"
         if vertex not in problems:
-            problems[vertex] = next(filter(None, map(file_problem, event.get("files", []))), None)
+            files = event.get("files") or []
+            problems[vertex] = (next(filter(None, map(file_problem, files)), None) if files
+                                else "no result file recorded")
         return problems[vertex]
 
     reasons = {}
     for vertex in vertices:
-        why = "unfinished" if vertex not in state.finished else None if vertex in consumed else problem_of(vertex)
+        why = "unfinished" if vertex not in state.finished else None if consumed(vertex) else problem_of(vertex)
         if why is not None:
             reasons[vertex] = why
     stack = list(reasons)
+    walked = set()
     while stack:
         vertex = stack.pop()
-        for producer in producers.get(vertex, ()):
-            producer = tuple(producer)
-            if producer not in reasons and (why := problem_of(producer)) is not None:
-                reasons[producer] = why
-                stack.append(producer)
+        for source, span in ranges(vertex):
+            if (source, span.start, span.stop) in walked:
+                continue
+            walked.add((source, span.start, span.stop))
+            for j in span:
+                producer = (source, j)
+                if producer not in reasons and (why := problem_of(producer)) is not None:
+                    reasons[producer] = why
+                    stack.append(producer)
     rerun = set(reasons)
     return ResumeDecision(keep=set(vertices) - rerun, rerun=rerun, reasons=reasons, problems=problems)

@@ -6,15 +6,28 @@ own. A job vertex runs as one Spark job over the subtasks still to do, each task
 its committed result file; a consumer starts only after its producer's results and
 finished events are durable. After a kernel or driver restart, the same call replays the
 event log, keeps every finished subtask whose files are intact, and runs only the rest.
+
+What a resume may keep is decided by two fingerprints recorded in the job's first event:
+the graph's (operators, parallelism, edges: a change is refused in one line) and the
+content's (``fw_magics.streams.content``: the source's rows, plan or files, each
+function's code and closure, keys, sort fields, aggregates, schemas). A content change
+that touches only job vertices with nothing finished is simply run; one that would leave
+stale finished results runs the job afresh when it was finished and ``resume="auto"``,
+and is refused in one line otherwise (``docs/recovery.md``).
 """
 
 from __future__ import annotations
 
+import errno
 import functools
+import math
 import os
+import stat
+import sys
 import time
+import warnings
 
-from ..errors import FullWindowError, ResumeError, error_summary
+from ..errors import FullWindowError, JobLockedError, JobStorageError, ResumeError, did_you_mean, error_summary
 from ..failover import (
     FailoverStrategy,
     FixedDelayRestart,
@@ -24,11 +37,13 @@ from ..failover import (
 )
 from ..graph import JobGraph, subtask_inputs
 from ..recovery import JobEventStore, JobLock, decide_resume, events, replay, safe_job_path
-from ..recovery.filesystem import Storage
+from ..recovery.content import affected_vertices, compare
+from ..recovery.filesystem import Storage, UnsafeFile
 from ..recovery.integrity import file_intact
-from ..recovery.paths import RESULTS
+from ..recovery.paths import RESULTS, default_job_name, job_directory
 from ..schema import arrow_schema
 from ..streams.arrow_calls import map_in_arrow
+from ..streams.content import job_content
 from ..streams.job_graph import build_graph
 from . import hooks, progress
 from .job_result import JobResult
@@ -36,8 +51,10 @@ from .result_files import META_SCHEMA, committed, read_results, write_partition
 from .shared_dir import check_shared
 from .vertices import SparkVertex, spark_vertices
 
-RESUME_MODES = ("auto", "never", "require")
+RESUME_MODES = ("auto", "never", "require", "repair")
 FAILOVER_MODES = ("region", "full")
+#: What the lock's first write fails with in a folder this process cannot write.
+_CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 def default_job_dir() -> str:
@@ -46,25 +63,85 @@ def default_job_dir() -> str:
 
 
 def execute(stream, job_dir=None, job_name=None, failover="region", restart=None, resume="auto") -> JobResult:
-    """Run ``stream`` as a recoverable batch job; see the module docstring."""
-    if failover not in FAILOVER_MODES:
-        raise FullWindowError(f"unknown failover {failover!r}; accepted: {', '.join(FAILOVER_MODES)}")
-    if resume not in RESUME_MODES:
-        raise FullWindowError(f"unknown resume {resume!r}; accepted: {', '.join(RESUME_MODES)}")
-    job_name = stream.name if job_name is None else job_name
-    root = safe_job_path(_absolute(job_dir or default_job_dir()), job_name)
+    """Run ``stream`` as a recoverable batch job; see the module docstring.
+
+    Every option is checked before anything runs (one line each). In a job directory this
+    process cannot write, a finished and unchanged job is read back without the lock
+    (nothing runs, nothing is written); anything that would have to run is refused.
+    """
+    failover = _mode(failover, FAILOVER_MODES, "failover")
+    resume = _mode(resume, RESUME_MODES, "resume")
+    restart = restart_strategy(restart)
+    job_dir = job_directory(default_job_dir() if job_dir is None else job_dir)
     graph = build_graph(stream)
-    run = _Run(stream, graph, root, job_name, failover, restart or FixedDelayRestart())
-    with JobLock(root):
+    if job_name is None:
+        job_name = default_job_name(stream.name, graph.fingerprint())
+    root = safe_job_path(job_dir, job_name)
+    _refuse_linked_folder(root)
+    run = _Run(stream, graph, root, job_name, failover, restart)
+    lock = JobLock(root)
+    try:
+        lock.acquire()
+    except OSError as error:
+        if error.errno not in _CANNOT_WRITE or not run.storage.local:
+            raise
+        return run.read_back(resume, error)
+    try:
         check_shared(stream.spark, root)  # on a cluster: before anything is written or run
-        return run.execute(resume)
+        result = run.execute(resume)
+    except BaseException:
+        lock.__exit__(*sys.exc_info())  # releases; a lost lock only warns: the job's own error says more
+        raise
+    lock.release()
+    return result
 
 
-def _absolute(job_dir) -> str:
-    """A relative local path made absolute here, on the driver: executors resolve paths
-    against their own working directories, which are not the notebook's."""
-    job_dir = os.fspath(job_dir)
-    return job_dir if "://" in job_dir or job_dir.startswith("file:") else os.path.abspath(job_dir)
+def _mode(value, accepted: tuple, what: str) -> str:
+    if not isinstance(value, str) or value not in accepted:
+        hint = did_you_mean(value, accepted) if isinstance(value, str) else ""
+        raise FullWindowError(f"unknown {what} {value!r:.60}{hint}; accepted: {', '.join(accepted)}")
+    return value
+
+
+def restart_strategy(restart) -> RestartBackoffTimeStrategy:
+    """``restart`` checked: None (the default FixedDelayRestart()) or an object with the
+    RestartBackoffTimeStrategy methods; anything else is one line naming what is missing."""
+    if restart is None:
+        return FixedDelayRestart()
+    accepted = ("accepted: FixedDelayRestart(...), FailureRateRestart(...), ExponentialDelayRestart(...) "
+                "from fw_magics.failover, or an object with notify_failure(), can_restart() and backoff")
+    if isinstance(restart, type):
+        raise FullWindowError(f"restart={restart.__name__} is a class; {accepted} (an instance, e.g. "
+                              f"{restart.__name__}())")
+    missing = [name for name in ("notify_failure", "can_restart") if not callable(getattr(restart, name, None))]
+    if not hasattr(type(restart), "backoff") and "backoff" not in getattr(restart, "__dict__", {}):
+        missing.append("backoff")
+    if missing:
+        raise FullWindowError(f"restart={restart!r:.60} ({type(restart).__name__}) is not a restart strategy: "
+                              f"it has no {', '.join(missing)}; {accepted}")
+    return restart
+
+
+def _refuse_linked_folder(root: str) -> None:
+    storage = Storage(root)
+    if not storage.local:
+        return
+    try:
+        mode = os.lstat(storage.base).st_mode
+    except OSError:
+        return
+    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+        what = "a symbolic link" if stat.S_ISLNK(mode) else "not a folder"
+        raise JobStorageError(f"the job folder {storage.base} is {what}; fw-magics never follows links in a job "
+                              "directory: remove it, or choose another job_name")
+
+
+def _both(job_name: str, error: BaseException, storage: BaseException) -> str:
+    """One line with both causes: the job's own failure and the job directory's."""
+    cause = storage.__cause__ if storage.__cause__ is not None else storage
+    return (f"job {job_name!r} failed: {error_summary(error, 300)}; and then writing its job events failed too: "
+            f"{error_summary(cause, 300)}")
+
 
 
 class _Run:
@@ -84,34 +161,45 @@ class _Run:
         self.regions_run: list[frozenset] = []
         self.attempts = 0
         self.files: dict[tuple[str, int], dict] = {}
+        self.content: dict | None = None
+        self.afresh: str | None = None  # why the recorded run was set aside, when it was
+        self.notes: list[str] = []
+
+    @property
+    def where(self) -> str:
+        return f"job {self.job_name!r} in {self.root}"
 
     # -- the job ---------------------------------------------------------------------------
 
     def execute(self, resume: str) -> JobResult:
         previous = [] if resume == "never" else self.store.read_events()
         if resume == "never":
-            self.storage.remove_tree(self.storage.path(RESULTS))
-            self.storage.remove_tree(self.storage.path("events"))
-        if resume == "require" and not previous:
+            self._clear()
+        if resume in ("require", "repair") and not previous:
             raise ResumeError(
                 f"nothing to resume for job {self.job_name!r} in {self.root}: no event log; "
                 "run with resume='auto' to start it"
             )
         state = replay(previous) if previous else None
-        if state is not None and state.fingerprint != self.graph.fingerprint():
-            changes = JobGraph.from_json(state.graph).diff(self.graph) if state.graph else ["unknown graph"]
-            raise ResumeError(
-                f"job {self.job_name!r} in {self.root} was recorded for a different graph "
-                f"({'; '.join(changes)}); run with resume='never' to start afresh"
-            )
+        self.content = job_content(self.stream)
+        resubmit = False
+        if state is not None:
+            resubmit = self._check_graph(state, resume)
+            action = self._check_content(state, resume)
+            if action == "afresh":
+                self._clear()
+                state = None
+            resubmit = resubmit or action == "resubmit"
         todo = self._todo(state)
         recovered = {(v, i) for v in self.vertices for i in range(v.parallelism) if i not in todo.get(v.index, set())}
         self.store.start()
         hooks.job_started(self, {(v.name, i) for v, i in recovered})
+        failure: BaseException | None = None
         try:
-            if state is None:
+            if state is None or resubmit:
                 self._emit(events.job_submitted(self.job_name, self.graph.to_json(), self.graph.fingerprint(),
-                                                cell=_current_cell()))
+                                                cell=_current_cell(), content=self.content))
+            if state is None:
                 for v in self.vertices:
                     self._emit(events.vertex_initialized(v.name, v.parallelism, v.inputs))
             else:
@@ -123,18 +211,142 @@ class _Run:
             self._emit(events.job_finished())
             self.store.flush()
         except BaseException as error:
+            failure = error
             if not isinstance(error, KeyboardInterrupt):
-                self._emit(events.job_failed(error_summary(error)))
+                try:
+                    self._emit(events.job_failed(error_summary(error)))
+                except JobStorageError as storage:
+                    if not isinstance(error, JobStorageError):
+                        raise JobStorageError(_both(self.job_name, error, storage)) from error
             raise
         finally:
-            self.store.stop()
+            try:
+                self.store.stop()
+            except JobStorageError:
+                if failure is None:
+                    raise
         sink = self.vertices[-1]
         return JobResult(
             stream=self.stream, graph=self.graph, root=self.root, job_name=self.job_name,
             sink=sink, vertices=self.vertices,
             ran={(op, i) for v, i in self.ran for op in self.vertices[v].operators},
             recovered={(op, i) for v, i in recovered for op in v.operators},
-            regions_run=self.regions_run, attempts=self.attempts,
+            regions_run=self.regions_run, attempts=self.attempts, afresh=self.afresh, notes=self.notes,
+        )
+
+    def _clear(self) -> None:
+        """Set the recorded run aside: its results, then its event log."""
+        self.storage.remove_tree(self.storage.path(RESULTS))
+        self.storage.remove_tree(self.storage.path("events"))
+
+    # -- what a resume may keep ------------------------------------------------------------------
+
+    def _check_graph(self, state, resume: str) -> bool:
+        """Refuse a log recorded for another graph; True when ``resume="repair"`` re-derived it."""
+        unreadable = None
+        if state.graph is None:
+            unreadable = "the job's first record is unreadable"
+        else:
+            try:
+                recorded = JobGraph.from_json(state.graph)
+            except FullWindowError as error:
+                unreadable = f"the job's first record is unreadable (its graph: {error})"
+        if unreadable is not None:
+            misfit = self._misfit(state)
+            count = len(state.timeline)
+            if resume == "repair" and misfit is None:
+                state.graph, state.fingerprint, state.content = self.graph.to_json(), self.graph.fingerprint(), None
+                self.notes.append(f"repaired: the graph was re-derived from this stream ({count} records kept)")
+                return True
+            if misfit is None:
+                hint = (f"this stream's graph fits the {count} surviving records: run with resume='repair' to "
+                        "re-derive the graph from it and keep the finished work, or resume='never' to start afresh")
+            else:
+                hint = (f"this stream's graph does not fit the surviving records ({misfit}): run with "
+                        "resume='never' to start afresh")
+            raise ResumeError(f"{self.where}: {unreadable}; {hint}")
+        changes = recorded.diff(self.graph)
+        if changes:
+            raise ResumeError(
+                f"job {self.job_name!r} in {self.root} was recorded for a different graph "
+                f"({'; '.join(changes)}); run with resume='never' to start afresh"
+            )
+        return False
+
+    def _misfit(self, state) -> str | None:
+        """Why the records that survive do not fit this stream's graph, or None when they all do."""
+        vertices = {v.name: v for v in self.graph.job_vertices()}
+        for event in state.timeline:
+            kind, name = event["type"], event.get("vertex")
+            if kind == "vertex_initialized":
+                v = vertices.get(name)
+                if v is None:
+                    return f"it has no job vertex {name!r:.40}"
+                if v.parallelism != event["parallelism"] or list(v.inputs) != event["inputs"]:
+                    return (f"{name} was recorded with parallelism {event['parallelism']} reading "
+                            f"{event['inputs']!r:.60}; this stream's has {v.parallelism} reading {list(v.inputs)}")
+            elif kind in ("subtask_finished", "subtask_reset"):
+                v = vertices.get(name)
+                if v is None or event["subtask"] >= v.parallelism:
+                    return f"it has no subtask {name!r:.40}[{event['subtask']}]"
+        return None
+
+    def _check_content(self, state, resume: str) -> str:
+        """"keep", "resubmit" (record the current content) or "afresh"; a stale resume is refused."""
+        comparison = compare(state.content, self.content)
+        if comparison.unknown and state.finished:
+            note = "finished results kept without checking " + "; ".join(comparison.unknown[:3])
+            self.notes.append(note)
+            warnings.warn(f"{self.where}: {note}", stacklevel=4)
+        if not comparison.changed:
+            return "resubmit" if state.content != self.content else "keep"
+        affected = affected_vertices(self.graph, comparison.operators)
+        stale = [key for key in state.finished if key[0] in affected]
+        if not stale:
+            return "resubmit"  # the changed vertices have not finished anything: they run anyway
+        what = comparison.summary()
+        complete = all(subtask in state.finished for subtask in self.subtasks)
+        if complete and resume == "auto":
+            self.afresh = f"{what} changed since the recorded run"
+            return "afresh"
+        way_out = ("run with resume='auto' or 'never' to run it afresh" if complete else
+                   "run with resume='never' to start afresh, or undo the change to resume it")
+        raise ResumeError(f"{self.where} changed since its recorded run ({what}): {len(stale)} of its finished "
+                          f"subtasks would be stale; {way_out}")
+
+    def read_back(self, resume: str, error: OSError) -> JobResult:
+        """A finished, unchanged job's results from a folder this process cannot write, without the lock."""
+        reason = error.strerror or str(error)
+        if resume == "never":
+            raise JobStorageError(f"{self.where} cannot start afresh: its folder cannot be written ({reason})")
+        previous = self.store.read_events()
+        if not previous:
+            raise JobStorageError(f"{self.where}: nothing recorded to read back, and its folder cannot be written "
+                                  f"({reason}); choose a writable job_dir")
+        holder = JobLock(self.root).held_by()
+        if holder is not None:
+            raise JobLockedError(f"{self.where} is being run by pid {holder.get('pid')} on host "
+                                 f"{holder.get('host')}; wait for it")
+        state = replay(previous)
+        self._check_graph(state, "auto")
+        self.content = job_content(self.stream)
+        comparison = compare(state.content, self.content)
+        if comparison.changed:
+            raise JobStorageError(f"{self.where} changed since its recorded run ({comparison.summary()}) and its "
+                                  f"folder cannot be written ({reason}); run it with a writable job_dir")
+        if comparison.unknown:
+            self.notes.append("finished results kept without checking " + "; ".join(comparison.unknown[:3]))
+        todo = self._todo(state)
+        pending = sum(len(s) for s in todo.values())
+        if pending:
+            raise JobStorageError(f"{self.where} has {pending} subtasks still to run and its folder cannot be "
+                                  f"written ({reason}); copy it to a writable job_dir to resume it")
+        self.notes.append(f"read back without the lock: its folder cannot be written ({reason})")
+        everything = {(op, i) for v in self.vertices for i in range(v.parallelism) for op in v.operators}
+        return JobResult(
+            stream=self.stream, graph=self.graph, root=self.root, job_name=self.job_name,
+            sink=self.vertices[-1], vertices=self.vertices, ran=set(), recovered=everything,
+            regions_run=[], attempts=0, notes=self.notes,
         )
 
     def _todo(self, state) -> dict[int, set[int]]:
@@ -147,7 +359,9 @@ class _Run:
         for name, i in decision.rerun:
             todo.setdefault(index[name], set()).add(i)
         for name, i in decision.keep:
-            self.files[(name, i)] = state.finished[(name, i)]["files"][0]
+            files = state.finished[(name, i)].get("files") or []
+            if files:  # a kept subtask without a file is one nothing reads again
+                self.files[(name, i)] = files[0]
         return todo
 
     # -- scheduling and failover -----------------------------------------------------------------
@@ -157,25 +371,50 @@ class _Run:
             index = min(i for i, pending in todo.items() if pending)
             vertex = self.vertices[index]
             pending = todo.pop(index)
+            self._results_folder(vertex)
             try:
                 self._run_vertex(vertex, pending)
             except Exception as error:
-                done = self._collect_committed(vertex, pending)
-                failed = pending - done
-                restart = self._tasks_to_restart(vertex, failed)
-                self.restart.notify_failure()
-                region = sorted(f"{vertex.name}[{i}]" for i in failed)
-                self._emit(events.region_failed(vertex.name, region, error_summary(error), self.attempts))
-                if not self.restart.can_restart():
-                    self.store.flush()
-                    raise
-                time.sleep(self.restart.backoff)
-                for (name, i) in sorted(restart):
-                    v = next(x for x in self.vertices if x.name == name)
-                    todo.setdefault(v.index, set()).add(i)
-                    self.files.pop((name, i), None)
-                    self._emit(events.subtask_reset(name, i, "restarted by failover"))
-                self._emit(events.region_restarted(vertex.name, sorted(f"{n}[{i}]" for n, i in restart), self.attempts))
+                try:
+                    self._fail_over(vertex, pending, error, todo)
+                except JobStorageError as storage:
+                    if isinstance(error, JobStorageError):
+                        raise
+                    raise JobStorageError(_both(self.job_name, error, storage)) from error
+
+    def _results_folder(self, vertex: SparkVertex) -> None:
+        """Make ``results/<vertex>`` before its tasks write there; a link or a file in the way
+        (a damaged or hostile job directory) is one line, not a task failure retried to exhaustion."""
+        if not self.storage.local:
+            return
+        try:
+            self.storage.make_folders(self.storage.path(RESULTS, vertex.name))
+        except UnsafeFile as error:
+            raise JobStorageError(f"{self.where}: {error}") from None
+
+    def _fail_over(self, vertex: SparkVertex, pending: set[int], error: Exception, todo: dict) -> None:
+        """Record a failed job vertex and schedule what restarts, or re-raise ``error`` when no restart is left."""
+        done = self._collect_committed(vertex, pending)
+        failed = pending - done
+        restart = self._tasks_to_restart(vertex, failed)
+        self.restart.notify_failure()
+        region = sorted(f"{vertex.name}[{i}]" for i in failed)
+        self._emit(events.region_failed(vertex.name, region, error_summary(error), self.attempts))
+        if not self.restart.can_restart():
+            self.store.flush()
+            raise error
+        backoff = self.restart.backoff
+        if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not (
+                math.isfinite(backoff) and backoff >= 0):
+            raise FullWindowError(f"restart strategy {self.restart!r:.60} gave backoff {backoff!r:.40}; "
+                                  "accepted: a number of seconds >= 0") from error
+        time.sleep(backoff)
+        for (name, i) in sorted(restart):
+            v = next(x for x in self.vertices if x.name == name)
+            todo.setdefault(v.index, set()).add(i)
+            self.files.pop((name, i), None)
+            self._emit(events.subtask_reset(name, i, "restarted by failover"))
+        self._emit(events.region_restarted(vertex.name, sorted(f"{n}[{i}]" for n, i in restart), self.attempts))
 
     def _tasks_to_restart(self, vertex: SparkVertex, failed: set[int]) -> set[tuple[str, int]]:
         """Chain subtasks to re-run, from the failover strategy's operator-level answer."""
@@ -239,9 +478,10 @@ class _Run:
             frame, partitions = source.transform(None, None), vertex.parallelism
         else:
             up = self.vertices[vertex.upstream]
-            needed = {producer for i in pending for producer in self.inputs[(vertex.name, i)]}
-            paths = [self.files[(up.name, i)]["path"] if (up.name, i) in needed else None
-                     for i in range(up.parallelism)]
+            needed: set[int] = set()
+            for span in {span for i in pending for _, span in self.inputs.ranges((vertex.name, i))}:
+                needed.update(span)  # each distinct range once: an all-to-all edge is not expanded
+            paths = [self.files[(up.name, i)]["path"] if i in needed else None for i in range(up.parallelism)]
             frame = read_results(self.spark, self.root, paths, up.steps[-1].detail["schema"])
             partitions = up.parallelism
         for step in steps:

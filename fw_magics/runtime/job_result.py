@@ -13,13 +13,19 @@ class JobResult:
 
     ``ran``: the (operator, subtask) execution vertices computed in this process;
     ``recovered``: those kept from an earlier run because their results were intact;
-    ``regions_run``: the pipelined regions scheduled, in order; ``attempts``: Spark jobs run.
+    ``regions_run``: the pipelined regions scheduled, in order; ``attempts``: Spark jobs run;
+    ``afresh``: why a finished run was set aside and the job ran afresh (its rows, a function
+    or another part of its content changed), else None; ``notes``: anything else worth
+    knowing about how the result was obtained (read back without the lock, results kept
+    without a content check). The repr says all of it, with the job's name.
     """
 
-    def __init__(self, *, stream, graph, root, job_name, sink, vertices, ran, recovered, regions_run, attempts):
+    def __init__(self, *, stream, graph, root, job_name, sink, vertices, ran, recovered, regions_run, attempts,
+                 afresh=None, notes=()):
         self.job_name, self.job_dir, self.graph = job_name, root, graph
         self.ran, self.recovered = frozenset(ran), frozenset(recovered)
         self.regions_run, self.attempts = list(regions_run), attempts
+        self.afresh, self.notes = afresh, tuple(notes)
         self._stream, self._sink, self._vertices = stream, sink, vertices
 
     @property
@@ -61,7 +67,9 @@ class JobResult:
         return JobEventStore(Storage(self.job_dir).path("events")).read_events()
 
     def __repr__(self) -> str:
+        extra = ([f"ran afresh: {self.afresh}"] if self.afresh else []) + list(self.notes)
         return (
             f"JobResult({self.job_name!r}: {len(self.ran)} execution vertices ran, "
-            f"{len(self.recovered)} recovered, {self.attempts} Spark jobs)"
+            f"{len(self.recovered)} recovered, {self.attempts} Spark jobs"
+            + "".join(f"; {text}" for text in extra) + ")"
         )

@@ -11,12 +11,16 @@ import functools
 import hashlib
 import itertools
 import json
+import re
 import time
 
 import pyarrow as pa
 
 from ..recovery.filesystem import Storage
+from ..recovery.integrity import MAX_SIDECAR, file_intact, sidecar_problem
 from ..recovery.paths import RESULTS, result_file, result_sidecar
+
+_SIDECAR = re.compile(r"(0|[1-9][0-9]{0,9})\.json")
 
 META_SCHEMA = "subtask int, path string, size long, sha256 string, records long, duration double"
 
@@ -95,7 +99,7 @@ def read_partition(root: str, paths: list[str | None], batches):
         for index in batch.column(0).to_pylist():
             if paths[index] is None:
                 continue
-            with storage.open(storage.path(*paths[index].split("/"))) as f:
+            with storage.open_inside(paths[index]) as f:  # a regular file inside the job, never a link
                 reader = pa.ipc.open_stream(f)
                 yield from reader
 
@@ -107,14 +111,27 @@ def read_results(spark, root: str, paths: list[str | None], schema):
 
 
 def committed(storage: Storage, vertex: str) -> dict[int, dict]:
-    """The sidecars of every committed subtask of a vertex (what survived a failure)."""
+    """The sidecars of every committed subtask of a vertex (what survived a failure).
+
+    A sidecar is read back like any file of the job directory: a regular file, bounded in
+    size, JSON with the fields the runtime writes for that very subtask, and its result file
+    intact; anything else is ignored (that subtask simply runs again).
+    """
     found = {}
-    for name in storage.listdir(storage.path(RESULTS, vertex)):
-        if name.endswith(".json") and name[:-5].isdigit():
-            try:
-                with storage.open(storage.path(RESULTS, vertex, name)) as f:
-                    meta = json.loads(f.read())
-            except (OSError, ValueError):
-                continue
-            found[int(meta["subtask"])] = meta
+    try:
+        names = storage.listdir_inside(f"{RESULTS}/{vertex}")
+    except (OSError, ValueError):
+        return found
+    for name in names:
+        match = _SIDECAR.fullmatch(name)
+        if match is None:
+            continue
+        subtask = int(match.group(1))
+        try:
+            with storage.open_inside(f"{RESULTS}/{vertex}/{name}", max_bytes=MAX_SIDECAR) as f:
+                meta = json.loads(f.read())
+        except (OSError, ValueError, RecursionError):
+            continue
+        if sidecar_problem(meta, vertex, subtask) is None and file_intact(storage, meta) is None:
+            found[subtask] = meta
     return found

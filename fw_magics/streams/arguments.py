@@ -8,6 +8,8 @@ as one line.
 
 from __future__ import annotations
 
+import inspect
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -26,9 +28,27 @@ def writer_for(schema: T.StructType, context: str, declared: T.StructType | None
     return RowWriter(arrow_schema(schema), [f.dataType for f in schema.fields], context, nulls)
 
 
+#: How each operation calls its function, for the arity check and its message.
+CALLS = {"map_partition": "fn(records)", "reduce": "fn(a, b) with two records"}
+
+
 def check_callable(fn, what: str) -> None:
+    """``fn`` is callable, and callable the way ``what`` calls it (when its signature says)."""
     if not callable(fn):
         raise FullWindowError(f"{what} takes a function; got {type(fn).__name__} {fn!r:.60}")
+    call = CALLS.get(what)
+    if call is None:
+        return
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature to read (some builtins, C callables): let it run
+        return
+    try:
+        signature.bind(*[None] * (2 if what == "reduce" else 1))
+    except TypeError:
+        raise FullWindowError(
+            f"{what} function {function_name(fn)!r:.60} takes {str(signature)[:60]}; {what} calls it as {call}"
+        ) from None
 
 
 def function_name(fn) -> str:

@@ -108,12 +108,15 @@ class KeyedPartitionWindowedStream:
         self._keyed = keyed
         self._in = keyed.stream
 
-    def _derive(self, kind: str, label: str, transform, schema, sorter: bool = True) -> DataStream:
+    def _derive(self, kind: str, label: str, transform, schema, sorter: bool = True, identity=None) -> DataStream:
+        """``identity``: what the output depends on besides the graph (fingerprinted by execute())."""
         keyed, parent = self._keyed, self._in
+        key = keyed.selector if keyed.selector is not None else tuple(keyed.columns)
         step = Step(
             name=f"{kind}({label})" if label else kind, kind=kind, parallelism=keyed.parallelism,
             parent=parent.step, keyed_by=tuple(keyed.names) or (keyed.label,),
             output_only_after_end_of_stream=True, internal_sorter_supported=sorter, transform=transform,
+            detail={"identity": {"key": key, **(identity or {})}},
         )
         return parent.derive(lambda: transform(parent.to_dataframe(), parent.num_partitions), step, schema,
                              partitions=keyed.parallelism)
@@ -133,7 +136,8 @@ class KeyedPartitionWindowedStream:
         out = nullable(declared if declared is not None else self._in.schema)
         writer = writer_for(out, f"map_partition function {function_name(fn)!r}", declared)
         op = functools.partial(workers.map_partition, fn, writer, self._keyed.helper_columns)
-        return self._derive("map_partition", function_name(fn), self._per_key(op, out), out)
+        return self._derive("map_partition", function_name(fn), self._per_key(op, out), out,
+                            identity={"function": fn, "declared": declared})
 
     def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
         """Each key's records as one contiguous group, sorted within it by ``field``."""
@@ -159,7 +163,8 @@ class KeyedPartitionWindowedStream:
             def transform(frame, n):
                 return keyed.exchanged(frame).sortWithinPartitions(*key_order, *columns).drop(*keyed.helper_columns)
 
-        return self._derive("sort_partition", describe_sort(field, order), transform, self._in.schema)
+        return self._derive("sort_partition", describe_sort(field, order), transform, self._in.schema,
+                            identity={"sort": (field, order)})
 
     def aggregate(self, agg, schema=None) -> DataStream:
         """One record per key: the key columns, then the aggregate's result."""
@@ -174,7 +179,7 @@ class KeyedPartitionWindowedStream:
 
             _, out = analysed(lambda: transform(self._in.to_dataframe(), None), "aggregate")
             label = ", ".join(out.names[len(keyed.names):])
-            return self._derive("aggregate", label, transform, out)
+            return self._derive("aggregate", label, transform, out, identity={"aggregate": columns})
         agg = as_aggregate_function(agg)
         result = result_schema(agg, schema, self._in.spark)
         key_fields = keyed.key_fields if keyed.selector is None else []
@@ -188,7 +193,8 @@ class KeyedPartitionWindowedStream:
         def transform(frame, n):
             return per_key(frame if used is None else frame.select(*used), n)
 
-        return self._derive("aggregate", type(agg).__name__, transform, out)
+        return self._derive("aggregate", type(agg).__name__, transform, out,
+                            identity={"aggregate": agg, "declared": declared})
 
     def reduce(self, fn) -> DataStream:
         """Fold each key's records with ``fn(a, b)``; one record per key."""
@@ -196,4 +202,4 @@ class KeyedPartitionWindowedStream:
         out = nullable(self._in.schema)
         writer = writer_for(out, f"reduce function {function_name(fn)!r}")
         op = functools.partial(workers.reduce, fn, writer, self._keyed.helper_columns)
-        return self._derive("reduce", function_name(fn), self._per_key(op, out), out)
+        return self._derive("reduce", function_name(fn), self._per_key(op, out), out, identity={"function": fn})

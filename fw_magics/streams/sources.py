@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 
 from ..convert import RowWriter
 from ..errors import FullWindowError
+from ..fingerprint import rows_digest
 from ..schema import arrow_schema, parse_schema
 from ..session import get_spark
 from . import workers
@@ -24,7 +25,8 @@ def from_dataframe(df, name: str | None = None) -> DataStream:
         )
     step = Step(
         name=_name(name, "dataframe"), kind="source", parallelism=None,
-        detail={"streaming": bool(df.isStreaming), "source": "dataframe"}, transform=lambda _, n: df,
+        detail={"streaming": bool(df.isStreaming), "source": "dataframe", "identity": {"dataframe": df}},
+        transform=lambda _, n: df,
     )
     return DataStream(df, df.sparkSession, step, df.schema)
 
@@ -36,6 +38,9 @@ def from_records(records, schema, partitions: int = 4, name: str | None = None) 
     record is checked against ``schema`` (a DDL string or StructType) before any job runs.
     """
     _check_partitions(partitions)
+    if isinstance(records, (str, bytes, dict)) or not hasattr(records, "__iter__"):
+        raise FullWindowError(f"from_records takes an iterable of records (tuples, dicts or records); "
+                              f"got {type(records).__name__} {records!r:.60}")
     spark = get_spark()
     struct = parse_schema(schema, spark)
     writer = RowWriter(arrow_schema(struct), [f.dataType for f in struct.fields], "from_records")
@@ -69,7 +74,8 @@ def _from_table(spark, table: pa.Table, struct, partitions: int, name: str, sour
         functools.partial(workers.emit_chunk, chunks), struct
     )
     step = Step(
-        name=name, kind="source", parallelism=partitions, detail={"source": source, "rows": len(table)},
+        name=name, kind="source", parallelism=partitions,
+        detail={"source": source, "rows": len(table), "identity": {"rows": rows_digest(chunks)}},
         transform=lambda _, n: frame,
     )
     return DataStream(frame, spark, step, struct)

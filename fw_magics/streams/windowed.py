@@ -44,12 +44,13 @@ class PartitionWindowedStream:
     def __init__(self, stream: DataStream):
         self._in = stream
 
-    def _derive(self, kind: str, label: str, transform, schema, sorter: bool = False) -> DataStream:
+    def _derive(self, kind: str, label: str, transform, schema, sorter: bool = False, identity=None) -> DataStream:
+        """``identity``: what the output depends on besides the graph (fingerprinted by execute())."""
         parent = self._in
         step = Step(
             name=f"{kind}({label})" if label else kind, kind=kind, parallelism=parent.step.parallelism,
             parent=parent.step, output_only_after_end_of_stream=True, internal_sorter_supported=sorter,
-            transform=transform,
+            transform=transform, detail={"identity": identity or {}},
         )
         return parent.derive(lambda: transform(parent.to_dataframe(), parent.num_partitions), step, schema,
                              partitions=parent.known_partitions)
@@ -62,7 +63,8 @@ class PartitionWindowedStream:
         out = nullable(declared if declared is not None else self._in.schema)
         writer = writer_for(out, f"map_partition function {function_name(fn)!r}", declared)
         op = functools.partial(workers.map_partition, fn, writer, (), ())
-        return self._derive("map_partition", function_name(fn), lambda frame, n: map_in_arrow(frame, op, out), out)
+        return self._derive("map_partition", function_name(fn), lambda frame, n: map_in_arrow(frame, op, out), out,
+                            identity={"function": fn, "declared": declared})
 
     def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
         """Sort each partition in the JVM (Spark's external sorter; spills, never collects).
@@ -86,7 +88,8 @@ class PartitionWindowedStream:
             def transform(frame, n):
                 return frame.sortWithinPartitions(*columns)
 
-        return self._derive("sort_partition", label, transform, self._in.schema, sorter=True)
+        return self._derive("sort_partition", label, transform, self._in.schema, sorter=True,
+                            identity={"sort": (field, order)})
 
     def aggregate(self, agg, schema=None) -> DataStream:
         """One record per partition: an fw.AggregateFunction's result, or Spark aggregate Columns."""
@@ -103,7 +106,8 @@ class PartitionWindowedStream:
         def transform(frame, n):
             return map_in_arrow(frame if used is None else frame.select(*used), op, out)
 
-        return self._derive("aggregate", type(agg).__name__, transform, out)
+        return self._derive("aggregate", type(agg).__name__, transform, out,
+                            identity={"aggregate": agg, "declared": declared})
 
     def _aggregate_columns(self, columns: list[Column]) -> DataStream:
         pid = F.spark_partition_id().alias(workers.PID_COLUMN)
@@ -130,7 +134,7 @@ class PartitionWindowedStream:
             best = placed.groupBy(key).agg(F.max_by(values, F.col("__fw_present")).alias("__fw_row"))
             return best.select(*[F.col("__fw_row")[name].alias(name) for name in names])
 
-        return self._derive("aggregate", ", ".join(names), transform, out)
+        return self._derive("aggregate", ", ".join(names), transform, out, identity={"aggregate": columns})
 
     def reduce(self, fn) -> DataStream:
         """Fold each partition with ``fn(a, b)``, the first record as the seed; empty -> nothing."""
@@ -138,4 +142,5 @@ class PartitionWindowedStream:
         out = nullable(self._in.schema)
         writer = writer_for(out, f"reduce function {function_name(fn)!r}")
         op = functools.partial(workers.reduce, fn, writer, (), ())
-        return self._derive("reduce", function_name(fn), lambda frame, n: map_in_arrow(frame, op, out), out)
+        return self._derive("reduce", function_name(fn), lambda frame, n: map_in_arrow(frame, op, out), out,
+                            identity={"function": fn})

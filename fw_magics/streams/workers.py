@@ -46,6 +46,11 @@ def map_partition(fn: Callable, writer: RowWriter, drop: Sequence[str], key_valu
     result = fn(batches_records(_drop(batches, drop)))
     if result is None:
         return
+    if isinstance(result, (str, bytes, dict)) or not hasattr(result, "__iter__"):
+        raise FullWindowError(
+            f"{writer.context} returned {type(result).__name__} {result!r:.60}; it must yield records "
+            "(or return a list of them): tuples, dicts or records"
+        )
     yield from writer.batches(result)
 
 

@@ -12,7 +12,8 @@ from fw_magics.recovery import JobLock, JobLockedError, decide_resume, events, r
 
 
 def finished(v, i, ok=True):
-    return events.subtask_finished(v, i, 1, None, 1, 10, 0.1, [{"path": f"{v}/{i}", "size": 10, "sha256": "ok" if ok else "bad"}])
+    return events.subtask_finished(v, i, 1, None, 1, 10, 0.1,
+                                   [{"path": f"results/{v}/{i}.arrow", "size": 10, "sha256": "ok" if ok else "bad"}])
 
 
 def test_replay_tracks_finished_reset_and_status():
@@ -59,7 +60,7 @@ def test_resume_decision_properties(case):
     checked = []
 
     def file_problem(f):
-        checked.append(tuple(f["path"].split("/")))
+        checked.append(tuple(f["path"].removesuffix(".arrow").split("/")[1:]))
         return None if f["sha256"] == "ok" else "result corrupt"
 
     decision = decide_resume(vertices, producers, replay(log), file_problem)
@@ -86,7 +87,7 @@ def test_a_lost_result_nothing_reads_again_is_not_recomputed():
     decision = decide_resume(vertices, producers, replay(log), lambda f: looked.append(f["path"]) or
                        (None if f["sha256"] == "ok" else "result missing"))
     assert decision.rerun == {("v2", 0)} and decision.reasons == {("v2", 0): "unfinished"}
-    assert looked == ["v1/0"]
+    assert looked == ["results/v1/0.arrow"]
     # a lost sink output is the job's output: it runs again, and so does its lost input
     log = [finished("v0", 0, ok=False), finished("v1", 0), finished("v2", 0, ok=False)]
     decision = decide_resume(vertices, producers, replay(log), lambda f: None if f["sha256"] == "ok" else "result missing")
