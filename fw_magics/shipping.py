@@ -81,13 +81,15 @@ def _modules_reached(obj, limit: int = 2000) -> set[str]:
         elif isinstance(item, types.MethodType):
             stack += [item.__func__, item.__self__]
         elif isinstance(item, types.FunctionType):
-            found.add(item.__module__)
+            if isinstance(item.__module__, str):  # None for code made by exec(): pickled by value anyway
+                found.add(item.__module__)
             stack += [c.cell_contents for c in item.__closure__ or () if _filled(c)]
             stack += [*(item.__defaults__ or ()), getattr(item, "__wrapped__", None)]
             if item.__module__ == "__main__" or is_user_module(item.__module__):  # by value: its globals too
                 stack += [item.__globals__[n] for n in _names(item.__code__) if n in item.__globals__]
         elif isinstance(item, type):
-            found.add(item.__module__)
+            if isinstance(item.__module__, str):
+                found.add(item.__module__)
             if is_user_module(item.__module__):
                 stack += [v for v in vars(item).values() if isinstance(v, (types.FunctionType, type))]
                 stack += list(item.__bases__)

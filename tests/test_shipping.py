@@ -36,6 +36,9 @@ def test_modules_are_found_through_wrappers_partials_and_aggregate_instances(mod
     assert module.__name__ in shipping._modules_reached(wrapped)
     assert module.__name__ in shipping._modules_reached(module.Total())
     assert module.__name__ not in shipping._modules_reached(len)
+    made = {}
+    exec("def f(x):\n    return x", made)  # no module at all (__module__ is None): nothing to ship
+    assert shipping.ship_code(made["f"]) == []
 
 
 def test_a_shipped_module_unpickles_where_it_cannot_be_imported(module):
