@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.fw-installed
 
-.PHONY: demo test lint tutorials test-classic test-connect bench deps clean
+.PHONY: demo test test-cluster lint tutorials test-classic test-connect bench deps clean
 
 deps: $(STAMP)
 
@@ -26,8 +26,14 @@ demo: deps
 # Lint (ruff), the whole suite on the embedded classic Spark, then its core cases under Spark Connect.
 test: deps
 	$(PY) -m ruff check --no-cache .
-	$(PY) -m pytest -p no:cacheprovider
+	$(PY) -m pytest -p no:cacheprovider -m "not cluster"
 	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m core -q
+
+# A real standalone cluster (a master, two workers) and a separately started Spark Connect
+# server on this machine, started and stopped by the tests (scripts/cluster.py); CI runs it
+# after `make test` (docs/cluster.md says what it covers and what it costs).
+test-cluster: deps
+	$(PY) -m pytest -p no:cacheprovider -m cluster tests/cluster --durations=10
 
 lint: deps
 	$(PY) -m ruff check --no-cache .

@@ -12,6 +12,7 @@ from .errors import (
     FwMagicsError,
     GraphvizNotFound,
     Interrupted,
+    JobDirNotSharedError,
     JobLockedError,
     JobLockLostError,
     JobStorageError,
@@ -77,8 +78,8 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 __all__ = [
     "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "Interrupted", "JobLockedError", "JobLockLostError", "JobStorageError", "KeyedPartitionWindowedStream",
-    "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor", "Order", "PartitionWindowedStream", "Record",
+    "Interrupted", "JobDirNotSharedError", "JobLockedError", "JobLockLostError", "JobStorageError",
+    "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor", "Order", "PartitionWindowedStream", "Record",
     "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe",
     "from_files", "from_pandas", "from_records", "get_spark", "options",
 ]

@@ -63,6 +63,10 @@ class JobStorageError(FwMagicsError, RuntimeError):
     """The job directory cannot be written or read as a run needs (a full disk, a read-only folder)."""
 
 
+class JobDirNotSharedError(FwMagicsError, RuntimeError):
+    """Spark's executors cannot write the job directory, or the driver cannot read what they wrote."""
+
+
 class SparkUnavailableError(FwMagicsError, RuntimeError):
     """Spark cannot start on this machine (no or wrong Java); the message says what to install."""
 

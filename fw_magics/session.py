@@ -118,6 +118,9 @@ def get_spark(conf: dict[str, str] | None = None):
             return builder.remote(remote).getOrCreate()
     master = os.environ.get("FW_SPARK_MASTER")
     if master:
+        # The executors' Python workers: this interpreter unless told otherwise (the cluster's
+        # nodes need the same Python environment at the same path; see docs/cluster.md).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(master)
         for key, value in (conf or {}).items():
             builder = builder.config(key, value)

@@ -57,6 +57,7 @@ from ..streams.job_graph import build_graph
 from . import hooks, progress
 from .job_result import JobResult
 from .result_files import META_SCHEMA, committed, read_results, write_partition
+from .shared_dir import check_shared
 from .vertices import SparkVertex, spark_vertices
 
 RESUME_MODES = ("auto", "never", "require", "repair")
@@ -96,6 +97,7 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
         return run.read_back(resume, error)
     index.register(root, job_name)  # %fw_recover finds it again after a restart, wherever it ran
     try:
+        check_shared(stream.spark, root)  # on a cluster: before anything is written or run
         result = run.execute(resume)
     except BaseException:
         lock.__exit__(*sys.exc_info())  # releases; a lost lock only warns: the job's own error says more
@@ -149,6 +151,7 @@ def _both(job_name: str, error: BaseException, storage: BaseException) -> str:
     cause = storage.__cause__ if storage.__cause__ is not None else storage
     return (f"job {job_name!r} failed: {error_summary(error, 300)}; and then writing its job events failed too: "
             f"{error_summary(cause, 300)}")
+
 
 
 class _Run:

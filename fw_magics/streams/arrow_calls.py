@@ -13,6 +13,7 @@ import functools
 
 from pyspark.sql import functions as F
 
+from ..shipping import ship_code
 from . import workers
 
 
@@ -29,7 +30,9 @@ def _stand_ins(frame):
 
 
 def map_in_arrow(frame, fn, schema):
-    """``frame.mapInArrow(fn, schema)``, whatever the frame's column names."""
+    """``frame.mapInArrow(fn, schema)``, whatever the frame's column names; the user's own
+    modules ``fn`` reaches travel with it (``fw_magics.shipping``)."""
+    ship_code(fn)
     frame, names = _stand_ins(frame)
     if names is not None:
         fn = functools.partial(workers.with_names, names, fn)
@@ -42,6 +45,7 @@ def apply_in_arrow(frame, key_columns, op, with_key: bool, schema):
     ``key_columns`` are Spark references (backticks where needed, ``a.b`` for a nested
     field), as ``schema.resolve_field`` gives them.
     """
+    ship_code(op)
     frame, names = _stand_ins(frame)
     if names is not None:
         renames = dict(zip(names, frame.columns))

@@ -1,0 +1,131 @@
+"""The same tests on a real standalone cluster and on a Spark Connect server started as its own process.
+
+One cluster (a master, two workers) and one Connect server (its executors on that cluster)
+serve the whole run; each backend gets its own driver in a subprocess. What runs there: the
+core cases, execute() with failover, what a cluster changes (``test_on_any_backend.py``: user
+modules, relative and unshared job directories), the driver killed during a vertex and a new
+driver resuming, and the Connect server killed during execute() and started again while the
+client process lives on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fw_magics import testing
+from tests.runtime import jobs
+
+from .conftest import ROOT, backend_env, cluster_script, run_pytest
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+def passed(proc) -> int:
+    assert proc.returncode == 0, (proc.stdout[-4000:] + proc.stderr[-3000:])
+    found = re.search(r"(\d+) passed", proc.stdout)
+    return int(found.group(1)) if found else 0
+
+
+def test_core_cases_and_cluster_cases_on_the_standalone_cluster(cluster):
+    proc = run_pytest(backend_env(cluster), "-rs", "-m", "core", "tests")
+    assert passed(proc) >= 40
+    assert "FW_TEST_PRIVATE_DIR" not in proc.stdout or cluster["private"] is None  # the unshared-dir case ran
+
+
+def test_execute_and_failover_on_the_standalone_cluster(cluster):
+    proc = run_pytest(backend_env(cluster), "tests/runtime/test_execute.py")
+    assert passed(proc) >= 8
+
+
+def driver(env, job_dir, markers, mode):
+    proc = subprocess.run([sys.executable, "-m", "tests.runtime.jobs", job_dir, markers, mode], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    return proc
+
+
+def test_driver_killed_during_a_vertex_and_a_new_driver_resumes_on_the_cluster(cluster, tmp_path):
+    env = backend_env(cluster)
+    job_dir, markers = str(tmp_path / "jobs"), str(tmp_path / "markers")
+    killed = driver(env, job_dir, markers, "kill-last")
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    reduced_calls = [c for c in testing.calls(markers) if c[0] == "add"]
+    assert reduced_calls, "the middle region ran on the cluster before the kill"
+    resumed = driver(env, job_dir, markers, "clean")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    out = json.loads(resumed.stdout.strip().splitlines()[-1])
+    assert [tuple(r) for r in out["rows"]] == jobs.expected()
+    assert [c for c in testing.calls(markers) if c[0] == "add"] == reduced_calls  # nothing finished ran again
+    assert not any(op.startswith("reduce") or op == "sales" for op, _ in map(tuple, out["ran"]))
+
+
+def test_core_cases_and_cluster_cases_under_the_separate_connect_server(cluster, connect_server):
+    proc = run_pytest(backend_env(cluster, connect_server), "-m", "core", "tests")
+    assert passed(proc) >= 40
+
+
+def test_execute_failover_and_the_widgets_task_progress_under_the_separate_connect_server(cluster, connect_server):
+    proc = run_pytest(backend_env(cluster, connect_server), "tests/runtime/test_execute.py",
+                      "tests/widgets/test_with_spark.py::test_a_view_follows_execute_live")
+    assert passed(proc) >= 9
+
+
+def test_connect_server_killed_during_execute_then_restarted_and_the_same_client_resumes(
+        cluster, connect_server, tmp_path):
+    env = backend_env(cluster, connect_server)
+    job_dir, markers, control = str(tmp_path / "jobs"), str(tmp_path / "markers"), tmp_path / "control"
+    control.mkdir()
+    server = connect_server["pid"]
+    client = subprocess.Popen(
+        [sys.executable, "-m", "tests.cluster.connect_client", job_dir, markers, str(control), str(server)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        while cluster_script.alive(server):  # a task of the last vertex kills it
+            assert client.poll() is None, client.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the server was never killed"
+            time.sleep(0.2)
+        reduced_calls = [c for c in testing.calls(markers) if c[0] == "add"]
+        assert reduced_calls, "the middle region ran before the kill"
+        # started again on the same port while the client still retries its connection
+        again = cluster_script.connect_start(connect_server["state"], master=cluster["master"],
+                                             port=connect_server["port"])
+        connect_server["pid"] = again["pid"]
+        (control / "restarted").touch()
+        out, err = client.communicate(timeout=600)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+    assert client.returncode == 0, err[-3000:]
+    assert (control / "failed").read_text()  # the client saw execute() fail with its server
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["pid"] == client.pid  # the same client process resumed
+    assert [tuple(r) for r in result["rows"]] == jobs.expected()
+    assert [c for c in testing.calls(markers) if c[0] == "add"] == reduced_calls
+    assert not any(op.startswith("reduce") or op == "sales" for op, _ in map(tuple, result["ran"]))
+
+
+def test_cluster_script_stop_is_idempotent_and_by_pid(tmp_path):
+    assert cluster_script.stop(str(tmp_path)) == []
+    assert cluster_script.connect_stop(str(tmp_path)) is None
+    polite = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    stubborn = subprocess.Popen(  # ignores SIGTERM: stop must escalate to SIGKILL after the grace period
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                               "print('ready', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert polite.stdout.readline().strip() == stubborn.stdout.readline().strip() == "ready"
+    (tmp_path / "cluster.json").write_text(json.dumps({"pids": [polite.pid, stubborn.pid]}))
+    started = time.monotonic()
+    assert sorted(cluster_script.stop(str(tmp_path), grace=2)) == sorted([polite.pid, stubborn.pid])
+    assert time.monotonic() - started < 15  # not the sleepers' 60 s
+    assert not cluster_script.alive(polite.pid) and not cluster_script.alive(stubborn.pid)
+    assert not (tmp_path / "cluster.json").exists() and cluster_script.stop(str(tmp_path)) == []
+    for proc in (polite, stubborn):
+        proc.wait(timeout=10)  # already reaped by stop(): nothing left running
