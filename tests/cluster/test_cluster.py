@@ -2,7 +2,7 @@
 
 One cluster (a master, two workers) and one Connect server (its executors on that cluster)
 serve the whole run; each backend gets its own driver in a subprocess. What runs there: the
-core cases, execute() with failover, what a cluster changes (``test_on_any_backend.py``: user
+core cases that depend on where Spark runs (CORE_ON_A_CLUSTER), execute() with failover, what a cluster changes (``test_on_any_backend.py``: user
 modules, relative and unshared job directories), the driver killed during a vertex and a new
 driver resuming, and the Connect server killed during execute() and started again while the
 client process lives on.
@@ -26,6 +26,14 @@ from .conftest import ROOT, backend_env, cluster_script, run_pytest
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
+#: The core cases run on each backend: what a cluster changes (user modules, job directories),
+#: Flink's cases and placement, execute() and the streaming side. The rest of the core cases
+#: (the magic's grammar, errors, display) do not depend on where Spark runs and take most of the
+#: time; `make test` runs all of them in one process and under Spark Connect.
+CORE_ON_A_CLUSTER = ["tests/cluster", "tests/streams/test_flink_cases.py", "tests/streams/test_partitioning.py",
+                     "tests/runtime", "tests/streaming"]
+
+
 def passed(proc) -> int:
     assert proc.returncode == 0, (proc.stdout[-4000:] + proc.stderr[-3000:])
     found = re.search(r"(\d+) passed", proc.stdout)
@@ -33,8 +41,8 @@ def passed(proc) -> int:
 
 
 def test_core_cases_and_cluster_cases_on_the_standalone_cluster(cluster):
-    proc = run_pytest(backend_env(cluster), "-rs", "-m", "core", "tests")
-    assert passed(proc) >= 40
+    proc = run_pytest(backend_env(cluster), "-rs", "-m", "core", *CORE_ON_A_CLUSTER)
+    assert passed(proc) >= 30
     assert "FW_TEST_PRIVATE_DIR" not in proc.stdout or cluster["private"] is None  # the unshared-dir case ran
 
 
@@ -65,8 +73,8 @@ def test_driver_killed_during_a_vertex_and_a_new_driver_resumes_on_the_cluster(c
 
 
 def test_core_cases_and_cluster_cases_under_the_separate_connect_server(cluster, connect_server):
-    proc = run_pytest(backend_env(cluster, connect_server), "-m", "core", "tests")
-    assert passed(proc) >= 40
+    proc = run_pytest(backend_env(cluster, connect_server), "-m", "core", *CORE_ON_A_CLUSTER)
+    assert passed(proc) >= 30
 
 
 def test_execute_failover_and_the_widgets_task_progress_under_the_separate_connect_server(cluster, connect_server):
