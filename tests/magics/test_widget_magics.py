@@ -82,7 +82,7 @@ def test_fw_graph_mistakes_are_one_line(shell):
     assert usage_error(shell, "%fw_graph zzqqxx") == "%fw_graph zzqqxx: no such variable"
     shell.user_ns["answer"] = 42
     assert usage_error(shell, "%fw_graph answer") == (
-        "cannot draw a int; accepted: a DataStream, a JobResult or a JobGraph")
+        "cannot draw a int; accepted: a DataStream, a JobResult, a streaming job (start()) or a JobGraph")
     assert "needs one variable name" in usage_error(shell, "%fw_graph orders ranked")
     assert "needs one variable name" in usage_error(shell, "%fw_graph")
 

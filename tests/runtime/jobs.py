@@ -26,16 +26,45 @@ def summarize(records):
     yield (rows[0].g, len(rows), sum(r.v for r in rows))
 
 
-def three_vertex_job(markers: str, kill_in_last: bool = False, fail=None, state_dir: str | None = None):
-    """The stream; ``fail`` = (subtask, attempts) injects failures into the last vertex."""
+def three_vertex_job(markers: str, kill_in_last: bool = False, fail=None, state_dir: str | None = None,
+                     siblings_first: str | None = None):
+    """The stream; ``fail`` = (subtask, attempts) injects failures into the last vertex.
+
+    ``siblings_first`` (a job directory): the failing subtask fails only once the last vertex's
+    other subtasks have committed there. Without it, a failure can come before they start, and
+    Spark then stops the whole job with them in it: they are not committed and run again.
+    """
     source = fw.from_records(RECORDS, SCHEMA, partitions=4, name="sales")
     reduced = source.key_by("k").full_window_partition().reduce(testing.count_calls(add, markers))
     last = testing.count_calls(summarize, markers)
     if fail is not None:
         last = testing.fail_on_attempts(last, subtask=fail[0], attempts=fail[1], state_dir=state_dir)
+        if siblings_first is not None:
+            last = _after_siblings_committed(last, fail[0], os.path.join(siblings_first, "sales", "results", "v2"))
     if kill_in_last:
         last = testing.kill_driver_during(last, subtask=0)
     return reduced.key_by("g").full_window_partition().map_partition(last, "g long, n long, total double")
+
+
+def _after_siblings_committed(fn, subtask: int, results: str, timeout: float = 60.0):
+    """``fn``, except that partition ``subtask`` first waits until every other partition's sidecar
+    is in ``results`` (the other tasks get the free cores meanwhile)."""
+    import functools
+    import time
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context is not None and context.partitionId() == subtask:
+            others = [os.path.join(results, f"{i}.json") for i in range(context.numPartitions()) if i != subtask]
+            deadline = time.monotonic() + timeout
+            while not all(os.path.exists(p) for p in others) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def expected() -> list[tuple]:

@@ -135,7 +135,8 @@ def test_resume_require_without_a_log(spark, dirs):
 
 def test_region_failing_twice_then_succeeding_under_fixed_delay_3(spark, dirs, tmp_path):
     job_dir, markers = dirs
-    stream = jobs.three_vertex_job(markers, fail=(1, {1, 2}), state_dir=str(tmp_path / "state"))
+    stream = jobs.three_vertex_job(markers, fail=(1, {1, 2}), state_dir=str(tmp_path / "state"),
+                                   siblings_first=job_dir)
     result = fw.execute(stream, job_dir=job_dir, job_name="sales", restart=FixedDelayRestart(attempts=3, delay=0.0))
     assert rows(result) == jobs.expected()
     kinds = [e["type"] for e in result.events()]
