@@ -40,15 +40,16 @@ def three_vertex_job(markers: str, kill_in_last: bool = False, fail=None, state_
     if fail is not None:
         last = testing.fail_on_attempts(last, subtask=fail[0], attempts=fail[1], state_dir=state_dir)
         if siblings_first is not None:
-            last = _after_siblings_committed(last, fail[0], os.path.join(siblings_first, "sales", "results", "v2"))
+            results = os.path.join(siblings_first, "sales", "results", "v2")
+            last = _after_siblings_committed(last, fail[0], [i for i in range(4) if i != fail[0]], results)
     if kill_in_last:
         last = testing.kill_driver_during(last, subtask=0)
     return reduced.key_by("g").full_window_partition().map_partition(last, "g long, n long, total double")
 
 
-def _after_siblings_committed(fn, subtask: int, results: str, timeout: float = 60.0):
-    """``fn``, except that partition ``subtask`` first waits until every other partition's sidecar
-    is in ``results`` (the other tasks get the free cores meanwhile)."""
+def _after_siblings_committed(fn, subtask: int, siblings: list[int], results: str, timeout: float = 60.0):
+    """``fn``, except that partition ``subtask`` first waits until the sidecars of ``siblings`` are
+    in ``results`` (the other tasks get the free cores meanwhile)."""
     import functools
     import time
 
@@ -58,7 +59,7 @@ def _after_siblings_committed(fn, subtask: int, results: str, timeout: float = 6
 
         context = TaskContext.get()
         if context is not None and context.partitionId() == subtask:
-            others = [os.path.join(results, f"{i}.json") for i in range(context.numPartitions()) if i != subtask]
+            others = [os.path.join(results, f"{i}.json") for i in siblings]
             deadline = time.monotonic() + timeout
             while not all(os.path.exists(p) for p in others) and time.monotonic() < deadline:
                 time.sleep(0.05)
