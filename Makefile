@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.fw-installed
 
-.PHONY: demo test test-cluster lint tutorials test-classic test-connect bench deps clean
+.PHONY: demo test test-extended test-cluster test-all lint tutorials bench deps clean
 
 deps: $(STAMP)
 
@@ -26,8 +26,16 @@ demo: deps
 # Lint (ruff), the whole suite on the embedded classic Spark, then its core cases under Spark Connect.
 test: deps
 	$(PY) -m ruff check --no-cache .
-	$(PY) -m pytest -p no:cacheprovider -m "not cluster"
-	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m core -q
+	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended"
+	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m "core and not extended" -q
+
+# The notebook front ends (JupyterLab in Chromium, Kernel > Interrupt) once more, their kernels under
+# Spark Connect; CI runs it after `make test`.
+test-extended: deps
+	$(PY) -m pytest -p no:cacheprovider -m extended --durations=10
+
+# Everything CI runs: make test, then the extended cases and the cluster.
+test-all: test test-extended test-cluster
 
 # A real standalone cluster (a master, two workers) and a separately started Spark Connect
 # server on this machine, started and stopped by the tests (scripts/cluster.py); CI runs it

@@ -1,8 +1,8 @@
 """Tutorial 5 in a real JupyterLab and Chromium: click, what-if, Resume a killed job.
 
-Marked slow; runs once on the embedded classic Spark and once under Spark Connect (the
-kernel inherits SPARK_REMOTE from the server; both servers are shared with the other
-browser tests, see conftest.labs). The classic run also stands for tests/test_tutorials.py's
+Marked slow; runs once on the embedded classic Spark and, in `make test-extended`, once under
+Spark Connect (the kernel inherits SPARK_REMOTE from the server; both servers are shared with
+the other browser tests, see conftest.labs). The classic run also stands for tests/test_tutorials.py's
 run of tutorial 5: the notebook, saved from the page, has no error output (test_tutorials
 leaves tutorial 5 to this module when it runs).
 """
@@ -22,7 +22,8 @@ from .conftest import MODES, READABLE_PX, REPO, TUTORIAL, copy_without_outputs, 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-@pytest.fixture(scope="module", params=list(MODES))
+@pytest.fixture(scope="module", params=[pytest.param(m, marks=pytest.mark.extended) if m == "connect" else m
+                                        for m in MODES])
 def tour(request, labs, browser):
     """Tutorial 5 opened and run top to bottom in JupyterLab; yields (page, root, mode, (base, token))."""
     mode = request.param

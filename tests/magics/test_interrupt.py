@@ -1,8 +1,9 @@
 """Kernel > Interrupt in a real IPython kernel: the Spark jobs stop at once, one line is shown.
 
 Also, in the same kernel (its Spark starts once): the first cell that starts Spark prints
-nothing on stderr (issue 17, item 4). Runs on the embedded classic Spark and under Spark
-Connect (``SPARK_REMOTE=local[2]``: an in-process server, as a notebook user would start it).
+nothing on stderr (issue 17, item 4). Runs on the embedded classic Spark and, in `make
+test-extended`, under Spark Connect (``SPARK_REMOTE=local[2]``: an in-process server, as a
+notebook user would start it).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ print("ready")
 """
 
 
-@pytest.fixture(scope="module", params=list(MODES))
+@pytest.fixture(scope="module", params=[pytest.param(m, marks=pytest.mark.extended) if m == "connect" else m
+                                        for m in MODES])
 def kernel(request, tmp_path_factory):
     """A kernel whose first cell started Spark; yields (kernel, that cell's output, folder, mode)."""
     mode = request.param
