@@ -32,12 +32,14 @@ _LAZY = {
     "DataStream": "streams", "KeyedPartitionWindowedStream": "streams", "KeyedStream": "streams",
     "PartitionWindowedStream": "streams", "StatefulStream": "streams", "OperatorStream": "streams", "from_dataframe": "streams",
     "from_files": "streams", "from_pandas": "streams", "from_records": "streams",
+    "load_savepoint": "streaming.savepoint_files",
 }
 
 if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
     from .functions import AggregateFunction, Order
     from .records import Record
     from .session import get_spark
+    from .streaming.savepoint_files import load_savepoint
     from .streams import (
         DataStream,
         KeyedPartitionWindowedStream,
@@ -85,7 +87,7 @@ __all__ = [
     "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor",
     "OperatorStream", "Order", "PartitionWindowedStream", "ProcessFunction", "Record",
     "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe",
-    "from_files", "from_pandas", "from_records", "get_spark", "options",
+    "from_files", "from_pandas", "from_records", "get_spark", "load_savepoint", "options",
 ]
 
 

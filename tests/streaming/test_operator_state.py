@@ -14,6 +14,7 @@ import pytest
 import fw_magics as fw
 from fw_magics.errors import FullWindowError
 from fw_magics.streaming.savepoint_files import load_savepoint
+from fw_magics.widgets import show_graph
 
 from ..state import reference_state
 from . import functions
@@ -103,6 +104,10 @@ def test_buffering_sink_at_two_restored_at_three_emits_every_value_once(area):
         restored.process_all_available()
         moved = _state(restored.savepoint(), "process(BufferingSink)")
         assert moved == reference_state.redistribute(before, 3, {"buffered": "split"})
+        view = show_graph(restored)  # the widget says where the restored job's units came from
+        assert "Restored at parallelism 3" in view.rescale_text.value
+        rows = view.last_rescale_operators["process(BufferingSink)"]
+        assert [[u for *_, u, new in rows if new == j] for j in range(3)] == [m["buffered"] for m in moved]
         for k in (3, 4, 5):  # one file per subtask: two values each
             area.write(_values([(k, 10 * k), (k, 10 * k + 1)]), "s")
         restored.process_all_available()
