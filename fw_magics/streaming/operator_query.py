@@ -27,7 +27,7 @@ from ..convert import RowWriter
 from ..process_function import OperatorSpec
 from ..records import record_type
 from .changelog import KIND, SEQ, STATE, changelog_schema
-from .files_source import POSITION, SUBTASK
+from .files_source import SUBTASK
 from .operator_core import run_subtask
 from .query import _Out
 
@@ -91,7 +91,7 @@ class OperatorProcessor(StatefulProcessor):
         writer = self._ready()
         subtask = int(key[0])
         cls, width = self.record_class, self.width
-        ordered = sorted(rows, key=lambda row: row[width + 1])  # __fw_pos: the order the source read them
+        ordered = sorted(rows, key=lambda row: row[width + 1])  # __fw_pos (after __fw_subtask): read order
         records = [tuple.__new__(cls, tuple(row)[:width]) for row in ordered]
         text, outputs = run_subtask(self.spec, subtask, self.parallelism, self._stored(), records, _batch_id())
         self.state.update((text,))
@@ -115,4 +115,4 @@ def operator_query_frame(stream, spec: OperatorSpec, output: T.StructType, paral
     )
 
 
-__all__ = ["OPERATOR_VARIABLE", "OperatorProcessor", "POSITION", "initial_state_frame", "operator_query_frame"]
+__all__ = ["OPERATOR_VARIABLE", "OperatorProcessor", "initial_state_frame", "operator_query_frame"]
