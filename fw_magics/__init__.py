@@ -21,6 +21,8 @@ from .errors import (
 )
 from .keyed_process import KeyedProcessFunction, ListStateDescriptor, ValueStateDescriptor
 from .options import options  # eager: a lazy name would be shadowed by the submodule fw_magics.options
+from .process_function import ProcessFunction
+from .state import CheckpointedFunction
 
 #: The public names that need pyarrow or pyspark, and the module each comes from: imported on
 #: first use (``fw.from_records``...), so ``import fw_magics`` and its pure subpackages
@@ -28,18 +30,21 @@ from .options import options  # eager: a lazy name would be shadowed by the subm
 _LAZY = {
     "AggregateFunction": "functions", "Order": "functions", "Record": "records", "get_spark": "session",
     "DataStream": "streams", "KeyedPartitionWindowedStream": "streams", "KeyedStream": "streams",
-    "PartitionWindowedStream": "streams", "StatefulStream": "streams", "from_dataframe": "streams",
+    "PartitionWindowedStream": "streams", "StatefulStream": "streams", "OperatorStream": "streams", "from_dataframe": "streams",
     "from_files": "streams", "from_pandas": "streams", "from_records": "streams",
+    "load_savepoint": "streaming.savepoint_files",
 }
 
 if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
     from .functions import AggregateFunction, Order
     from .records import Record
     from .session import get_spark
+    from .streaming.savepoint_files import load_savepoint
     from .streams import (
         DataStream,
         KeyedPartitionWindowedStream,
         KeyedStream,
+        OperatorStream,
         PartitionWindowedStream,
         StatefulStream,
         from_dataframe,
@@ -77,11 +82,12 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
     return stream.execute(job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
 
 __all__ = [
-    "AggregateFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
+    "AggregateFunction", "CheckpointedFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
     "Interrupted", "JobDirNotSharedError", "JobLockedError", "JobLockLostError", "JobStorageError",
-    "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor", "Order", "PartitionWindowedStream", "Record",
+    "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor",
+    "OperatorStream", "Order", "PartitionWindowedStream", "ProcessFunction", "Record",
     "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe",
-    "from_files", "from_pandas", "from_records", "get_spark", "options",
+    "from_files", "from_pandas", "from_records", "get_spark", "load_savepoint", "options",
 ]
 
 

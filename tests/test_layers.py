@@ -26,7 +26,7 @@ LAYERS = {
     "fw_magics.errors": 1, "fw_magics.actions": 1, "fw_magics.jvm_output": 1, "fw_magics.options": 1,
     "fw_magics.records": 1, "fw_magics.convert": 1, "fw_magics.session": 1,
     "fw_magics.schema": 1, "fw_magics.functions": 1, "fw_magics.keycodec": 1, "fw_magics.fingerprint": 1,
-    "fw_magics.keyed_process": 1, "fw_magics.watermarks": 1, "fw_magics.shipping": 1,
+    "fw_magics.keyed_process": 1, "fw_magics.process_function": 1, "fw_magics.watermarks": 1, "fw_magics.shipping": 1,
     "fw_magics.graph": 2, "fw_magics.state": 2,
     "fw_magics.failover": 3, "fw_magics.recovery": 3, "fw_magics.streams": 3,
     "fw_magics.runtime": 4,
@@ -44,6 +44,7 @@ ALLOWED_LATE = {
     ("fw_magics.streams.datastream", "DataStream.show_graph", "fw_magics.widgets"),
     ("fw_magics.runtime.job_result", "JobResult.show_graph", "fw_magics.widgets"),
     ("fw_magics.streams.stateful", "StatefulStream.start", "fw_magics.streaming"),
+    ("fw_magics.streams.operator_stream", "OperatorStream.start", "fw_magics.streaming"),
 }
 
 #: Pure Python models and the recovery machinery: no Spark (they are tested without starting one).

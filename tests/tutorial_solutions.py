@@ -62,4 +62,11 @@ class Spread(fw.AggregateFunction):
         return [min(x for x in (a[0], b[0]) if x is not None), max(x for x in (a[1], b[1]) if x is not None)]
 ''',
     },
+    "07_rescaling_state": {
+        "exercise": (
+            'partitions = [{"partitions": ["KP1", "KP2"]}, {"partitions": ["KP3"]}, '
+            '{"partitions": ["KP4", "KP5", "KP6", "KP7"]}]\n'
+            'answer = ["KP5", "KP6", "KP7"]'
+        ),
+    },
 }

@@ -4,6 +4,8 @@ Installed as ``fw_magics.widgets`` from the top-level folder ``widgets/``. Graph
 graph out in Python; the front-end code (``static/``) ships in the package: no CDN.
 """
 
+import os
+
 from .graph_view import GraphView
 from .recovery_panel import RecoveryPanel
 
@@ -24,14 +26,32 @@ def show_graph(value, title: str | None = None) -> GraphView:
         return view
     if isinstance(value, JobGraph):
         return GraphView(value, title=title)
-    if type(value).__name__ == "StreamingJob" and hasattr(value, "job_graph"):  # no import of the streaming side
-        from .stream_status import stream_status
-
-        view = GraphView(value.graph, title=title or f"streaming job {value.job_name!r}")
-        view.show_stream(stream_status(value.events()), graph=value.job_graph())
-        return view
+    if _is_streaming_job(value):
+        return _streaming_view(value, title)
     raise TypeError(f"cannot draw a {type(value).__name__}; accepted: a DataStream, a JobResult, a streaming job "
                     "(start()) or a JobGraph")
+
+
+def _is_streaming_job(value) -> bool:
+    """A StreamingJob (or its OperatorJob), recognised without importing the streaming side."""
+    return any(cls.__name__ == "StreamingJob" and cls.__module__ == "fw_magics.streaming.job"
+               for cls in type(value).__mro__)
+
+
+def _streaming_view(job, title) -> GraphView:
+    """A running or finished streaming job: its phase, and its savepoints in the rescale what-if; for a
+    job restored from a savepoint, where its operator state came from, at once."""
+    from fw_magics.streaming.savepoint_files import list_savepoints
+
+    from .stream_status import stream_status
+
+    view = GraphView(job.graph, title=title or f"streaming job {job.job_name!r}")
+    view.show_stream(stream_status(job.events()), graph=job.job_graph())
+    restored = job.log.restored_from
+    view.offer_savepoints(([restored] if restored else []) + list_savepoints(job.storage.base), job.parallelism)
+    if restored and os.path.isdir(restored):
+        view.rescale_savepoint(restored, job.parallelism, restored=True)
+    return view
 
 
 __all__ = ["GraphView", "RecoveryPanel", "show_graph"]

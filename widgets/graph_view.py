@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-import json
+import os
 
 import ipywidgets as W
 
@@ -12,6 +12,7 @@ from fw_magics.graph.render import counted, legend_html, node_ids, summary, to_h
 from . import live
 from .canvas import GraphCanvas
 from .model import operator_info, operator_states, vertex_states, what_if
+from .rescale_view import RescaleControls, rescale_rows, table_html
 
 STATE_LEGEND = (
     "Outline and badge give each operator's state in a run: "
@@ -23,13 +24,6 @@ STATE_LEGEND = (
 )
 
 
-def _unit(unit) -> str:
-    """A state unit in one cell: a split's file (and whether it was read), else its JSON."""
-    if isinstance(unit, dict) and "file" in unit:
-        return f"{unit['file']} ({'read' if unit.get('read') else 'to read'})"
-    return json.dumps(unit)[:80]
-
-
 def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
@@ -39,7 +33,8 @@ class GraphView(W.VBox):
 
     Click an operator (or ``select(name)``) to see its attributes; pick a subtask to fail
     (or ``what_if(name, subtask)``) to see what region failover and restart-all restart.
-    While ``execute()`` runs a job with this graph in this kernel, operators show their
+    Given savepoints (``offer_savepoints``, done by ``show_graph(job)``), pick one and a
+    parallelism (or ``rescale_savepoint(path, n)``) to see where each state unit goes. While ``execute()`` runs a job with this graph in this kernel, operators show their
     live state and record counts.
     """
 
@@ -81,6 +76,8 @@ class GraphView(W.VBox):
         self.rescale_text = W.HTML("")
         self.rescale_text.add_class("fw-rescale-result")
         self.last_rescale = None
+        self.last_rescale_operators = None
+        self.rescale_controls = RescaleControls(lambda path, n: self.rescale_savepoint(path, n))
         self.fail_operator.observe(self._on_fail_operator, "value")
         self.fail_button.on_click(lambda _: self.what_if(self.fail_operator.value, self.fail_subtask.value))
         self.clear_button.on_click(lambda _: self.clear())
@@ -90,7 +87,7 @@ class GraphView(W.VBox):
                           layout=W.Layout(flex_flow="row wrap", align_items="center"))
         controls.add_class("fw-whatif-controls")
         super().__init__([self.header, self.legend, self.canvas, self.stream_panel, self.details, controls,
-                          self.whatif_text, self.rescale_text])
+                          self.whatif_text, self.rescale_controls, self.rescale_text])
         self.add_class("fw-graph-view")
         if follow:
             live.watch(self)
@@ -186,28 +183,45 @@ class GraphView(W.VBox):
         go to which new subtask, as a table under the graph.
 
         ``snapshots``: one operator's subtask snapshots (``{name: {"mode", "units"}}`` per old
-        subtask), e.g. ``load_savepoint(path).operator_state["files(orders)"]``. Returns the rows
+        subtask), e.g. ``fw.load_savepoint(path).operator_state["files(orders)"]``. Returns the rows
         ``(state, mode, old subtask, unit, new subtask)``; the moves come from
         ``fw_magics.state.assignment`` (Flink's round-robin repartitioner).
         """
-        from fw_magics.state import assignment
-        from fw_magics.state.snapshots import subtask_modes
-
-        modes = subtask_modes(snapshots)
-        old = [{name: entry["units"] for name, entry in snapshot.items()} for snapshot in snapshots]
-        rows = []
-        for name, per_new in assignment(old, new_parallelism, modes).items():
-            for new, positions in enumerate(per_new):
-                rows.extend((name, modes[name], s, old[s][name][k], new) for s, k in positions)
+        rows = rescale_rows(snapshots, new_parallelism)
         self.last_rescale = rows
-        body = "".join(
-            f"<tr><td>{html.escape(n)}</td><td>{m}</td><td>{s}</td><td>{html.escape(_unit(u))}</td><td>{t}</td></tr>"
-            for n, m, s, u, t in rows)
-        self.rescale_text.value = (
-            f"<b>Restore at parallelism {new_parallelism}</b> (from {len(snapshots)}): "
-            "<table class='fw-rescale'><tr><th>state</th><th>mode</th><th>old subtask</th><th>unit</th>"
-            f"<th>new subtask</th></tr>{body}</table>")
+        self.rescale_text.value = (f"<b>Restore at parallelism {new_parallelism}</b> (from {len(snapshots)}): "
+                                   + table_html(rows))
         return rows
+
+    def offer_savepoints(self, paths, parallelism: int | None = None) -> None:
+        """Show the rescale row with ``paths`` (savepoint directories) to choose from."""
+        self.rescale_controls.offer(paths, parallelism)
+
+    def rescale_savepoint(self, path, new_parallelism: int, restored: bool = False) -> dict:
+        """The rescale what-if of every operator with state in the savepoint at ``path``.
+
+        Returns ``{operator: rows}`` (rows as :meth:`rescale_what_if`'s), draws one table per
+        operator, and badges each operator on the graph ``state p -> n``. ``restored``: the job
+        shown *was* restored from it at ``new_parallelism`` (the table says where its units came from).
+        """
+        from fw_magics.streaming.savepoint_files import load_savepoint
+
+        savepoint = load_savepoint(path)
+        old = savepoint.parallelism
+        found = {name: rescale_rows(snapshots, new_parallelism)
+                 for name, snapshots in savepoint.operator_state.items()}
+        self.last_rescale = [row for rows in found.values() for row in rows]
+        self.last_rescale_operators = found
+        verb = "Restored" if restored else "Restore"
+        parts = [f"<b>{verb} at parallelism {new_parallelism}</b> from "
+                 f"<code>{html.escape(os.path.basename(savepoint.path))}</code> (taken at {old}): "
+                 "which old subtask's units go to which new subtask."]
+        for name, rows in found.items():
+            parts.append(f"<div><b>{html.escape(name)}</b></div>" + table_html(rows))
+        self.rescale_text.value = "".join(parts)
+        self.canvas.highlighted = {name: f"state {old} \u2192 {new_parallelism}" for name in found
+                                   if name in {op.name for op in self.graph.operators}}
+        return found
 
     @property
     def highlighted(self) -> dict:

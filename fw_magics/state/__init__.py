@@ -10,8 +10,9 @@ standard library, never Spark or Arrow.
   :class:`BroadcastState` (:mod:`fw_magics.state.operator_state`).
 - :class:`CheckpointedFunction`, :class:`FunctionInitializationContext`,
   :class:`FunctionSnapshotContext` (:mod:`fw_magics.state.checkpointed`).
-- :func:`snapshot_subtask` / :func:`restore_subtasks`: JSON snapshots of a subtask and
-  restoring many at another parallelism (:mod:`fw_magics.state.snapshots`).
+- :func:`snapshot_subtask` / :func:`restore_subtasks` / :func:`redistribute_snapshots` /
+  :func:`restore_subtask`: JSON snapshots of a subtask, restoring many at another
+  parallelism, and one in place (:mod:`fw_magics.state.snapshots`).
 - :func:`operator_state_document` / :func:`validate_operator_state` /
   :func:`parse_operator_state`: the versioned savepoint part (:mod:`fw_magics.state.document`).
 
@@ -40,12 +41,18 @@ from .document import (
 from .errors import StateError
 from .operator_state import BroadcastState, ListState, OperatorStateStore, UnionListState
 from .repartition import MODES, assignment, redistribute
-from .snapshots import restore_subtasks, snapshot_subtask, validate_subtask_snapshot
+from .snapshots import (
+    redistribute_snapshots,
+    restore_subtask,
+    restore_subtasks,
+    snapshot_subtask,
+    validate_subtask_snapshot,
+)
 
 __all__ = [
     "MODES", "OPERATOR_STATE_FORMAT", "OPERATOR_STATE_VERSION", "BroadcastState", "CheckpointedFunction",
     "FunctionInitializationContext", "FunctionSnapshotContext", "ListState", "OperatorStateStore",
     "StateError", "UnionListState", "assignment", "initialize_function", "operator_state_document",
-    "parse_operator_state", "redistribute", "restore_subtasks", "snapshot_function", "snapshot_subtask",
+    "parse_operator_state", "redistribute", "redistribute_snapshots", "restore_subtask", "restore_subtasks", "snapshot_function", "snapshot_subtask",
     "validate_operator_state", "validate_subtask_snapshot",
 ]

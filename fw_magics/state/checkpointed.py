@@ -50,6 +50,18 @@ class FunctionInitializationContext:
         """True if this start restores state from a checkpoint or savepoint."""
         return self._store.is_restored()
 
+    def get_list_state(self, name: str):
+        """``operator_state_store.get_list_state(name)``: a ListState, split over the subtasks on a rescale."""
+        return self._store.get_list_state(name)
+
+    def get_union_list_state(self, name: str):
+        """``operator_state_store.get_union_list_state(name)``: every subtask gets all units on a restore."""
+        return self._store.get_union_list_state(name)
+
+    def get_broadcast_state(self, name: str):
+        """``operator_state_store.get_broadcast_state(name)``: a dict every subtask holds an equal copy of."""
+        return self._store.get_broadcast_state(name)
+
     @property
     def subtask_index(self) -> int:
         """This subtask's index, 0 to ``parallelism - 1``."""

@@ -15,21 +15,32 @@ subtasks. How they move depends on the state's mode:
     Every new subtask gets all units, concatenated in old-subtask order.
 ``"broadcast"`` (``BroadcastState``)
     Every old subtask holds an equal copy; new subtask ``i`` gets the copy of old subtask
-    ``i % p``.
+    ``i % p`` (see below for a name some old subtasks lack).
 
 This is Apache Flink's ``RoundRobinOperatorStateRepartitioner`` (the rotation is its
 ``startParallelOp``), including what it does when the parallelism does not change:
 split state stays where it is (every subtask keeps its own units, in order), union state
-is still handed to every subtask in full, and broadcast state stays (subtask ``i`` keeps
-its copy, as ``i % p == i``).
+is still handed to every subtask in full (Flink repartitions union state even then: the
+"every subtask keeps its own units" of an unchanged parallelism is about split state), and
+broadcast state stays (subtask ``i`` keeps its copy, as ``i % p == i``).
 
-One detail follows Flink rather than the plain ``i % p`` rule: a broadcast copy is taken
-only from old subtasks that *hold* the name (have it as a key, even with an empty list).
-If some old subtasks lack it, new subtask ``i`` gets the copy of the ``i``-th holder,
-cyclically (``holders[i % len(holders)]``), as Flink does for subtasks that reported no
-broadcast state (its ``testRepartitionBroadcastStateWithNullSubtaskState``). When every
-old subtask holds it, that is exactly old subtask ``i % p``. For split and union state a
-name that a subtask lacks simply counts as an empty list.
+Two edge cases, settled so that the rule as stated holds wherever it says something and
+Flink decides where it does not:
+
+* **Broadcast, a name some old subtasks lack** (a subtask that never registered it, or a
+  finished one that reported nothing). A copy is what an old subtask *holds* (the name as
+  a key, even with an empty list). New subtask ``i`` gets old subtask ``i % p``'s copy
+  whenever that one holds the name, at any parallelism, unchanged included. Only when old
+  subtask ``i % p`` lacks it (the rule has no copy to give) does Flink's answer apply: the
+  copy of the ``i``-th holder, cyclically (``holders[i % len(holders)]``), so no new
+  subtask is left without the state (Flink's
+  ``testRepartitionBroadcastStateWithNullSubtaskState``: at 2 -> 1, 2 and 3 every new
+  subtask gets subtask 0's copy). Where copies are equal, as broadcast state's are meant to
+  be, this is exactly Flink's result; Flink itself may hand a holder another holder's copy
+  (its TODO for partly finished broadcast state), which the rule as stated forbids.
+* **Union at an unchanged parallelism**: every subtask gets all units, as in Flink.
+
+For split and union state a name that a subtask lacks simply counts as an empty list.
 
 Pure Python, no Spark::
 
@@ -99,12 +110,20 @@ def plan_positions(sizes, new_parallelism, modes):
             plan[name] = [list(everything) for _ in range(new_parallelism)]
         elif mode == "broadcast":
             holders = [s for s in range(old_parallelism) if name in sizes[s]]
-            plan[name] = [list(held[holders[i % len(holders)]]) if holders else [] for i in range(new_parallelism)]
+            plan[name] = [list(held[_broadcast_copy(i, old_parallelism, holders)]) if holders else []
+                          for i in range(new_parallelism)]
         elif new_parallelism == old_parallelism:
             plan[name] = held  # unchanged parallelism: split state stays where it is
         else:
             plan[name], start = _split(held, new_parallelism, start)
     return plan
+
+
+def _broadcast_copy(i, old_parallelism, holders):
+    """The old subtask whose broadcast copy new subtask ``i`` gets: ``i % p`` when it holds the
+    name, else the ``i``-th holder cyclically (Flink's answer when a subtask reported none)."""
+    own = i % old_parallelism
+    return own if own in holders else holders[i % len(holders)]
 
 
 def _split(held, new_parallelism, start):

@@ -59,17 +59,37 @@ def restore_subtasks(snapshots, new_parallelism: int) -> list:
     Refused in one line: ``new_parallelism`` not an int >= 1, no snapshots, a snapshot of
     the wrong shape, a unit that is not JSON, a name with different modes in two snapshots.
     """
+    return [restore_subtask(snapshot, index, new_parallelism)
+            for index, snapshot in enumerate(redistribute_snapshots(snapshots, new_parallelism))]
+
+
+def redistribute_snapshots(snapshots, new_parallelism: int) -> list:
+    """The snapshots of ``new_parallelism`` subtasks after restoring the old subtasks' ``snapshots``.
+
+    Same rule and same one-line errors as :func:`restore_subtasks`, but the result stays JSON
+    data (one snapshot per new subtask, every name of every old snapshot in each, with its
+    mode): what a restored job hands its subtasks, or writes down before it does.
+    """
     if type(new_parallelism) is not int or new_parallelism < 1:
         raise StateError(f"new_parallelism {show(new_parallelism)}; accepted: an integer >= 1")
     modes = subtask_modes(snapshots, "snapshots")
     old = [{name: entry["units"] for name, entry in snapshot.items()} for snapshot in snapshots]
     new = redistribute(old, new_parallelism, modes)
-    stores = []
-    for index, states in enumerate(new):
-        store = OperatorStateStore(index, new_parallelism)
-        store._restore({name: (modes[name], units) for name, units in states.items()})
-        stores.append(store)
-    return stores
+    return [{name: {"mode": modes[name], "units": units} for name, units in states.items()} for states in new]
+
+
+def restore_subtask(snapshot, subtask_index: int, parallelism: int) -> OperatorStateStore:
+    """The store of subtask ``subtask_index`` of ``parallelism``, restored from its own ``snapshot``.
+
+    No units move: this is a restart at the same place (a job's next micro-batch reading what
+    the last one committed, or a new subtask given its share by :func:`redistribute_snapshots`).
+    ``is_restored()`` is true; the snapshot is checked first (:func:`validate_subtask_snapshot`)
+    and its units deep-copied.
+    """
+    validate_subtask_snapshot(snapshot)
+    store = OperatorStateStore(subtask_index, parallelism)
+    store._restore({name: (entry["mode"], entry["units"]) for name, entry in snapshot.items()})
+    return store
 
 
 def subtask_modes(snapshots, where: str = "snapshots") -> dict:

@@ -4,7 +4,9 @@ Registered with ``spark.dataSource.register`` (classic and Spark Connect alike).
 ``manifest`` (the manifest's path), ``format`` (parquet, json, csv), ``maxFilesPerTrigger``,
 ``backlog`` ("true": a batch read of exactly the backlog files), ``parallelism`` (the source
 subtasks: a micro-batch reads its new files as one partition per owner subtask, see ``splits``;
-unset: one partition per file). The schema is the one the
+unset: one partition per file), ``subtaskColumns`` ("true", with ``parallelism``: every row
+also carries ``__fw_subtask``, the source subtask that read it, and ``__fw_pos``, its place in
+what that subtask read in the micro-batch; the schema given must end with both). The schema is the one the
 reader is given (``.schema(...)``), which every file is cast to, columns matched by name
 (a column a file lacks is null).
 
@@ -26,10 +28,11 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
 
 from .manifest import Manifest
-from .splits import partition_files
+from .splits import partition_files, subtask_files
 
 NAME = "fw_files"
 BATCH_ROWS = 65_536
+SUBTASK, POSITION = "__fw_subtask", "__fw_pos"
 
 
 class FilePartition(InputPartition):
@@ -43,9 +46,10 @@ class FilePartition(InputPartition):
 class SubtaskPartition(InputPartition):
     """The new files of one source subtask in a micro-batch (one Spark task; see ``splits``)."""
 
-    def __init__(self, paths: list[str]):
+    def __init__(self, paths: list[str], subtask: int | None = None):
         super().__init__(paths)
         self.paths = paths
+        self.subtask = subtask
 
 
 def read_file(path: str, fmt: str, schema):
@@ -97,6 +101,7 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.format = options["format"]
         self.max_files = int(options.get("maxFilesPerTrigger") or 0)
         self.parallelism = int(options.get("parallelism") or 0)
+        self.subtask_columns = options.get("subtaskColumns") == "true" and self.parallelism > 0
         self.schema = schema
         self.target = None
 
@@ -118,6 +123,9 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict):
         doc = self.manifest.read()
+        if self.subtask_columns:  # as below, each partition knowing its subtask
+            return [SubtaskPartition([os.path.join(doc["directory"], n) for n in names], subtask)
+                    for subtask, names in subtask_files(doc["files"], start["files"], end["files"], self.parallelism)]
         if self.parallelism:  # one partition per source subtask that owns a new file
             groups = partition_files(doc["files"], start["files"], end["files"], self.parallelism)
             return [SubtaskPartition([os.path.join(doc["directory"], n) for n in g]) for g in groups]
@@ -125,12 +133,31 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [FilePartition(os.path.join(doc["directory"], name)) for name in names]
 
     def read(self, partition):
+        if self.subtask_columns:
+            yield from _with_subtask(partition, self.format, self.schema)
+            return
         schema = _arrow_schema(self.schema)
         for path in getattr(partition, "paths", None) or [partition.path]:
             yield from read_file(path, self.format, schema)
 
     def commit(self, end: dict) -> None:
         pass
+
+
+def _with_subtask(partition: SubtaskPartition, fmt: str, schema):
+    """The partition's rows with ``__fw_subtask`` (its subtask) and ``__fw_pos`` (0, 1, ... in read order)."""
+    import pyarrow as pa
+
+    full = _arrow_schema(schema)
+    data = pa.schema([f for f in full if f.name not in (SUBTASK, POSITION)])
+    position = 0
+    for path in partition.paths:
+        for batch in read_file(path, fmt, data):
+            n = batch.num_rows
+            columns = list(batch.columns) + [pa.array([partition.subtask] * n, pa.int32()),
+                                             pa.array(range(position, position + n), pa.int64())]
+            position += n
+            yield pa.RecordBatch.from_arrays(columns, schema=full)
 
 
 class FilesBatchReader(DataSourceReader):

@@ -26,6 +26,7 @@ import uuid
 from ..errors import FullWindowError, ResumeError, error_summary
 from ..graph import JobGraph
 from ..keyed_process import MIN_WATERMARK
+from ..process_function import OPERATOR
 from ..recovery import JobEventStore, JobLock, events, safe_job_path
 from ..recovery.filesystem import Storage
 from ..recovery.integrity import file_intact
@@ -50,12 +51,13 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
           max_files_per_trigger=None, from_savepoint=None, parallelism=None) -> StreamingJob:
     """Start or continue the job of ``stateful`` (a StatefulStream); see ``StatefulStream.start``."""
     check_mode(mode)
+    operator = stateful.spec.kind == OPERATOR
     if parallelism is not None and (isinstance(parallelism, bool) or not isinstance(parallelism, int)
                                     or parallelism < 1):
         raise FullWindowError(f"parallelism {parallelism!r}; accepted: None (the job's) or an integer >= 1")
     savepoint = None
     if from_savepoint is not None:
-        if mode != "mixed":
+        if mode != "mixed" and not operator:
             raise FullWindowError(f"from_savepoint restores a job in mode 'mixed'; got mode {mode!r}")
         from .savepoint_files import load_savepoint
 
@@ -73,7 +75,11 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
     source = source_of(stateful)
     name = default_name(stateful) if job_name is None else job_name
     root = safe_job_path(job_dir or default_job_dir(), name)
-    job = StreamingJob(stateful, source, root, name, mode, sink, trigger, max_files_per_trigger)
+    if operator:
+        from .operator_job import OperatorJob as job_class
+    else:
+        job_class = StreamingJob
+    job = job_class(stateful, source, root, name, mode, sink, trigger, max_files_per_trigger)
     job.open(parallelism, savepoint)
     return job
 
@@ -208,16 +214,22 @@ class StreamingJob:
 
     def _restore(self, savepoint, run: int) -> None:
         """The first start of a job restored from ``savepoint``: its source, state and W, then the stream."""
-        from .savepoint import check_restorable, prepare_restore
+        from .savepoint import check_restorable
 
         check_restorable(savepoint, self.graph, self.source.describe(), self.spec.key_names, self.parallelism)
-        detail = prepare_restore(savepoint, self.storage, self.graph.operators[0].name, self.parallelism)
+        detail = self._prepare_restore(savepoint)
         self.watermark = savepoint.document["watermark"]
         self._emit(events.job_submitted(self.job_name, self.graph.to_json(), self.graph.fingerprint(),
                                         cell=_current_cell()))
         self._emit(events.stream_started(self.mode, run, self.source.describe(), self.parallelism))
         self._emit(events.switch(self.watermark, **detail))
         self.log.switched, self.log.watermark, self.log.restored_from = True, self.watermark, savepoint.path
+
+    def _prepare_restore(self, savepoint) -> dict:
+        """Lay out the restored job's directory; returns the switch event's details."""
+        from .savepoint import prepare_restore
+
+        return prepare_restore(savepoint, self.storage, self.graph.operators[0].name, self.parallelism)
 
     def savepoint(self) -> str:
         """Write a savepoint after the last committed micro-batch (the job keeps running); returns its path.
@@ -389,7 +401,8 @@ class StreamingJob:
             return None
         return backlog.backlog_outputs(results).select(*[f"`{c}`" for c in self.output.names])
 
-    def _start_query(self) -> None:
+    def _query_frame(self):
+        """The streaming DataFrame of changelog rows the query writes."""
         mixed = self.mode == "mixed"
         if mixed:
             from .savepoint import restored_initial_state
@@ -401,8 +414,11 @@ class StreamingJob:
             stream = self.source.fresh_stream(self.spark, self.root, self.max_files, self.parallelism)
         else:
             initial, stream = None, self.source.full_stream(self.spark, self.max_files)
-        frame = keyed_query_frame(stream, self.spec, self.output, self.source.delay_ms,
-                                  self.watermark if mixed else None, initial)
+        return keyed_query_frame(stream, self.spec, self.output, self.source.delay_ms,
+                                 self.watermark if mixed else None, initial)
+
+    def _start_query(self) -> None:
+        frame = self._query_frame()
         writer = (frame.writeStream.foreachBatch(ChangelogSink(self.root, self.output.names, self.sink))
                   .option("checkpointLocation", self.storage.path("checkpoint")).queryName(self._query_name))
         if self.trigger == AVAILABLE_NOW:

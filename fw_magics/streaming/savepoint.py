@@ -102,21 +102,29 @@ def keyed_state_frame(spark, checkpoint: str, key_names, batch: int | None = Non
                         F.col("value").getField("state").alias(STATE))
 
 
-def take_savepoint(job) -> str:
-    """Write a savepoint of the running ``job`` after its last committed micro-batch; returns its path."""
-    if job.mode != "mixed":
-        raise FullWindowError(f"job.savepoint() needs a job started in mode 'mixed' (its source positions are "
-                              f"the manifest's); {job.job_name!r} runs in mode {job.mode!r}")
+def check_running(job) -> None:
+    """Refuse in one line a savepoint of a job without a running query, or with a job directory not local."""
     if job.query is None or job.phase not in ("switching", "stream"):
         raise FullWindowError(f"job.savepoint() needs the job's streaming query; {job.job_name!r} is in phase "
                               f"{job.phase!r} (call job.process_all_available() first)")
     if not job.storage.local:
         raise FullWindowError(f"savepoints are written to a local job directory; {job.root!r} is not local")
+
+
+def committed_position(job) -> tuple[int, int, dict]:
+    """(the last committed micro-batch, how many manifest files it had read, the manifest)."""
     progress = _last_progress(job)
-    batch = progress.batchId
     end = json.loads(progress.sources[0].endOffset)
-    read = int(end["files"])
-    manifest = Manifest(job.storage.path("source", "manifest.json")).read()
+    return progress.batchId, int(end["files"]), Manifest(job.storage.path("source", "manifest.json")).read()
+
+
+def take_savepoint(job) -> str:
+    """Write a savepoint of the running ``job`` after its last committed micro-batch; returns its path."""
+    if job.mode != "mixed":
+        raise FullWindowError(f"job.savepoint() needs a job started in mode 'mixed' (its source positions are "
+                              f"the manifest's); {job.job_name!r} runs in mode {job.mode!r}")
+    check_running(job)
+    batch, read, manifest = committed_position(job)
     keyed = keyed_state_frame(job.spark, job.storage.path("checkpoint"), job.spec.key_names, batch)
     table = keyed.toArrow()
     source_name = job.graph.operators[0].name

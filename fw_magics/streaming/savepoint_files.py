@@ -52,7 +52,7 @@ class SavepointError(FullWindowError):
     """A savepoint that cannot be read or restored, in one line."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Savepoint:
     """A savepoint read back and checked: its document, operator state, manifest and keyed-state file."""
 
@@ -65,6 +65,13 @@ class Savepoint:
     @property
     def parallelism(self) -> int:
         return self.document["parallelism"]
+
+    def __repr__(self) -> str:
+        doc = self.document
+        return (f"Savepoint({os.path.basename(self.path)} of job {doc.get('job')!r}: after micro-batch "
+                f"{doc.get('batch')}, parallelism {self.parallelism}, {doc.get('read_files')} of "
+                f"{len(self.manifest.get('files', []))} files read, operator state of "
+                f"{', '.join(self.operator_state) or 'none'})")
 
 
 def _fsync_dir(path: str) -> None:

@@ -72,6 +72,12 @@ class FilesSource:
     def record_backlog(self, root: str) -> dict:
         return backlog_summary(self.manifest(root).record_backlog(self.directory))
 
+    def record_nothing_read(self, root: str) -> None:
+        """A manifest with no backlog (every file is read by the stream), unless the job already has one."""
+        manifest = self.manifest(root)
+        if not manifest.exists():
+            manifest.write({"format": 1, "directory": self.directory, "backlog": 0, "files": []})
+
     def backlog_paths(self, root: str) -> list[str]:
         doc = self.manifest(root).read()
         return [os.path.join(doc["directory"], f["name"]) for f in doc["files"][: doc["backlog"]]]
@@ -92,6 +98,21 @@ class FilesSource:
                   .option("manifest", self.manifest(root).path).option("format", self.format))
         if parallelism:  # source subtasks: one partition per owner of new files (see splits)
             reader = reader.option("parallelism", str(parallelism))
+        if max_files:
+            reader = reader.option("maxFilesPerTrigger", str(max_files))
+        return reader.load()
+
+    def operator_stream(self, spark, root: str, max_files: int | None, parallelism: int) -> DataFrame:
+        """The stream of a non-keyed operator job: every manifest file after the backlog, each row with
+        ``__fw_subtask`` (the source subtask that read it) and ``__fw_pos`` (see files_source)."""
+        from pyspark.sql import types as T
+
+        files_source.register(spark)
+        schema = T.StructType(list(self.schema.fields) + [T.StructField(files_source.SUBTASK, T.IntegerType()),
+                                                          T.StructField(files_source.POSITION, T.LongType())])
+        reader = (spark.readStream.format(files_source.NAME).schema(schema)
+                  .option("manifest", self.manifest(root).path).option("format", self.format)
+                  .option("parallelism", str(parallelism)).option("subtaskColumns", "true"))
         if max_files:
             reader = reader.option("maxFilesPerTrigger", str(max_files))
         return reader.load()

@@ -86,7 +86,12 @@ def restored_manifest(snapshots: list[dict], manifest: dict, parallelism: int) -
 
 def partition_files(files: list[dict], start: int, end: int, parallelism: int) -> list[list[str]]:
     """The names of manifest files ``start..end-1`` grouped by owner subtask (empty groups left out)."""
+    return [names for _, names in subtask_files(files, start, end, parallelism)]
+
+
+def subtask_files(files: list[dict], start: int, end: int, parallelism: int) -> list[tuple[int, list[str]]]:
+    """``(subtask, names)`` of manifest files ``start..end-1``, per owner subtask in order (empty ones left out)."""
     groups: list[list[str]] = [[] for _ in range(parallelism)]
     for index in range(start, end):
         groups[owner(files[index], index, parallelism)].append(files[index]["name"])
-    return [g for g in groups if g]
+    return [(subtask, g) for subtask, g in enumerate(groups) if g]

@@ -152,6 +152,17 @@ class DataStream:
 
         return KeyedStream(self, key)
 
+    def process(self, fn, schema=None):
+        """Run an ``fw.ProcessFunction`` per record on a ``fw.from_files`` stream, non-keyed (-> OperatorStream).
+
+        With ``fw.CheckpointedFunction`` it keeps operator state (list, union list, broadcast:
+        FLIP-8), which savepoints keep and restores at another parallelism redistribute;
+        ``start()`` runs it. See docs/state.md.
+        """
+        from .operator_stream import process
+
+        return process(self, fn, schema)
+
     def job_graph(self):
         """The job graph (FLIP-331 attributes, chains, pipelined regions) of this stream."""
         from .job_graph import build_graph

@@ -74,3 +74,21 @@ def _parallelisms(stream, steps: list[Step]) -> list[int]:
     for p in known:
         out.append(p if p is not None else out[-1])
     return out
+
+
+def build_operator_graph(operator) -> JobGraph:
+    """A non-keyed operator's job graph (streaming mode): source -> operator (forward) -> sink.
+
+    All three run at the operator's parallelism: source subtask ``i`` reads the files it owns
+    and hands their records to operator subtask ``i`` (pointwise), which keeps its own
+    operator state; one job vertex, as they chain.
+    """
+    source, step = operator.source.step.lineage()[0], operator.step
+    graph = JobGraph(mode="streaming", chaining=True)
+    n = operator.parallelism
+    graph.add_operator(source.name, parallelism=n, kind="source")
+    graph.add_operator(step.name, parallelism=n, kind=step.kind)
+    graph.add_operator(SINK, parallelism=n, kind="sink")
+    graph.connect(source.name, step.name, pattern="pointwise")
+    graph.connect(step.name, SINK, pattern="pointwise")
+    return graph

@@ -153,3 +153,47 @@ def test_unload_removes_the_widget_magics(shell):
     finally:
         ok(shell, "%load_ext fw_magics")
     assert isinstance(ok(shell, "%fw_graph orders"), GraphView)
+
+
+@pytest.mark.spark
+def test_fw_savepoint_of_a_running_job_prints_its_path_and_the_savepoint_restores(shell, tmp_path):
+    """The happy path: a real job started in the shell, %fw_savepoint shows the path, the files are
+    there and start(from_savepoint=...) restores it at another parallelism with every record once."""
+    import os
+
+    from fw_magics.streaming.savepoint_files import FILES, load_savepoint
+
+    from ..streaming.files import Area, expected_latest, model
+
+    area = Area(tmp_path)
+    backlog, fresh = [[(1, 2, 1), (2, 3, 2)], [(1, 4, 3)]], [(1, 5, 10), (2, 6, 11)]
+    for rows in backlog:
+        area.write(rows)
+    shell.user_ns["SRC"], shell.user_ns["JOBS"] = area.source(), area.jobs
+    ok(shell, "from tests.streaming import functions\n"
+              "op = fw.from_files(SRC, 'parquet', functions.SCHEMA, event_time='ts').key_by('k')"
+              ".aggregate(functions.CountSum())\n"
+              "job = op.start(job_dir=JOBS, job_name='sp', trigger='100 milliseconds', parallelism=2)\n"
+              "job.process_all_available();")
+    try:
+        with capture_output() as out:
+            result = run(shell, "%fw_savepoint job")
+        assert result.success, repr(result.error_in_exec)
+        path = result.result
+        assert path == os.path.join(area.jobs, "sp", "savepoints", "savepoint-000001") and path in out.stdout
+        assert sorted(os.listdir(path)) == sorted(FILES + ("savepoint.json",))
+        assert load_savepoint(path).parallelism == 2
+        assert shell.user_ns["job"].phase == "stream"  # it keeps running
+    finally:
+        ok(shell, "job.stop()")
+    shell.user_ns["SAVEPOINT"] = path
+    ok(shell, "job2 = op.start(job_dir=JOBS, job_name='sp3', from_savepoint=SAVEPOINT, parallelism=3, "
+              "trigger='100 milliseconds')\njob2.process_all_available();")
+    try:
+        area.write(fresh)  # every key: latest() of the restored job has them all
+        ok(shell, "job2.process_all_available();")
+        latest = ok(shell, "job2.latest()")
+    finally:
+        ok(shell, "job2.stop()")
+    got = {(int(r.k),): (int(r.k), int(r.n), int(r.total)) for r in latest.itertuples(index=False)}
+    assert got == expected_latest(model("aggregate", 0, backlog, [fresh]), "aggregate")

@@ -9,7 +9,8 @@ The rule (Flink's RoundRobinOperatorStateRepartitioner, FLIP-8), stated as count
   with the subtask the name's first extra goes to (or would go to, if it has none).
 - split, parallelism unchanged: every subtask keeps its own list.
 - union: everyone gets the concatenation.
-- broadcast: new subtask i copies the i-th (cyclically) old subtask that holds the name.
+- broadcast: new subtask i copies old subtask i % p; if that one does not hold the name, the
+  i-th (cyclically) old subtask that does (Flink's answer when a subtask reported none).
 """
 
 from hypothesis import strategies as st
@@ -28,7 +29,12 @@ def redistribute(old, p_new, modes):
             per_subtask = [list(concatenation) for _ in range(p_new)]
         elif modes[name] == "broadcast":
             holders = [s for s, sub in enumerate(old) if name in sub]
-            per_subtask = [list(lists[holders[i % len(holders)]]) if holders else [] for i in range(p_new)]
+            per_subtask = []
+            for i in range(p_new):
+                if name in old[i % p_old]:
+                    per_subtask.append(list(old[i % p_old][name]))
+                else:
+                    per_subtask.append(list(lists[holders[i % len(holders)]]) if holders else [])
         elif p_new == p_old:
             per_subtask = lists
         else:

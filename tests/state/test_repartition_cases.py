@@ -184,6 +184,51 @@ def test_broadcast_held_as_an_empty_copy_is_a_real_copy():
     assert names(redistribute(old, 4, {"b": "broadcast"}), "b") == [["x"], [], ["x"], []]
 
 
+# --- the two edge cases, settled against the issue's wording (docs/state.md, "The rule") ----------
+# The issue: "broadcast gives subtask i the copy of old subtask i % p" and "if the parallelism is
+# unchanged, every subtask keeps its own units". Both hold wherever they say something; Flink
+# decides where they do not (old subtask i % p has no copy; union state).
+
+# copies tagged by the subtask they came from, so that a test sees whose copy arrived
+PARTLY = [{"b": ["from 0"]}, {"other": []}, {"b": ["from 2"]}]  # subtask 1 lacks "b"
+PARTLY_MODES = {"b": "broadcast", "other": "split"}
+
+
+@pytest.mark.parametrize("p_new, expected", [
+    (3, ["from 0", "from 2", "from 2"]),  # unchanged: holders keep their own, 1 gets holders[1 % 2]
+    (4, ["from 0", "from 2", "from 2", "from 0"]),
+    (6, ["from 0", "from 2", "from 2", "from 0", "from 0", "from 2"]),
+    (2, ["from 0", "from 2"]),
+    (1, ["from 0"]),
+])
+def test_broadcast_a_name_some_old_subtasks_lack(p_new, expected):
+    got = [units[0] for units in names(redistribute(PARTLY, p_new, PARTLY_MODES), "b")]
+    for i, copy_from in enumerate(got):
+        if i % 3 != 1:  # the issue's case: old subtask i % p holds the name, its copy arrives
+            assert copy_from == f"from {i % 3}"
+        else:  # old subtask i % p lacks it: Flink's answer, the (i % holders)-th holder's copy
+            assert copy_from == ["from 0", "from 2"][i % 2]
+    assert got == expected
+
+
+def test_broadcast_at_an_unchanged_parallelism_every_holder_keeps_its_own_copy():
+    # Flink hands partly reported broadcast state round robin over the holders even at an unchanged
+    # parallelism (its TODO: subtask 2 would get subtask 0's copy); the issue's "every subtask keeps
+    # its own units" holds here: only the subtask without a copy is given one
+    result = redistribute(PARTLY, 3, PARTLY_MODES)
+    assert names(result, "b") == [["from 0"], ["from 2"], ["from 2"]]
+    everyone = [{"b": [f"from {s}"]} for s in range(3)]
+    assert names(redistribute(everyone, 3, {"b": "broadcast"}), "b") == [["from 0"], ["from 1"], ["from 2"]]
+
+
+def test_union_at_an_unchanged_parallelism_is_flinks_every_subtask_gets_all():
+    # the issue's "unchanged keeps its own units" is about split state: split keeps, union unions
+    old = [{"s": ["s0"], "u": ["u0"]}, {"s": ["s1"], "u": ["u1"]}]
+    result = redistribute(old, 2, {"s": "split", "u": "union"})
+    assert names(result, "s") == [["s0"], ["s1"]]
+    assert names(result, "u") == [["u0", "u1"], ["u0", "u1"]]
+
+
 # --- mixes of modes ---------------------------------------------------------------------------
 
 COMBINED = [

@@ -53,9 +53,13 @@ def test_invariants_of_split_union_and_broadcast(restore):
             assert got == [units] * p_new
         else:
             holders = [s for s, subtask in enumerate(old) if name in subtask]
-            assert got == [old[holders[i % len(holders)]][name] if holders else [] for i in range(p_new)]
-            if len(holders) == len(old):
-                assert got == [old[i % len(old)][name] for i in range(p_new)]
+            for i, copy in enumerate(got):
+                if name in old[i % len(old)]:  # the rule as stated: old subtask i % p's copy
+                    assert copy == old[i % len(old)][name]
+                else:  # it has none: Flink's answer, a holder's copy, so nobody is left without
+                    assert copy == (old[holders[i % len(holders)]][name] if holders else [])
+            if not rescaled:  # unchanged parallelism: every holder keeps its own copy
+                assert all(got[s] == old[s][name] for s in holders)
     if rescaled:  # over all split names together, too (Flink's maxLoadDiff)
         assert max(split_load) - min(split_load) <= 1
 

@@ -70,3 +70,51 @@ def test_kill_before_during_and_after_the_switch_then_finish(area):
         job.stop()
     assert kinds.count("switch") == 1 and kinds.count("stream_started") == 4
     assert kinds.count("subtask_finished") == 2  # each backlog subtask recorded once
+
+
+BEFORE = [[(1, 1, 1), (2, 2, 2), (3, 3, 3)], [(1, 4, 4), (3, 5, 5)]]
+AFTER = [(1, 6, 200), (2, 7, 201), (3, 8, 202)]
+
+
+@pytest.mark.filterwarnings("ignore:taking over a stale lock")
+def test_kill_9_while_writing_a_savepoint_then_the_previous_one_restores_with_the_right_results(area):
+    """A real job in a driver process: savepoint 1, one more file, then kill -9 inside the writer of
+    savepoint 2 (after its last file, before the rename). Savepoint 1 restores through start(), at 3:
+    the file read after it is unread there, so the restored job reads it once, then fresh data."""
+    from fw_magics.streaming.savepoint_files import list_savepoints
+
+    from .savepoint_driver import BETWEEN
+
+    for f in BEFORE:
+        area.write(f)
+    env = dict(testing.embedded_spark_env(), PYTHONPATH=ROOT, FW_SPARK_LOG_LEVEL="FATAL")
+    with subprocess.Popen(
+        [sys.executable, "-m", "tests.streaming.savepoint_driver", area.source(), area.jobs, "savepoint.json"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=300)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert proc.returncode == -9, err[-3000:]
+    first = out.split()[0]
+    root = os.path.join(area.jobs, "counts")
+    assert list_savepoints(root) == [first]  # the second never became a savepoint
+    assert [n for n in os.listdir(os.path.join(root, "savepoints")) if n.startswith(".tmp-")]
+
+    stream = fw.from_files(area.source(), "parquet", functions.SCHEMA, event_time="ts",
+                           watermark_delay="0 milliseconds")
+    job = stream.key_by("k").aggregate(functions.CountSum()).start(
+        job_dir=area.jobs, job_name="restored", trigger="100 milliseconds", from_savepoint=first, parallelism=3)
+    try:
+        job.process_all_available()  # the file written between the savepoints: unread at savepoint 1
+        area.count = len(os.listdir(area.source()))  # after the driver's file, not over it
+        area.write(AFTER)  # touches every key: latest() of the restored job is every key's result
+        job.process_all_available()
+        got = latest_rows(job)
+    finally:
+        job.stop()
+    assert got == expected_latest(model("aggregate", 0, BEFORE, [BETWEEN, AFTER]), "aggregate")

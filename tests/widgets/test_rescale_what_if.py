@@ -26,3 +26,65 @@ def test_the_table_shows_where_each_split_goes():
         [u["file"] for _, _, _, u, new in at_four if new == i] for i in range(4)]
     assert "Restore at parallelism 4" in view.rescale_text.value and "kp3 (to read)" in view.rescale_text.value
     assert "kp1 (read)" in view.rescale_text.value
+
+
+def _savepoint(root: str) -> str:
+    """A savepoint of a non-keyed job at 2 (no Spark): the source's 4 splits and Tally-like state."""
+    import pyarrow as pa
+
+    from fw_magics.state import operator_state_document
+    from fw_magics.streaming.savepoint_files import write_savepoint
+
+    manifest = {"format": 1, "directory": "/data", "backlog": 3, "files": FILES}
+    process = [{"seen": {"mode": "split", "units": [1, 2, 4]}, "origins": {"mode": "union", "units": [0]}},
+               {"seen": {"mode": "split", "units": [3]}, "origins": {"mode": "union", "units": [1]}}]
+    operators = operator_state_document({"files(src)": source_snapshots(FILES, 3, 2), "process(Tally)": process})
+    document = {"job": "t", "graph": "{}", "parallelism": 2, "source": {}, "watermark": None, "key_names": [],
+                "batch": 4, "read_files": 3}
+    return write_savepoint(root, document, operators, manifest, pa.table({}))
+
+
+def _graph():
+    from fw_magics.graph import JobGraph
+
+    graph = JobGraph(mode="streaming", chaining=True)
+    for name, kind in (("files(src)", "source"), ("process(Tally)", "process"), ("changelog", "sink")):
+        graph.add_operator(name, parallelism=2, kind=kind)
+    graph.connect("files(src)", "process(Tally)")
+    graph.connect("process(Tally)", "changelog")
+    return graph
+
+
+def test_the_rescale_row_tells_where_every_operators_units_go(tmp_path):
+    """Choose a savepoint and a parallelism, press the button: one table per operator, each unit with
+    its old and new subtask as the pure rule (tests/state/reference_state.py) places it."""
+    from fw_magics.streaming.savepoint_files import load_savepoint
+
+    from ..state import reference_state
+
+    path = _savepoint(str(tmp_path / "job"))
+    view = GraphView(_graph(), follow=False)
+    assert view.rescale_controls.layout.display == "none"  # nothing to offer yet
+    view.offer_savepoints([path], 2)
+    controls = view.rescale_controls
+    assert controls.layout.display == "flex" and controls.savepoint.value == path
+    assert controls.savepoint.options == (("savepoint-000001", path),)
+    controls.parallelism.value = 3
+    controls.button.click()
+    saved = load_savepoint(path).operator_state
+    assert set(view.last_rescale_operators) == set(saved) == {"files(src)", "process(Tally)"}
+    for operator, snapshots in saved.items():
+        old = [{name: entry["units"] for name, entry in s.items()} for s in snapshots]
+        modes = {name: entry["mode"] for s in snapshots for name, entry in s.items()}
+        expected = reference_state.redistribute(old, 3, modes)
+        got = view.last_rescale_operators[operator]
+        for name in modes:
+            assert [[u for n, _, _, u, new in got if n == name and new == j] for j in range(3)] == \
+                [expected[j][name] for j in range(3)], (operator, name)
+    assert view.highlighted == {"files(src)": "state 2 \u2192 3", "process(Tally)": "state 2 \u2192 3"}
+    text = view.rescale_text.value
+    assert "Restore at parallelism 3" in text and "savepoint-000001" in text and "(taken at 2)" in text
+    assert text.count("<table") == 2 and "kp4 (to read)" in text
+    view.rescale_savepoint(path, 1, restored=True)
+    assert "Restored at parallelism 1" in view.rescale_text.value
+    assert {row[4] for row in view.last_rescale} == {0}
