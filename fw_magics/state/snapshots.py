@@ -41,7 +41,7 @@ def snapshot_subtask(store: OperatorStateStore) -> dict:
         raise StateError(f"snapshot_subtask got a {type_name(store)}; accepted: an OperatorStateStore")
     snapshot = {}
     for name in store.state_names():
-        state = store._states[name]
+        state = store.state(name)
         snapshot[name] = {"mode": state.mode, "units": state.units()}
     return snapshot
 
@@ -66,9 +66,8 @@ def restore_subtasks(snapshots, new_parallelism: int) -> list:
     new = redistribute(old, new_parallelism, modes)
     stores = []
     for index, states in enumerate(new):
-        store = OperatorStateStore(index, new_parallelism)
-        store._restore({name: (modes[name], units) for name, units in states.items()})
-        stores.append(store)
+        stores.append(OperatorStateStore.restored(
+            index, new_parallelism, {name: (modes[name], units) for name, units in states.items()}))
     return stores
 
 
