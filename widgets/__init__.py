@@ -4,12 +4,17 @@ Installed as ``fw_magics.widgets`` from the top-level folder ``widgets/``. Graph
 graph out in Python; the front-end code (``static/``) ships in the package: no CDN.
 """
 
+from fw_magics.errors import FullWindowError
+
 from .graph_view import GraphView
 from .recovery_panel import RecoveryPanel
 
 
 def show_graph(value, title: str | None = None) -> GraphView:
-    """A GraphView of a DataStream, a JobResult, a running or finished streaming job, or a JobGraph."""
+    """A GraphView of a DataStream, a JobResult, a running or finished streaming job, or a JobGraph.
+
+    Anything else is a one-line FullWindowError naming its type and what is accepted.
+    """
     from fw_magics.graph import JobGraph
     from fw_magics.runtime.job_result import JobResult
     from fw_magics.streams.datastream import DataStream
@@ -30,7 +35,7 @@ def show_graph(value, title: str | None = None) -> GraphView:
         view = GraphView(value.graph, title=title or f"streaming job {value.job_name!r}")
         view.show_stream(stream_status(value.events()), graph=value.job_graph())
         return view
-    raise TypeError(f"cannot draw a {type(value).__name__}; accepted: a DataStream, a JobResult, a streaming job "
+    raise FullWindowError(f"cannot draw a {type(value).__name__}; accepted: a DataStream, a JobResult, a streaming job "
                     "(start()) or a JobGraph")
 
 
