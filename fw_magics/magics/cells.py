@@ -27,7 +27,7 @@ def run_body(shell, cell: str, needs: str):
     runs, with ``needs`` as the message (one line saying what the magic takes as input).
     """
     code = shell.transform_cell(cell)
-    filename = shell.compile.cache(code, shell.execution_count, raw_code=cell)
+    filename = shell.compile.cache(code, cell_number(shell), raw_code=cell)
     tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST)
     if not tree.body or not isinstance(tree.body[-1], ast.Expr):
         raise UsageError(needs)
@@ -36,6 +36,19 @@ def run_body(shell, cell: str, needs: str):
     value = eval(compile(ast.Expression(last.value), filename, "eval"), shell.user_global_ns, shell.user_ns)
     expression = ast.get_source_segment(code, last.value)
     return value, expression, DisplayHook.semicolon_at_end_of_expression(code)
+
+
+def cell_number(shell) -> int:
+    """The number N of the cell running now, as its prompt ``In[N]`` shows it.
+
+    Code a magic compiles is cached under this number so that a traceback names it ``Cell In[N]``.
+    IPython 9 counts the cell in ``execution_count`` before running it (so that is N + 1 while it
+    runs); the number the cell got is its ExecutionResult's, which the display hook holds while
+    the cell runs. Outside a cell (a magic called directly) it is ``execution_count``.
+    """
+    result = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+    number = getattr(result, "execution_count", None)
+    return number if isinstance(number, int) else shell.execution_count
 
 
 @contextlib.contextmanager

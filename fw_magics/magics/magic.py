@@ -11,7 +11,7 @@ from IPython.display import display
 from ..errors import did_you_mean
 from ..streams import preview
 from . import build, grammar
-from .cells import run_body, user_errors
+from .cells import cell_number, run_body, user_errors
 
 
 @magics_class
@@ -195,7 +195,7 @@ class FullWindowMagics(Magics):
         return RecoveryPanel(job_dir, namespace=self.shell.user_ns)
 
     def _cache_source(self, source: str) -> str:
-        return self.shell.compile.cache(source, self.shell.execution_count)
+        return self.shell.compile.cache(source, cell_number(self.shell))
 
     @staticmethod
     def _explanation(title: str, built: build.Built, expression: str, value) -> dict[str, str]:

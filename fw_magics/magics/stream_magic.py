@@ -11,7 +11,7 @@ from IPython.display import display
 from ..errors import did_you_mean
 from . import stream_grammar
 from .build import lookup
-from .cells import run_body, user_errors
+from .cells import cell_number, run_body, user_errors
 
 #: the variable that always holds the job the last %%fwstream started
 LAST_JOB = "_fwstream"
@@ -127,7 +127,7 @@ class StreamMagics(Magics):
         if not isinstance(value, DataStream):
             raise UsageError(f"%%fwstream needs a DataStream over files (fw.from_files(...)) as its input; "
                              f"got {type(value).__name__}")
-        fn = lookup(command.fn, self.shell.user_ns, lambda source: self.shell.compile.cache(source))
+        fn = lookup(command.fn, self.shell.user_ns, lambda source: self.shell.compile.cache(source, cell_number(self.shell)))
         if isinstance(fn, type):
             fn = fn()
         keyed = value.key_by(*command.key)

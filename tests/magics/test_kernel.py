@@ -15,6 +15,7 @@ CELLS = [
     "%%fullwindow sort field=price desc\norders;",
     "%%fullwindow sort field=prize\norders",
     "%%fullwindow map fn=shaky schema='x double'\ndef shaky(records):\n    for r in records:\n        yield (1 / (r.id - 2),)\norders",
+    "%%fullwindow map fn=\"lambda rs: [(1 / (r.id - 2),) for r in rs]\" schema='x double'\norders",
 ]
 
 
@@ -24,7 +25,8 @@ def test_a_notebook_shows_previews_one_line_mistakes_and_user_tracebacks(tmp_pat
         nb, timeout=600, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute()
-    setup, shown, silenced, mistake, failing = (cell.outputs for cell in nb.cells)
+    setup, shown, silenced, mistake, failing, failing_lambda = (cell.outputs for cell in nb.cells)
+    assert [cell.execution_count for cell in nb.cells] == [1, 2, 3, 4, 5, 6]
     assert not any(o.output_type == "error" for o in setup)
 
     (result,) = shown
@@ -45,3 +47,10 @@ def test_a_notebook_shows_previews_one_line_mistakes_and_user_tracebacks(tmp_pat
     text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))
     assert "in shaky" in text and "yield (1 / (r.id - 2),)" in text and "ZeroDivisionError" in text
     assert "fw_magics" not in text and "pyspark" not in text
+    # the worker's frame is named the IPython way (the fifth cell), not by the file the kernel compiled it to
+    assert "Cell In[5], line 3, in shaky" in text and "ipykernel_" not in text
+
+    (error,) = failing_lambda  # a lambda in the magic's line is named after its cell too
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))
+    assert "Cell In[6], line 1, in <lambda>" in text and "ZeroDivisionError" in text, text
+    assert "ipykernel_" not in text and "fw_magics" not in text
