@@ -26,7 +26,9 @@ from tests.runtime import jobs
 
 from .conftest import ROOT, backend_env, cluster_script, run_pytest
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+#: Each case may take longer than pytest's default 600 s on a loaded machine: more than the 900 s
+#: run_pytest gives a backend's run, so that its own timeout (with the run's output) is what fires.
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(1000)]
 
 
 #: The core cases run on each backend: what a cluster changes (user modules, job directories),
