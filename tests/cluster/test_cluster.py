@@ -43,7 +43,9 @@ MAGIC_UNDER_CONNECT = "tests/magics/test_magic.py::test_spark_and_pandas_datafra
 
 
 def passed(proc) -> int:
-    assert proc.returncode == 0, (proc.stdout[-4000:] + proc.stderr[-3000:])
+    failures = proc.stdout.find("= FAILURES =")  # before -rA's list of passed cases, which can be long
+    assert proc.returncode == 0, (proc.stdout[failures:failures + 6000] if failures >= 0 else "") + (
+        proc.stdout[-3000:] + proc.stderr[-3000:])
     found = re.search(r"(\d+) passed", proc.stdout)
     return int(found.group(1)) if found else 0
 
