@@ -121,8 +121,8 @@ def test_a_worker_killed_during_a_vertex_and_spark_reschedules_its_task_on_the_o
 
 
 def test_core_cases_and_cluster_cases_under_the_separate_connect_server(cluster, connect_server):
-    proc = run_pytest(backend_env(cluster, connect_server), "-rA", "-m", "core", *CORE_ON_A_CLUSTER,
-                      MAGIC_UNDER_CONNECT)
+    proc = run_pytest(backend_env(cluster, connect_server), "-rA", "-m", "core", MAGIC_UNDER_CONNECT,
+                      *CORE_ON_A_CLUSTER)
     assert passed(proc) >= 30
     assert len(re.findall(rf"^PASSED {re.escape(MAGIC_UNDER_CONNECT)}\[", proc.stdout, re.M)) == 2, proc.stdout[-3000:]
 
