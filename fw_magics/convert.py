@@ -112,9 +112,11 @@ class RowWriter:
                 lengths = set(map(len, rows))
                 if lengths == {width}:
                     return [list(map(itemgetter(i), rows)) for i in range(width)]
-        return [list(column) for column in zip(*map(self._normalize, rows))] if width else []
+        return [list(column) for column in zip(*map(self.normalize, rows))] if width else []
 
-    def _normalize(self, row):
+    def normalize(self, row):
+        """``row`` (a tuple, list, dict or, for one column, a bare value) as a sequence in the schema's column
+        order; a record that does not fit the schema's width or names is a one-line FullWindowError."""
         width = len(self.names)
         if isinstance(row, (tuple, list)):
             if len(row) != width:

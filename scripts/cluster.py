@@ -17,7 +17,9 @@ than the driver does, as executors on other machines see their own local disk. T
 it for a job directory that is not shared.
 
 Spark comes from the installed ``pyspark`` package (``SPARK_HOME`` is its folder); the
-workers' Python is this interpreter. Importable: the tests call ``start``/``stop`` directly.
+workers' Python is this interpreter. Importable: the tests call ``start``/``stop`` directly,
+and ``kill_worker``/``restart_worker`` to take one node down (its worker and every process in
+its work dir, SIGKILL by PID) and bring it back.
 """
 
 from __future__ import annotations
@@ -166,14 +168,13 @@ def start(state: str = DEFAULT_STATE, workers: int = 2, private: str | None = No
     path = os.path.join(state, "cluster.json")
     current = _read(path)
     if current and all(alive(p) for p in current["pids"]):
-        return current
+        return dict(current, state=state)
     stop(state)
-    home = spark_home()
-    spark_class = os.path.join(home, "bin", "spark-class")
+    spark_class = os.path.join(spark_home(), "bin", "spark-class")
     port, ui = free_port(), free_port()
     log = os.path.join(state, "master.log")
     info = {"master": f"spark://127.0.0.1:{port}", "master_ui": ui, "pids": [], "logs": [log],
-            "work_dirs": [], "private": private}
+            "work_dirs": [], "private": private, "state": state}
     try:
         info["pids"].append(_spawn([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                     "--port", str(port), "--webui-port", str(ui)], log, state))
@@ -182,16 +183,8 @@ def start(state: str = DEFAULT_STATE, workers: int = 2, private: str | None = No
               info["pids"], log, timeout)
         for i in range(workers):
             work = os.path.join(state, f"worker-{i}")
-            os.makedirs(work, exist_ok=True)
             wlog = os.path.join(state, f"worker-{i}.log")
-            cmd = [spark_class, "org.apache.spark.deploy.worker.Worker", info["master"], "--host", "127.0.0.1",
-                   "--port", str(free_port()), "--webui-port", str(free_port()),
-                   "--cores", "2", "--memory", "1g", "--work-dir", work]
-            if private:
-                os.makedirs(private, exist_ok=True)
-                cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                       'mount -t tmpfs fw-private "$0" && exec "$@"', private, *cmd]
-            info["pids"].append(_spawn(cmd, wlog, work))
+            info["pids"].append(_spawn_worker(info, work, wlog)[0])
             info["logs"].append(wlog)
             info["work_dirs"].append(work)
             _write(path, info)
@@ -201,6 +194,67 @@ def start(state: str = DEFAULT_STATE, workers: int = 2, private: str | None = No
         stop(state)
         raise
     return info
+
+
+def _spawn_worker(info: dict, work: str, log: str) -> tuple[int, int]:
+    """Start one worker of the cluster in ``info`` (2 cores, 1 GiB, its own work dir); its PID and port."""
+    os.makedirs(work, exist_ok=True)
+    port = free_port()
+    cmd = [os.path.join(spark_home(), "bin", "spark-class"), "org.apache.spark.deploy.worker.Worker", info["master"],
+           "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(free_port()),
+           "--cores", "2", "--memory", "1g", "--work-dir", work]
+    private = info.get("private")
+    if private:
+        os.makedirs(private, exist_ok=True)
+        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+               'mount -t tmpfs fw-private "$0" && exec "$@"', private, *cmd]
+    return _spawn(cmd, log, work), port
+
+
+def _registered(ui_port: int, worker_port: int) -> bool:
+    try:
+        workers = master_state(ui_port).get("workers", [])
+    except (OSError, ValueError):
+        return False
+    return any(w.get("port") == worker_port and w.get("state") == "ALIVE" for w in workers)
+
+
+def processes_under(folder: str) -> list[int]:
+    """PIDs of the processes whose working directory is ``folder`` or below it (Linux /proc)."""
+    folder = os.path.realpath(folder) + os.sep
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if (os.readlink(f"/proc/{entry}/cwd") + os.sep).startswith(folder):
+                    found.append(int(entry))
+    return found
+
+
+def kill_worker(state: str, index: int) -> list[int]:
+    """A node dies: SIGKILL worker ``index`` and every process running in its work dir (its executors
+    and their Python workers), by PID; the PIDs killed. ``restart_worker`` brings it back."""
+    info = _read(os.path.join(state, "cluster.json"))
+    worker = info["pids"][1 + index]
+    pids = [worker, *(p for p in processes_under(info["work_dirs"][index]) if p != worker and p != os.getpid())]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    _kill(pids, grace=0)
+    return pids
+
+
+def restart_worker(state: str, index: int, timeout: float = 120) -> dict:
+    """Start worker ``index`` again (after ``kill_worker``) and wait until the master lists it alive."""
+    path = os.path.join(state, "cluster.json")
+    info = _read(path)
+    if alive(info["pids"][1 + index]):
+        return info
+    log = info["logs"][1 + index]
+    info["pids"][1 + index], port = _spawn_worker(info, info["work_dirs"][index], log)
+    _write(path, info)
+    _wait(lambda: _registered(info["master_ui"], port), f"worker {index} registered again", info["pids"], log, timeout)
+    return dict(info, state=state)
 
 
 def _kill(pids: list[int], grace: float) -> None:

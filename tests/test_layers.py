@@ -170,3 +170,50 @@ def test_importing_the_package_and_its_pure_parts_loads_no_spark_nor_arrow():
             "fw_magics.from_records; print('pyspark' in sys.modules, sorted(set(fw_magics.__all__) - set(dir(fw_magics))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.split("\n")[:2] == ["[]", "True []"], out.stdout + out.stderr
+
+
+#: Private names a module may take from a sibling: ``stream_grammar`` is ``grammar``'s second
+#: parser and shares its tokenizer and word rules (a known debt: they belong in a module of
+#: their own with public names). Anything else private stays in its module.
+SHARED_PRIVATE = {("fw_magics.magics.stream_grammar", name) for name in (
+    "_IDENTIFIER", "_PIPE", "_function", "_key_columns", "_once", "_quote", "_unknown", "_unquote")}
+#: Underscore names that are public API elsewhere (namedtuple's).
+PUBLIC_UNDERSCORED = {"_fields", "_replace", "_asdict", "_make"}
+
+
+def private_uses(module: str, path: pathlib.Path) -> list[str]:
+    """``from x import _name`` and ``obj._name`` where ``_name`` is defined nowhere in this module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    defined = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Store):
+            defined.add(node.attr if isinstance(node, ast.Attribute) else node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            defined.add(node.value)  # object.__setattr__(self, "_values", ...)
+    found = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.Attribute) and node.attr not in defined:
+            names = [node.attr]
+        for name in names:
+            private = name.startswith("_") and not name.startswith("__") and name not in PUBLIC_UNDERSCORED
+            if private and (module, name) not in SHARED_PRIVATE:
+                found.append(f"{module} line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    found = [use for module, path in MODULES.items() for use in private_uses(module, path)]
+    assert not found, "give these a public, documented name (or move the code):\n" + "\n".join(found)
+
+
+def test_the_private_name_check_sees_imports_and_attributes(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("from .grammar import _cut, quoted\nclass A:\n    def f(self, store):\n"
+                    "        self._own = 1\n        return store._states, self._own, grammar._cut\n")
+    assert [use.split(": ", 1)[1] for use in private_uses("m", path)] == [
+        "from .grammar import _cut, quoted", "store._states", "grammar._cut"]

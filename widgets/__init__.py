@@ -6,12 +6,17 @@ graph out in Python; the front-end code (``static/``) ships in the package: no C
 
 import os
 
+from fw_magics.errors import FullWindowError
+
 from .graph_view import GraphView
 from .recovery_panel import RecoveryPanel
 
 
 def show_graph(value, title: str | None = None) -> GraphView:
-    """A GraphView of a DataStream, a JobResult, a running or finished streaming job, or a JobGraph."""
+    """A GraphView of a DataStream, a JobResult, a running or finished streaming job, or a JobGraph.
+
+    Anything else is a one-line FullWindowError naming its type and what is accepted.
+    """
     from fw_magics.graph import JobGraph
     from fw_magics.runtime.job_result import JobResult
     from fw_magics.streams.datastream import DataStream
@@ -28,8 +33,8 @@ def show_graph(value, title: str | None = None) -> GraphView:
         return GraphView(value, title=title)
     if _is_streaming_job(value):
         return _streaming_view(value, title)
-    raise TypeError(f"cannot draw a {type(value).__name__}; accepted: a DataStream, a JobResult, a streaming job "
-                    "(start()) or a JobGraph")
+    raise FullWindowError(f"cannot draw a {type(value).__name__}; accepted: a DataStream, a JobResult, a streaming job "
+                          "(start()) or a JobGraph")
 
 
 def _is_streaming_job(value) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from fw_magics.errors import FullWindowError
 from fw_magics.failover import RestartAllStrategy, RestartPipelinedRegionStrategy
-from fw_magics.graph.render import node_ids, region_span
+from fw_magics.graph.render import counted, node_ids, region_span
 
 STATES = ("pending", "running", "finished", "failed", "recovered")
 
@@ -176,21 +176,27 @@ def describe_event(event: dict) -> str:
         "vertex_initialized": lambda e: f"{e['vertex']}, parallelism {e['parallelism']}"
                                         + (f", reads {', '.join(e['inputs'])}" if e["inputs"] else ""),
         "subtask_finished": lambda e: f"{e['vertex']}[{e['subtask']}] attempt {e['attempt']}, "
-                                      f"{e.get('records_out') or 0:,} records, {e.get('bytes') or 0:,} bytes",
+                                      f"{counted(e.get('records_out') or 0, 'record')}, "
+                                      f"{counted(e.get('bytes') or 0, 'byte')}",
         "subtask_reset": lambda e: f"{e['vertex']}[{e['subtask']}]: {e['reason']}",
         "region_failed": lambda e: f"{e['region']} {', '.join(e['vertices'])}: {e['cause']}",
         "region_restarted": lambda e: f"{e['region']}, restarting {', '.join(e['vertices'])}",
         "job_finished": lambda e: "",
         "job_failed": lambda e: e["cause"],
         "stream_started": lambda e: f"{e['mode']} mode, start {e['run']}",
-        "backlog_recorded": lambda e: f"{(e.get('position') or {}).get('files', '?')} backlog files",
+        "backlog_recorded": lambda e: _backlog_files((e.get("position") or {}).get("files")),
         "phase_changed": lambda e: e["phase"] + (f" ({e['cause']})" if e.get("cause") else ""),
-        "switch": lambda e: f"W = {_moment(e['watermark'])}, {e.get('state_writes') or 0:,} state writes in backlog",
-        "micro_batch": lambda e: f"batch {e['batch']}, {e['input_rows']:,} input rows, "
-                                 f"{e['state_rows_updated']:,} state rows",
+        "switch": lambda e: f"W = {_moment(e['watermark'])}, {counted(e.get('state_writes') or 0, 'state write')} "
+                            "in backlog",
+        "micro_batch": lambda e: f"batch {e['batch']}, {counted(e['input_rows'], 'input row')}, "
+                                 f"{counted(e['state_rows_updated'], 'state row')}",
         "job_cancelled": lambda e: e["cause"],
     }.get(kind, lambda e: "")(event)
     return f"{when}  {kind.replace('_', ' ')}" + (f": {about}" if about else "")
+
+
+def _backlog_files(files) -> str:
+    return counted(files, "backlog file") if isinstance(files, int) and not isinstance(files, bool) else "? backlog files"
 
 
 __all__ = ["STATES", "WhatIf", "VertexState", "describe_event", "node_ids", "operator_info",

@@ -212,17 +212,31 @@ class RecoveryPanel(W.VBox):
 
     @staticmethod
     def _subtasks_html(job: Job) -> str:
-        rows = job.subtasks()
-        keep = sum(r["verdict"].startswith("keep") for r in rows)
-        head = (f"<div class='fw-subtask-summary'>A resume keeps <b>{keep}</b> and re-runs "
-                f"<b>{len(rows) - keep}</b> of {len(rows)} subtasks.</div>")
-        cells = "".join(
-            f"<tr data-verdict='{html.escape(r['verdict'].split(':')[0])}'><td>{r['vertex']}[{r['subtask']}]</td>"
-            f"<td>{html.escape(r['operators'])}</td><td>{html.escape(r['verdict'])}</td>"
-            f"<td>{html.escape(r['files'] or '-')}</td><td>{'' if r['records'] is None else r['records']}</td></tr>"
-            for r in rows)
+        """What a resume keeps and re-runs: counts for the whole job, rows for the first subtasks.
+
+        Bounded (``Job.overview``): each of the first job vertices lists its first subtasks and
+        says how many more it has and how many of those re-run; later vertices are counted in
+        one line. A job of a million subtasks gives a table of a few hundred rows.
+        """
+        overview = job.overview()
+        head = (f"<div class='fw-subtask-summary'>A resume keeps <b>{overview.keep:,}</b> and re-runs "
+                f"<b>{overview.rerun:,}</b> of {overview.subtasks:,} subtasks.</div>")
+        cells = []
+        for group in overview.groups:
+            cells += [
+                f"<tr data-verdict='{html.escape(r['verdict'].split(':')[0])}'><td>{r['vertex']}[{r['subtask']}]</td>"
+                f"<td>{html.escape(r['operators'])}</td><td>{html.escape(r['verdict'])}</td>"
+                f"<td>{html.escape(r['files'] or '-')}</td><td>{'' if r['records'] is None else html.escape(str(r['records']))}"
+                "</td></tr>"
+                for r in group.rows]
+            if group.more:
+                cells.append(_more_row(f"{group.more:,} more subtask{'s' * (group.more != 1)} of {group.vertex} "
+                                       f"({group.operators})", group.more, group.more_rerun))
+        if overview.hidden:
+            cells.append(_more_row(f"{overview.hidden:,} more job vertices, {overview.hidden_subtasks:,} subtasks",
+                                   overview.hidden_subtasks, overview.hidden_rerun))
         return (head + "<table><tr><th>subtask</th><th>operators</th><th>on resume</th><th>result file</th>"
-                f"<th>records</th></tr>{cells}</table>")
+                f"<th>records</th></tr>{''.join(cells)}</table>")
 
     # -- the timeline ------------------------------------------------------------------------------
 
@@ -351,7 +365,7 @@ class RecoveryPanel(W.VBox):
         self.resume_button.disabled = self.stream is None or self.job is None or self.job.status not in RESUMABLE
 
     def _ask_discard(self) -> None:
-        files = sum(1 for r in self.job.subtasks() if r["files"])
+        files = sum(1 for event in self.job.state.finished.values() if event.get("files"))  # not per row: bounded
         self.confirm_text.value = (f"Delete job <b>{html.escape(self.job.name)}</b>, its event log and "
                                    f"{files} result files? This cannot be undone.")
         self.confirm.layout.display = None
@@ -372,3 +386,9 @@ class RecoveryPanel(W.VBox):
         self.job = None
         self.refresh()
         self.message.value = f"Discarded {html.escape(name)}."
+
+
+def _more_row(what: str, count: int, rerun: int) -> str:
+    """The row standing for subtasks the table does not list: how many, and what a resume does with them."""
+    return (f"<tr class='fw-more'><td colspan='5'>… {html.escape(what)}: a resume keeps {count - rerun:,} "
+            f"and re-runs {rerun:,} of them</td></tr>")

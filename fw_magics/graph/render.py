@@ -25,7 +25,7 @@ import re
 import shutil
 import subprocess
 
-from ..errors import GraphvizNotFound
+from ..errors import FullWindowError, GraphvizNotFound
 from . import drawing_size as size
 
 # ColorBrewer "Set3": light fills that keep black text readable.
@@ -143,7 +143,7 @@ def to_dot(graph, *, direction: str | None = None, legend: bool = True, caption:
     node = node_ids(graph)
     direction = direction or rankdir(graph, badges)
     if direction not in ("LR", "TB"):
-        raise ValueError(f"direction {direction!r}; accepted: 'LR' or 'TB'")
+        raise FullWindowError(f"direction {direction!r}; accepted: 'LR' or 'TB'")
     lines = [
         "digraph job {",
         f'  graph [rankdir={direction}, fontname="Helvetica", fontsize=12];',

@@ -23,7 +23,7 @@ from ..errors import did_you_mean
 from ..functions import Order
 from ..schema import resolve_field
 from ..streams import DataStream, from_dataframe, from_pandas
-from .grammar import Aggregate, AggregateCalls, Call, Command, Function, Map, Reduce, Sort, Stage, _cut, _q
+from .grammar import Aggregate, AggregateCalls, Call, Command, Function, Map, Reduce, Sort, Stage, quoted, shortened
 
 ACCEPTED_INPUT = "a Spark DataFrame, a pandas DataFrame or a DataStream"
 
@@ -59,7 +59,7 @@ def as_stream(value, what: str) -> DataStream:
     """The input as a DataStream: Spark DataFrames and pandas DataFrames are wrapped."""
     kind = _kind(value)
     if kind is None:
-        raise UsageError(f"{_cut(what)} is a {type(value).__name__}, not {ACCEPTED_INPUT}")
+        raise UsageError(f"{shortened(what)} is a {type(value).__name__}, not {ACCEPTED_INPUT}")
     return {"stream": lambda v: v, "spark": from_dataframe, "pandas": from_pandas}[kind](value)
 
 
@@ -125,12 +125,12 @@ def lookup(fn: Function, namespace: dict, filename: Callable[[str], str]):
     else:
         functions = [n for n, v in namespace.items() if callable(v) and not n.startswith("_")]
         hint = did_you_mean(head, functions, otherwise="; define it in this cell or an earlier one")
-        raise UsageError(f"fn={_cut(fn.text)}: no {_q(head)} in the notebook{hint}")
+        raise UsageError(f"fn={shortened(fn.text)}: no {quoted(head)} in the notebook{hint}")
     for depth, attribute in enumerate(rest, start=1):
         if not hasattr(value, attribute):
             hint = did_you_mean(attribute, [a for a in dir(value) if not a.startswith("_")])
-            raise UsageError(f"fn={_cut(fn.text)}: {_q('.'.join([head, *rest[:depth - 1]]))} has no attribute "
-                             f"{_q(attribute)}{hint}")
+            raise UsageError(f"fn={shortened(fn.text)}: {quoted('.'.join([head, *rest[:depth - 1]]))} has no attribute "
+                             f"{quoted(attribute)}{hint}")
         value = getattr(value, attribute)
     return value
 
@@ -148,25 +148,25 @@ def aggregate_column(call: Call, stream: DataStream):
         inspect.signature(function).bind(*args)
     except TypeError:
         wanted = ", ".join(p.name if p.kind is not p.VAR_POSITIONAL else f"*{p.name}" for p in parameters)
-        raise UsageError(f"{_cut(call)}: {call.name} takes ({wanted}); got {len(args)} argument(s)") from None
+        raise UsageError(f"{shortened(call)}: {call.name} takes ({wanted}); got {len(args)} argument(s)") from None
     resolved = []
     for position, arg in enumerate(args):
         parameter = parameters[min(position, len(parameters) - 1)]
         is_column = "ColumnOrName" in str(parameter.annotation)
-        got = _q(arg) if isinstance(arg, str) else _cut(repr(arg))
+        got = quoted(arg) if isinstance(arg, str) else shortened(repr(arg))
         if is_column != isinstance(arg, str) or arg == "*":
             wanted = "a column name" if is_column else "a number or true/false"
-            raise UsageError(f"{_cut(call)}: argument {parameter.name!r} takes {wanted}; got {got}")
+            raise UsageError(f"{shortened(call)}: argument {parameter.name!r} takes {wanted}; got {got}")
         wanted = _literal_kinds(parameter.annotation)
         if not _literal_fits(arg, wanted, is_column):  # true for a count, 2.5 for a whole number, ...
-            raise UsageError(f"{_cut(call)}: argument {parameter.name!r} takes {wanted}; got {got}")
+            raise UsageError(f"{shortened(call)}: argument {parameter.name!r} takes {wanted}; got {got}")
         resolved.append(resolve_field(stream.schema, arg, what="column", case_sensitive=stream.case_sensitive)[0]
                         if is_column else arg)
     try:  # Spark checks the rest (a classic session at once, through py4j): one line either way
         column = function(*resolved)
     except Exception as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise UsageError(f"{_cut(call)}: {_cut(first)}") from None
+        raise UsageError(f"{shortened(call)}: {shortened(first)}") from None
     return column, f"F.{call.name}({', '.join(map(repr, resolved))})"
 
 

@@ -53,14 +53,18 @@ QUOTE_LIMIT = 60
 MAX_DIGITS = 18
 
 
-def _q(text) -> str:
-    """``text`` quoted for a message, cut to about QUOTE_LIMIT characters."""
+def quoted(text) -> str:
+    """``text`` quoted for a message (``'price'``), cut to about QUOTE_LIMIT characters with "...".
+
+    Every user token a ``%%fullwindow`` message quotes goes through here
+    (or :func:`shortened`), so one long token cannot make a message long.
+    """
     text = str(text)
     return repr(text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT - 3] + "...")
 
 
-def _cut(text) -> str:
-    """``text`` unquoted for a message, cut to about QUOTE_LIMIT characters."""
+def shortened(text) -> str:
+    """``text`` as it is (unquoted) for a message, cut to about QUOTE_LIMIT characters with "..."."""
     text = str(text)
     return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT - 3] + "..."
 
@@ -68,7 +72,7 @@ def _cut(text) -> str:
 def _integer(text: str, what: str) -> int:
     """A whole number of at most MAX_DIGITS digits, or a one-line UsageError."""
     if len(text.lstrip("+-")) > MAX_DIGITS:
-        raise UsageError(f"{what} {_q(text)} has {len(text.lstrip('+-'))} digits; accepted: at most {MAX_DIGITS}")
+        raise UsageError(f"{what} {quoted(text)} has {len(text.lstrip('+-'))} digits; accepted: at most {MAX_DIGITS}")
     return int(text)
 
 
@@ -198,10 +202,10 @@ def parse(line: str) -> Command:
         elif token.startswith("-"):
             name, equals, inline = token.partition("=")
             if name not in OPTIONS:
-                raise _unknown(f"unknown option {_q(token)}", name, OPTIONS, "options are: key=COL, " + ", ".join(OPTIONS))
+                raise _unknown(f"unknown option {quoted(token)}", name, OPTIONS, "options are: key=COL, " + ", ".join(OPTIONS))
             if name in FLAGS:
                 if equals:
-                    raise UsageError(f"{name} takes no value; got {_q(token)}")
+                    raise UsageError(f"{name} takes no value; got {quoted(token)}")
                 _once(options, name, token)
                 options[name] = True
                 continue
@@ -254,12 +258,12 @@ def tokenize(text: str) -> list:
                 depth += 1
             elif char == ")":
                 if depth == 0:
-                    raise UsageError(f"unmatched ')' in {_q(_word_at(text, index))}")
+                    raise UsageError(f"unmatched ')' in {quoted(_word_at(text, index))}")
                 depth -= 1
             current.append(char)
         index += 1
     if depth:
-        raise UsageError(f"unclosed '(' in {_q(''.join(current))}")
+        raise UsageError(f"unclosed '(' in {quoted(''.join(current))}")
     if current:
         tokens.append("".join(current))
     return tokens
@@ -302,7 +306,7 @@ def _split_stages(words: list) -> list[list[str]]:
 def _stage(words: list[str]) -> Stage:
     operation, arguments = words[0], words[1:]
     if operation not in OPERATIONS:
-        raise _unknown(f"unknown operation {_q(operation)}", operation, OPERATIONS, "operations are: " + ", ".join(OPERATIONS))
+        raise _unknown(f"unknown operation {quoted(operation)}", operation, OPERATIONS, "operations are: " + ", ".join(OPERATIONS))
     if operation == "sort":
         return _sort(arguments)
     if operation == "aggregate" and arguments and not _keyword(arguments[0]):
@@ -332,11 +336,11 @@ def _keywords(operation: str, arguments: list[str]) -> dict[str, str]:
         if name is None or name not in accepted:
             label = f"{name}=" if name else word
             if operation == "aggregate" and name is None and "(" in word:
-                raise UsageError(f"unexpected {_q(word)} in aggregate; use either fn=NAME or Spark aggregates such as sum(qty), not both")
+                raise UsageError(f"unexpected {quoted(word)} in aggregate; use either fn=NAME or Spark aggregates such as sum(qty), not both")
             listing = f"{operation} takes: " + " ".join(f"{a}=" for a in accepted)
-            raise _unknown(f"unexpected {_q(label)} in {operation}", label, [f"{a}=" for a in accepted] + ["key="], listing)
+            raise _unknown(f"unexpected {quoted(label)} in {operation}", label, [f"{a}=" for a in accepted] + ["key="], listing)
         if name in values:
-            raise UsageError(f"{_cut(name)}= given twice in {operation}")
+            raise UsageError(f"{shortened(name)}= given twice in {operation}")
         values[name] = word[len(name) + 1:]
     return values
 
@@ -351,14 +355,14 @@ def _sort(arguments: list[str]) -> Sort:
             ordered = False
         elif name is None and word.lower() in ORDERS:
             if not keys:
-                raise UsageError(f"{_q(word)} must follow a field: sort field=F {word}")
+                raise UsageError(f"{quoted(word)} must follow a field: sort field=F {word}")
             if ordered:
-                raise UsageError(f"two orders for field={_cut(_value(keys[-1][0]))}: {keys[-1][1]!r} and {word!r}")
+                raise UsageError(f"two orders for field={shortened(_value(keys[-1][0]))}: {keys[-1][1]!r} and {word!r}")
             keys[-1] = (keys[-1][0], word.lower())
             ordered = True
         else:
             label = f"{name}=" if name else word
-            raise _unknown(f"unexpected {_q(label)} in sort", label, ["field=", *ORDERS, "key="], "sort takes: field=F [asc|desc] ...")
+            raise _unknown(f"unexpected {quoted(label)} in sort", label, ["field=", *ORDERS, "key="], "sort takes: field=F [asc|desc] ...")
     if not keys:
         raise UsageError("sort needs field=F (a 0-based position or a column name), e.g. sort field=price desc")
     return Sort(tuple(keys))
@@ -370,12 +374,12 @@ def _aggregate_calls(arguments: list[str]) -> AggregateCalls:
         name, paren, rest = word.partition("(")
         if _keyword(word) is not None:
             raise UsageError(
-                f"unexpected {_q(word)} in aggregate; use either fn=NAME or Spark aggregates such as sum(qty), not both"
+                f"unexpected {quoted(word)} in aggregate; use either fn=NAME or Spark aggregates such as sum(qty), not both"
             )
         if not paren or not rest.endswith(")") or not _IDENTIFIER.match(name):
-            raise UsageError(f"unexpected {_q(word)} in aggregate; write Spark aggregates as name(column), e.g. sum(qty) count() max(price)")
+            raise UsageError(f"unexpected {quoted(word)} in aggregate; write Spark aggregates as name(column), e.g. sum(qty) count() max(price)")
         if name not in AGGREGATES:
-            raise _unknown(f"unknown aggregate {_q(name)}", name, AGGREGATES, "Spark aggregates include: sum, count, min, max, avg, collect_list, first")
+            raise _unknown(f"unknown aggregate {quoted(name)}", name, AGGREGATES, "Spark aggregates include: sum, count, min, max, avg, collect_list, first")
         calls.append(Call(name, tuple(_call_argument(a, word) for a in _split_commas(rest[:-1], word))))
     return AggregateCalls(tuple(calls))
 
@@ -385,8 +389,8 @@ def _call_argument(text: str, word: str) -> str | int | float | bool:
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
     if _NUMBER.match(text):
-        return _integer(text, f"argument of {_cut(word)}") if _INTEGER.match(text) else float(text)
-    return _name(text, f"argument of {_q(word)}")
+        return _integer(text, f"argument of {shortened(word)}") if _INTEGER.match(text) else float(text)
+    return _name(text, f"argument of {quoted(word)}")
 
 
 def _split_commas(text: str, where: str) -> list[str]:
@@ -411,7 +415,7 @@ def _split_commas(text: str, where: str) -> list[str]:
         index += 1
     parts.append(current.strip())
     if not all(parts):
-        raise UsageError(f"empty item in {_q(where)}")
+        raise UsageError(f"empty item in {quoted(where)}")
     return parts
 
 
@@ -424,9 +428,9 @@ def _unquote(text: str) -> tuple[str, bool]:
 
 def _name(text: str, what: str) -> str:
     """A column name: bare, or quoted when it has spaces or punctuation."""
-    value, quoted = _unquote(text)
-    if not quoted and any(q in value for q in "\"'"):
-        raise UsageError(f"misplaced quote in {_q(text)}; quote the whole {what}")
+    value, was_quoted = _unquote(text)
+    if not was_quoted and any(q in value for q in "\"'"):
+        raise UsageError(f"misplaced quote in {quoted(text)}; quote the whole {what}")
     if not value:
         raise UsageError(f"empty {what}")
     return value
@@ -447,21 +451,21 @@ def _key_columns(text: str) -> tuple[str, ...]:
 
 
 def _function(text: str) -> Function:
-    value, quoted = _unquote(text)
-    if quoted:
+    value, was_quoted = _unquote(text)
+    if was_quoted:
         try:
             node = ast.parse(value.strip(), mode="eval").body
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-            raise UsageError(f"fn={_cut(text)} is not valid Python: {_cut(getattr(error, 'msg', error))}") from None
+            raise UsageError(f"fn={shortened(text)} is not valid Python: {shortened(getattr(error, 'msg', error))}") from None
         if not isinstance(node, ast.Lambda):
-            raise UsageError(f"fn={_cut(text)}: a quoted fn= must be a lambda, e.g. fn=\"lambda rs: ...\"")
+            raise UsageError(f"fn={shortened(text)}: a quoted fn= must be a lambda, e.g. fn=\"lambda rs: ...\"")
         try:  # what only compiling finds (a duplicate argument, a misplaced yield): nothing runs
             compile(ast.Expression(node), "<fn>", "eval")
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-            raise UsageError(f"fn={_cut(text)} is not valid Python: {_cut(getattr(error, 'msg', error))}") from None
+            raise UsageError(f"fn={shortened(text)} is not valid Python: {shortened(getattr(error, 'msg', error))}") from None
         return Function(value.strip(), is_lambda=True)
     if not all(_IDENTIFIER.match(part) and not keyword.iskeyword(part) for part in value.split(".")):
-        raise UsageError(f"fn={_cut(text)}: expected a function name (top3, mod.top3) or a quoted lambda")
+        raise UsageError(f"fn={shortened(text)}: expected a function name (top3, mod.top3) or a quoted lambda")
     return Function(value)
 
 
@@ -482,10 +486,10 @@ _OPTION_VALUE = {
 def _option_value(name: str, value: str) -> str | int:
     if name == "--show":
         if not (value.isascii() and value.isdigit()):
-            raise UsageError(f"--show takes {_OPTION_VALUE[name]}; got {_q(value)}")
+            raise UsageError(f"--show takes {_OPTION_VALUE[name]}; got {quoted(value)}")
         return _integer(value, "--show")
     if not _IDENTIFIER.match(value) or keyword.iskeyword(value):
-        raise UsageError(f"{name} takes {_OPTION_VALUE[name]}; got {_q(value)}")
+        raise UsageError(f"{name} takes {_OPTION_VALUE[name]}; got {quoted(value)}")
     return value
 
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import os
 
-from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.display import display
 
-from ..errors import FwMagicsError, did_you_mean
+from ..errors import did_you_mean
 from ..streams import preview
-from . import build, grammar, tracebacks
+from . import build, grammar
+from .cells import cell_number, run_body, user_errors
 
 
 @magics_class
@@ -107,17 +105,18 @@ class FullWindowMagics(Magics):
                 raise UsageError("%fullwindow needs --in NAME (the variable holding the input), or use %%fullwindow with the input as the cell's last expression")
             if command.input not in shell.user_ns:
                 names = [n for n in shell.user_ns if not n.startswith("_")]
-                raise UsageError(f"--in {grammar._cut(command.input)}: no such variable"
+                raise UsageError(f"--in {grammar.shortened(command.input)}: no such variable"
                                  + did_you_mean(command.input, names))
             value, expression, silent = shell.user_ns[command.input], command.input, command.silent
         else:
             if command.input is not None:
                 raise UsageError(f"--in {command.input} is for the line form %fullwindow; in a %%fullwindow cell the last expression is the input")
-            with _user_errors(shell):
-                value, expression, quiet = self._run_body(cell)
+            with user_errors(shell):
+                value, expression, quiet = run_body(
+                    shell, cell, f"the %%fullwindow cell must end with an expression giving the input ({build.ACCEPTED_INPUT})")
             silent = command.silent or quiet
         what = f"--in {command.input}" if cell is None else f"the cell's last expression ({expression})"
-        with _user_errors(shell):
+        with user_errors(shell):
             source = build.as_stream(value, what)
             built = build.build(command, source, shell.user_ns, self._cache_source)
             result = built.result
@@ -149,7 +148,7 @@ class FullWindowMagics(Magics):
         if name not in self.shell.user_ns:
             names = [n for n in self.shell.user_ns if not n.startswith("_")]
             raise UsageError(f"%fw_graph {name}: no such variable" + did_you_mean(name, names))
-        with _user_errors(self.shell):
+        with user_errors(self.shell):
             return _graph_view(self.shell.user_ns[name])
 
     @line_magic
@@ -174,7 +173,7 @@ class FullWindowMagics(Magics):
         if not isinstance(job, StreamingJob):
             raise UsageError(f"%fw_savepoint {name}: a {type(job).__name__}, not a streaming job (what .start() "
                              "returns)")
-        with _user_errors(self.shell):
+        with user_errors(self.shell):
             return job.savepoint()
 
     @line_magic
@@ -195,22 +194,8 @@ class FullWindowMagics(Magics):
             raise UsageError(f"%fw_recover {job_dir}: no such directory")
         return RecoveryPanel(job_dir, namespace=self.shell.user_ns)
 
-    def _run_body(self, cell: str):
-        """Run the cell body in the notebook's namespace; return its last expression's value."""
-        shell = self.shell
-        code = shell.transform_cell(cell)
-        filename = shell.compile.cache(code, shell.execution_count, raw_code=cell)
-        tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST)
-        if not tree.body or not isinstance(tree.body[-1], ast.Expr):
-            raise UsageError(f"the %%fullwindow cell must end with an expression giving the input ({build.ACCEPTED_INPUT})")
-        last = tree.body.pop()
-        exec(compile(tree, filename, "exec"), shell.user_global_ns, shell.user_ns)
-        value = eval(compile(ast.Expression(last.value), filename, "eval"), shell.user_global_ns, shell.user_ns)
-        expression = ast.get_source_segment(code, last.value)
-        return value, expression, DisplayHook.semicolon_at_end_of_expression(code)
-
     def _cache_source(self, source: str) -> str:
-        return self.shell.compile.cache(source, self.shell.execution_count)
+        return self.shell.compile.cache(source, cell_number(self.shell))
 
     @staticmethod
     def _explanation(title: str, built: build.Built, expression: str, value) -> dict[str, str]:
@@ -227,24 +212,7 @@ class FullWindowMagics(Magics):
 def _graph_view(value):
     from ..widgets import show_graph
 
-    try:
-        return show_graph(value)
-    except TypeError as error:
-        raise UsageError(str(error)) from None
-
-
-@contextlib.contextmanager
-def _user_errors(shell):
-    """fw-magics' one-line errors become UsageError; the user's own errors lose our frames."""
-    try:
-        yield
-    except FwMagicsError as error:
-        raise UsageError(str(error)) from None
-    except UsageError:
-        raise
-    except Exception as error:
-        tracebacks.trim(error, shell)
-        raise
+    return show_graph(value)  # a value it cannot draw: a FullWindowError, one line through user_errors
 
 
 def load_ipython_extension(shell) -> None:

@@ -11,6 +11,7 @@ from IPython.display import display
 from ..errors import did_you_mean
 from . import stream_grammar
 from .build import lookup
+from .cells import cell_number, run_body, user_errors
 
 #: the variable that always holds the job the last %%fwstream started
 LAST_JOB = "_fwstream"
@@ -96,8 +97,6 @@ class StreamMagics(Magics):
         """
         command = stream_grammar.parse(line)  # before anything runs
         shell = self.shell
-        from .magic import FullWindowMagics, _user_errors
-
         if cell is None:
             if command.input is None:
                 raise UsageError("%fwstream needs --in NAME (the variable holding the input), or use %%fwstream "
@@ -110,12 +109,10 @@ class StreamMagics(Magics):
             if command.input is not None:
                 raise UsageError(f"--in {command.input} is for the line form %fwstream; in a %%fwstream cell the "
                                  "last expression is the input")
-            if not _ends_in_expression(shell, cell):
-                raise UsageError("the %%fwstream cell must end with an expression giving the input: a DataStream "
-                                 "over files (fw.from_files(...))")
-            with _user_errors(shell):
-                value, _, _ = FullWindowMagics._run_body(self, cell)
-        with _user_errors(shell):
+            with user_errors(shell):
+                value, _, _ = run_body(shell, cell, "the %%fwstream cell must end with an expression giving the "
+                                                    "input: a DataStream over files (fw.from_files(...))")
+        with user_errors(shell):
             job = self._start(command, value)
         shell.user_ns[LAST_JOB] = job
         if command.output is not None:
@@ -130,7 +127,7 @@ class StreamMagics(Magics):
         if not isinstance(value, DataStream):
             raise UsageError(f"%%fwstream needs a DataStream over files (fw.from_files(...)) as its input; "
                              f"got {type(value).__name__}")
-        fn = lookup(command.fn, self.shell.user_ns, lambda source: self.shell.compile.cache(source))
+        fn = lookup(command.fn, self.shell.user_ns, lambda source: self.shell.compile.cache(source, cell_number(self.shell)))
         if isinstance(fn, type):
             fn = fn()
         keyed = value.key_by(*command.key)
@@ -150,16 +147,6 @@ class StreamMagics(Magics):
                 job.stop()
                 raise
         return job
-
-
-def _ends_in_expression(shell, cell: str) -> bool:
-    import ast
-
-    try:
-        tree = ast.parse(shell.transform_cell(cell))
-    except SyntaxError:
-        return True  # running it shows the user's syntax error as usual
-    return bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
 
 
 def status_bundle(job, show: int) -> dict[str, str]:

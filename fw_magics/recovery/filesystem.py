@@ -35,7 +35,8 @@ class UnsafeFile(OSError):
     """A path from a job directory that is not read: outside it, a link, or not a regular file."""
 
 
-def _is_local(root: str) -> bool:
+def is_local(root: str) -> bool:
+    """Whether ``root`` names local storage: a plain path, a ``file:`` URL or (on Windows) a drive."""
     scheme = urlparse(root).scheme
     return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
 
@@ -73,7 +74,7 @@ class Storage:
 
     def __init__(self, root: str):
         self.root = root.rstrip("/") or "/"
-        self.local = _is_local(root)
+        self.local = is_local(root)
         self._fs = None
         if self.local:
             self.base = os.path.abspath(local_path(root))

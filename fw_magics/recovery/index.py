@@ -24,7 +24,7 @@ import os
 import tempfile
 import time
 
-from .filesystem import Storage, _is_local
+from .filesystem import Storage, is_local
 
 MAX_ENTRIES = 200
 _here: dict[str, str] = {}  # root -> job name, in the order this process ran them
@@ -41,7 +41,7 @@ def index_path() -> str:
 
 def normalized_root(root: str) -> str:
     """A job folder as the index keeps it: an absolute path, or the URI as given."""
-    return os.path.abspath(root) if _is_local(root) and "://" not in root else root.rstrip("/")
+    return os.path.abspath(root) if is_local(root) and "://" not in root else root.rstrip("/")
 
 
 def has_event_log(root: str) -> bool:

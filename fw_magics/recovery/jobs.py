@@ -8,6 +8,7 @@ folder holds.
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import re
@@ -23,6 +24,11 @@ from .integrity import file_intact
 from .lock import JobLock
 from .replay import JobState, decide_resume, replay
 
+#: What the recovery panel lists of a job (``Job.overview``): rows of the first subtasks of each of
+#: the first job vertices; the rest is counted. A crafted graph within the limits of
+#: ``JobGraph.from_json`` has about a million subtasks: listing each made a 100 MB table.
+ROWS_PER_VERTEX = 10
+MAX_VERTICES = 20
 STATUSES = ("finished", "failed", "running", "interrupted", "damaged")
 SAVEPOINTS = "savepoints"  # a streaming job's savepoints (written by fw_magics.streaming.savepoint_files)
 _SAVEPOINT = re.compile(r"savepoint-\d{6}")
@@ -104,29 +110,106 @@ class Job:
         return text
 
     def subtasks(self) -> list[dict]:
-        """One row per job-vertex subtask: what a resume would keep, what it would re-run, and why."""
+        """One row per job-vertex subtask: what a resume would keep, what it would re-run, and why.
+
+        Every subtask of the job: up to ``MAX_JSON_EXECUTION_VERTICES`` (about a million) rows
+        for a graph at the limit. The recovery panel shows :meth:`overview` instead, which is
+        bounded whatever the graph.
+        """
+        decided = self._decide()
+        if decided is None:
+            return []
+        storage, decision, chains, vertices = decided
+        return [self._row(storage, decision, chains, vertex, subtask) for vertex, subtask in vertices]
+
+    def overview(self, rows_per_vertex: int = ROWS_PER_VERTEX, max_vertices: int = MAX_VERTICES) -> Overview:
+        """What a resume keeps and re-runs, bounded: counts for every job vertex, rows for a few.
+
+        Each of the first ``max_vertices`` job vertices lists the rows (as :meth:`subtasks`) of
+        its first ``rows_per_vertex`` subtasks and counts the rest; the vertices after them are
+        only counted. However large the recorded graph, at most ``max_vertices *
+        rows_per_vertex`` rows are built, so the panel's table stays small.
+        """
+        decided = self._decide()
+        if decided is None:
+            return Overview([], 0, 0)
+        storage, decision, chains, vertices = decided
+        rerun_of = collections.Counter(vertex for vertex, _ in decision.rerun)
+        groups = []
+        hidden = hidden_subtasks = hidden_rerun = 0
+        for vertex in self.graph.job_vertices():
+            if len(groups) >= max_vertices:
+                hidden += 1
+                hidden_subtasks += vertex.parallelism
+                hidden_rerun += rerun_of[vertex.name]
+                continue
+            rows = [self._row(storage, decision, chains, vertex.name, i)
+                    for i in range(min(vertex.parallelism, rows_per_vertex))]
+            groups.append(VertexRows(vertex.name, " + ".join(vertex.operators), vertex.parallelism,
+                                     rerun_of[vertex.name], rows))
+        return Overview(groups, len(vertices), len(decision.rerun), hidden, hidden_subtasks, hidden_rerun)
+
+    def _decide(self):
+        """(storage, the resume decision, each job vertex's chain, every subtask), or None without a readable graph."""
         graph = self.graph
         if graph is None:
-            return []
+            return None
         storage = Storage(self.root)
         vertices, inputs = subtask_inputs(graph)
         decision = decide_resume(vertices, inputs, self.state, functools.partial(file_intact, storage))
         chains = {v.name: v.operators for v in graph.job_vertices()}
-        rows = []
-        for vertex, subtask in vertices:
-            event = self.state.finished.get((vertex, subtask))
-            files = [] if event is None else event.get("files", [])
-            if (vertex, subtask) in decision.rerun:
-                verdict = f"re-run: {decision.reasons[(vertex, subtask)]}"
-            elif (vertex, subtask) in decision.problems:  # checked because a sink or a re-run reads it
-                verdict = "keep: finished, result intact"
-            else:
-                present = all(_present(storage, f["path"]) for f in files)
-                verdict = "keep: finished, result not read again" + ("" if present else " (file missing)")
-            rows.append({"vertex": vertex, "operators": " + ".join(chains[vertex]), "subtask": subtask,
-                         "verdict": verdict, "files": ", ".join(f["path"] for f in files),
-                         "records": None if event is None else event.get("records_out")})
-        return rows
+        return storage, decision, chains, vertices
+
+    def _row(self, storage, decision, chains, vertex: str, subtask: int) -> dict:
+        event = self.state.finished.get((vertex, subtask))
+        files = [] if event is None else event.get("files", [])
+        if (vertex, subtask) in decision.rerun:
+            verdict = f"re-run: {decision.reasons[(vertex, subtask)]}"
+        elif (vertex, subtask) in decision.problems:  # checked because a sink or a re-run reads it
+            verdict = "keep: finished, result intact"
+        else:
+            present = all(_present(storage, f["path"]) for f in files)
+            verdict = "keep: finished, result not read again" + ("" if present else " (file missing)")
+        return {"vertex": vertex, "operators": " + ".join(chains[vertex]), "subtask": subtask,
+                "verdict": verdict, "files": ", ".join(f["path"] for f in files),
+                "records": None if event is None else event.get("records_out")}
+
+
+@dataclass(frozen=True)
+class VertexRows:
+    """One job vertex in :meth:`Job.overview`: its counts, and the rows of its first subtasks."""
+
+    vertex: str  # "v1"
+    operators: str  # its chain, "source + sort"
+    subtasks: int  # its parallelism
+    rerun: int  # how many of its subtasks a resume runs again
+    rows: list  # rows (as Job.subtasks) of its first few subtasks, in subtask order
+
+    @property
+    def more(self) -> int:
+        """Subtasks not listed in ``rows``."""
+        return self.subtasks - len(self.rows)
+
+    @property
+    def more_rerun(self) -> int:
+        """How many of the subtasks not listed a resume runs again."""
+        return self.rerun - sum(not r["verdict"].startswith("keep") for r in self.rows)
+
+
+@dataclass(frozen=True)
+class Overview:
+    """What a resume keeps and re-runs (:meth:`Job.overview`): bounded, whatever the graph's size."""
+
+    groups: list  # VertexRows of the first job vertices
+    subtasks: int  # every subtask of the job
+    rerun: int  # how many a resume runs again
+    hidden: int = 0  # job vertices after the listed ones, counted only
+    hidden_subtasks: int = 0
+    hidden_rerun: int = 0
+
+    @property
+    def keep(self) -> int:
+        return self.subtasks - self.rerun
 
 
 def _present(storage: Storage, path: str) -> bool:

@@ -245,6 +245,15 @@ class OperatorStateStore:
             raise StateError(f"no state {show(name)} in this store; accepted: {known}")
         return self._states[name].mode
 
+    def state(self, name: str):
+        """The state called ``name`` in whatever mode it has (a ListState, UnionListState or BroadcastState).
+
+        Unlike the ``get_*_state`` methods this never creates a state: a name not in the store
+        is a one-line error listing the names it has.
+        """
+        self.mode_of(name)  # the one-line error for an unknown name
+        return self._states[name]
+
     def _get(self, name, cls):
         if not isinstance(name, str) or not name:
             raise StateError(f"state name {show(name)}; accepted: a non-empty string")
@@ -259,15 +268,25 @@ class OperatorStateStore:
             )
         return state
 
-    def _restore(self, states) -> None:
-        """Mark the store restored and install ``{name: (mode, units)}`` (units already checked JSON)."""
+    @classmethod
+    def restored(cls, subtask_index: int, parallelism: int, states) -> "OperatorStateStore":
+        """A store rebuilt from state already redistributed to this subtask: ``is_restored()`` is true.
+
+        ``states`` maps each name to ``(mode, units)``, the units already checked JSON values
+        (broadcast units as ``[key, value]`` pairs); every name is present afterwards, empty
+        where it got no units. The units are deep-copied. Use
+        :func:`~fw_magics.state.restore_subtasks` to restore from snapshots: it checks them and
+        redistributes their units first.
+        """
+        store = cls(subtask_index, parallelism)
         for name, (mode, units) in states.items():
             if mode == "broadcast":
-                self._states[name] = BroadcastState(name, [(key, json_copy(value)) for key, value in units])
+                store._states[name] = BroadcastState(name, [(key, json_copy(value)) for key, value in units])
             else:
-                self._states[name] = STATE_TYPES[mode](name, [json_copy(unit) for unit in units])
-        self._restored = True
-        self._restored_names = frozenset(states)
+                store._states[name] = STATE_TYPES[mode](name, [json_copy(unit) for unit in units])
+        store._restored = True
+        store._restored_names = frozenset(states)
+        return store
 
     def __repr__(self) -> str:
         return (

@@ -41,7 +41,7 @@ def snapshot_subtask(store: OperatorStateStore) -> dict:
         raise StateError(f"snapshot_subtask got a {type_name(store)}; accepted: an OperatorStateStore")
     snapshot = {}
     for name in store.state_names():
-        state = store._states[name]
+        state = store.state(name)
         snapshot[name] = {"mode": state.mode, "units": state.units()}
     return snapshot
 
@@ -87,9 +87,8 @@ def restore_subtask(snapshot, subtask_index: int, parallelism: int) -> OperatorS
     and its units deep-copied.
     """
     validate_subtask_snapshot(snapshot)
-    store = OperatorStateStore(subtask_index, parallelism)
-    store._restore({name: (entry["mode"], entry["units"]) for name, entry in snapshot.items()})
-    return store
+    return OperatorStateStore.restored(
+        subtask_index, parallelism, {name: (entry["mode"], entry["units"]) for name, entry in snapshot.items()})
 
 
 def subtask_modes(snapshots, where: str = "snapshots") -> dict:

@@ -29,7 +29,7 @@ from ..records import record_type
 from .changelog import KIND, SEQ, STATE, changelog_schema
 from .files_source import SUBTASK
 from .operator_core import run_subtask
-from .query import _Out
+from .query import OutputRow
 
 OPERATOR_VARIABLE = "fw_operator"
 ELEMENT = "element"
@@ -100,7 +100,7 @@ class OperatorProcessor(StatefulProcessor):
         batch = writer.batch(outputs)
         first = subtask << SEQ_BITS
         for seq, values in enumerate(batch.to_pylist()):
-            yield _Out(values, **{KIND: ELEMENT, SEQ: first + seq})
+            yield OutputRow(values, **{KIND: ELEMENT, SEQ: first + seq})
 
     def close(self) -> None:
         pass

@@ -45,7 +45,7 @@ def _micros(value: _dt.datetime) -> int:
     return (value - _EPOCH) // _US
 
 
-class _Out(dict):
+class OutputRow(dict):
     """A changelog row as the Row API's output converter wants it (it calls ``asDict``)."""
 
     __slots__ = ()
@@ -105,7 +105,7 @@ class KeyedProcessor(StatefulProcessor):
         batch = self.writer.outputs(result.outputs, self.seq)
         self.seq += batch.num_rows
         for row in batch.to_pylist():
-            yield _Out(row)
+            yield OutputRow(row)
 
     def handleInitialState(self, key, initialState, timerValues) -> None:  # noqa: N802,N803 (PySpark's names)
         text = initialState[STATE]

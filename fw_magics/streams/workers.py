@@ -91,7 +91,7 @@ def _record_builder(cls, writer: RowWriter):
             return value
         if isinstance(value, (tuple, list)) and len(value) == width:
             return tuple.__new__(cls, value)
-        return tuple.__new__(cls, writer._normalize(value))
+        return tuple.__new__(cls, writer.normalize(value))
 
     return as_record
 

@@ -72,6 +72,9 @@ def backend_env(cluster=None, connect=None) -> dict[str, str]:
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     if cluster is not None and cluster.get("private"):
         env["FW_TEST_PRIVATE_DIR"] = cluster["private"]
+    if cluster is not None:  # each application (a classic driver, the Connect server) gets this many executors
+        conf = cluster_script.APP_CONF
+        env["FW_TEST_EXECUTORS"] = str(int(conf["spark.cores.max"]) // int(conf["spark.executor.cores"]))
     if connect is not None:
         env["SPARK_REMOTE"] = connect["url"]
     elif cluster is not None:

@@ -2,15 +2,18 @@
 
 One cluster (a master, two workers) and one Connect server (its executors on that cluster)
 serve the whole run; each backend gets its own driver in a subprocess. What runs there: the
-core cases that depend on where Spark runs (CORE_ON_A_CLUSTER), execute() with failover, what a cluster changes (``test_on_any_backend.py``: user
-modules, relative and unshared job directories), the driver killed during a vertex and a new
-driver resuming, and the Connect server killed during execute() and started again while the
-client process lives on.
+core cases that depend on where Spark runs (CORE_ON_A_CLUSTER), execute() with failover, what a
+cluster changes (``test_on_any_backend.py``: user modules, relative and unshared job
+directories, the probe reaching every executor), the driver killed during a vertex and a new
+driver resuming, a worker killed during a vertex (and started again), one %%fullwindow case
+under the Connect server, and the Connect server killed during execute() and started again
+while the client process lives on.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -23,7 +26,9 @@ from tests.runtime import jobs
 
 from .conftest import ROOT, backend_env, cluster_script, run_pytest
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+#: Each case may take longer than pytest's default 600 s on a loaded machine: more than the 900 s
+#: run_pytest gives a backend's run, so that its own timeout (with the run's output) is what fires.
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(1000)]
 
 
 #: The core cases run on each backend: what a cluster changes (user modules, job directories),
@@ -32,10 +37,15 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 #: time; `make test` runs all of them in one process and under Spark Connect.
 CORE_ON_A_CLUSTER = ["tests/cluster", "tests/streams/test_flink_cases.py", "tests/streams/test_partitioning.py",
                      "tests/runtime", "tests/streaming"]
+#: And one %%fullwindow case under the Connect server: a real IPython shell whose cell defines the
+#: function the executors run, over a Spark DataFrame and a pandas one.
+MAGIC_UNDER_CONNECT = "tests/magics/test_magic.py::test_spark_and_pandas_dataframes_are_inputs"
 
 
 def passed(proc) -> int:
-    assert proc.returncode == 0, (proc.stdout[-4000:] + proc.stderr[-3000:])
+    failures = proc.stdout.find("= FAILURES =")  # before -rA's list of passed cases, which can be long
+    assert proc.returncode == 0, (proc.stdout[failures:failures + 6000] if failures >= 0 else "") + (
+        proc.stdout[-3000:] + proc.stderr[-3000:])
     found = re.search(r"(\d+) passed", proc.stdout)
     return int(found.group(1)) if found else 0
 
@@ -72,9 +82,49 @@ def test_driver_killed_during_a_vertex_and_a_new_driver_resumes_on_the_cluster(c
     assert not any(op.startswith("reduce") or op == "sales" for op, _ in map(tuple, out["ran"]))
 
 
+def test_a_worker_killed_during_a_vertex_and_spark_reschedules_its_task_on_the_other(cluster, tmp_path):
+    # a node dies (its worker, executor and Python workers, by PID) while the last vertex's subtask 0 runs
+    # on it: Spark runs the task again on the surviving worker (what Spark gave up on would go through
+    # fw-magics' region failover); nothing of the finished vertices runs again, the output is a clean run's
+    env = backend_env(cluster)
+    job_dir, markers, hold = str(tmp_path / "jobs"), str(tmp_path / "markers"), tmp_path / "hold"
+    hold.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "tests.runtime.jobs", job_dir, markers, "hold-last", str(hold)],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    index = None
+    try:
+        deadline = time.monotonic() + 600
+        while not (started := list(hold.glob("started-*"))):
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the last vertex never started"
+            time.sleep(0.2)
+        where = started[0].read_text()
+        index = next(i for i, work in enumerate(cluster["work_dirs"]) if where.startswith(work + os.sep))
+        killed = cluster_script.kill_worker(cluster["state"], index)
+        assert len(killed) >= 2 and not any(cluster_script.alive(pid) for pid in killed)  # worker and executor
+        (hold / "go").touch()
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if index is not None:
+            cluster_script.restart_worker(cluster["state"], index)  # for the tests after this one
+    assert proc.returncode == 0, err[-3000:]
+    result = json.loads(out.strip().splitlines()[-1])
+    assert [tuple(r) for r in result["rows"]] == jobs.expected()
+    again = [p.read_text() for p in hold.glob("started-*") if p != started[0]]
+    assert again and not any(w.startswith(cluster["work_dirs"][index] + os.sep) for w in again)  # elsewhere
+    adds = [c for c in testing.calls(markers) if c[0] == "add"]
+    keys = {r[1] for r in jobs.RECORDS}
+    assert len(adds) == len(jobs.RECORDS) - len(keys)  # the reduce vertex ran once: n - 1 adds per key
+
+
 def test_core_cases_and_cluster_cases_under_the_separate_connect_server(cluster, connect_server):
-    proc = run_pytest(backend_env(cluster, connect_server), "-m", "core", *CORE_ON_A_CLUSTER)
+    proc = run_pytest(backend_env(cluster, connect_server), "-rA", "-m", "core", MAGIC_UNDER_CONNECT,
+                      *CORE_ON_A_CLUSTER)
     assert passed(proc) >= 30
+    assert len(re.findall(rf"^PASSED {re.escape(MAGIC_UNDER_CONNECT)}\[", proc.stdout, re.M)) == 2, proc.stdout[-3000:]
 
 
 def test_execute_failover_and_the_widgets_task_progress_under_the_separate_connect_server(cluster, connect_server):

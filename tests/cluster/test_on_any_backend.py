@@ -118,3 +118,6 @@ def test_a_shared_job_dir_is_probed_once_per_session_and_folder(spark, tmp_path)
     assert not os.path.exists(os.path.join(first.job_dir, shared_dir.PROBE_DIR))  # the probe's files are removed
     # a local master shares by construction (no probe); anywhere else the answer is cached
     assert probed == (not shared_dir.local_master(spark))
+    if probed:  # and every executor was asked, not one: the cluster's tests say how many there are
+        where, executors = shared_dir.reached(spark, first.job_dir), os.environ.get("FW_TEST_EXECUTORS")
+        assert len(where) == int(executors) if executors else len(where) >= 1, where

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from fw_magics.errors import GraphvizNotFound
+from fw_magics.errors import FullWindowError, GraphvizNotFound
 from fw_magics.graph import JobGraph, OperatorAttributes, render
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
@@ -35,6 +35,13 @@ def test_dot_styles_and_labels_every_edge_by_its_result_type():
     assert 'op1 -> op2 [style=dashed, label="blocking\\nall-to-all"]' in dot
     assert 'op0 -> op1 [style=bold, label="chained\\npointwise"]' in dot
     assert 'op2 -> op3 [style=solid, label="pipelined\\npointwise"]' in dot
+
+
+def test_a_direction_other_than_lr_or_tb_is_one_fullwindow_error():
+    assert "rankdir=TB" in render.to_dot(sort_job(), direction="TB")
+    with pytest.raises(FullWindowError, match=r"^direction 'XY'; accepted: 'LR' or 'TB'$") as caught:
+        render.to_dot(sort_job(), direction="XY")
+    assert isinstance(caught.value, ValueError)  # FullWindowError stays a ValueError
 
 
 def test_chained_operators_are_boxed_together_and_single_ones_are_not():

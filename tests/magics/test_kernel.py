@@ -1,10 +1,14 @@
 """The magic in a real Jupyter kernel (ipykernel via nbclient): what a notebook user sees."""
 
+import json
+import os
 import re
 
 import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
+
+from ..kernels import Kernel
 
 pytestmark = pytest.mark.slow
 
@@ -15,6 +19,7 @@ CELLS = [
     "%%fullwindow sort field=price desc\norders;",
     "%%fullwindow sort field=prize\norders",
     "%%fullwindow map fn=shaky schema='x double'\ndef shaky(records):\n    for r in records:\n        yield (1 / (r.id - 2),)\norders",
+    "%%fullwindow map fn=\"lambda rs: [(1 / (r.id - 2),) for r in rs]\" schema='x double'\norders",
 ]
 
 
@@ -24,7 +29,8 @@ def test_a_notebook_shows_previews_one_line_mistakes_and_user_tracebacks(tmp_pat
         nb, timeout=600, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute()
-    setup, shown, silenced, mistake, failing = (cell.outputs for cell in nb.cells)
+    setup, shown, silenced, mistake, failing, failing_lambda = (cell.outputs for cell in nb.cells)
+    assert [cell.execution_count for cell in nb.cells] == [1, 2, 3, 4, 5, 6]
     assert not any(o.output_type == "error" for o in setup)
 
     (result,) = shown
@@ -45,3 +51,34 @@ def test_a_notebook_shows_previews_one_line_mistakes_and_user_tracebacks(tmp_pat
     text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))
     assert "in shaky" in text and "yield (1 / (r.id - 2),)" in text and "ZeroDivisionError" in text
     assert "fw_magics" not in text and "pyspark" not in text
+    # the worker's frame is named the IPython way (the fifth cell), not by the file the kernel compiled it to
+    assert "Cell In[5], line 3, in shaky" in text and "ipykernel_" not in text
+
+    (error,) = failing_lambda  # a lambda in the magic's line is named after its cell too
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))
+    assert "Cell In[6], line 1, in <lambda>" in text and "ZeroDivisionError" in text, text
+    assert "ipykernel_" not in text and "fw_magics" not in text
+
+
+def test_a_job_run_in_one_kernel_is_listed_by_fw_recover_in_a_fresh_kernel_in_the_same_folder(tmp_path):
+    # tutorial 04's restart: its jobs go to .fw-jobs beside the notebook, which a new kernel looks in first
+    # (the second kernel has an empty job index of its own: the folder alone must find the job)
+    first = Kernel(tmp_path, {"FW_JOB_DIR": "", "FW_JOB_INDEX": str(tmp_path / "index-1.json")})
+    try:
+        ran = first.ok("import fw_magics as fw\n"
+                       "r = fw.from_records([(1,), (2,), (3,)], 'x long', partitions=2).execute(job_name='orders')\n"
+                       "print(r.job_dir)", timeout=300)
+    finally:
+        first.stop()
+    job_dir = ran.stdout.strip()
+    assert job_dir == str(tmp_path / ".fw-jobs" / "orders")
+    second = Kernel(tmp_path, {"FW_JOB_DIR": "", "FW_JOB_INDEX": str(tmp_path / "index-2.json")})
+    try:
+        listed = second.ok("import json\n%load_ext fw_magics\npanel = %fw_recover\n"
+                           "print(json.dumps([panel.title.value, panel.jobs.options, panel.job.root, panel.job.status]))")
+    finally:
+        second.stop()
+    title, options, root, status = json.loads(listed.stdout)
+    assert options == [["orders: finished, 2/2 subtasks finished", "orders"]], options
+    assert (root, status) == (job_dir, "finished") and "1 found" in title
+    assert not os.path.exists(tmp_path / "index-2.json")  # nothing registered it for the second kernel

@@ -311,6 +311,41 @@ def test_the_panel_lists_damaged_jobs_as_damaged_and_shows_the_rest(tmp_path):
     assert "A resume keeps <b>9</b>" in panel.subtask_table.value
 
 
+def test_a_graph_at_the_limit_gives_a_small_panel_table_built_in_seconds(tmp_path):
+    # 32 operators x 32,768 subtasks = 2^20 execution vertices, all that from_json accepts: listing
+    # every subtask made a 100 MB table; the panel lists 10 subtasks of each of 20 vertices, counts the rest
+    from fw_magics.graph.model import MAX_JSON_EXECUTION_VERTICES, MAX_PARALLELISM
+    from fw_magics.widgets import RecoveryPanel
+
+    from ..widgets.graphs import commit_file, write_log
+
+    n = MAX_JSON_EXECUTION_VERTICES // MAX_PARALLELISM
+    g = JobGraph(mode="batch")
+    for k in range(n):
+        g.add_operator(f"op{k}", MAX_PARALLELISM, kind="source" if k == 0 else "map_partition", chainable=False)
+        if k:
+            g.connect(f"op{k - 1}", f"op{k}", "all_to_all" if k % 2 else "pointwise")
+    folder = str(tmp_path / "jobs" / "huge")
+    sink = f"v{n - 1}"
+    write_log(folder, [events.job_submitted("huge", g.to_json(), g.fingerprint())]
+              + [finished_event(sink, i, commit_file(folder, sink, i)["path"], b"arrow bytes") for i in range(3)])
+    started = time.monotonic()
+    panel = RecoveryPanel(str(tmp_path / "jobs"), namespace={})
+    elapsed = time.monotonic() - started
+    table = panel.subtask_table.value
+    assert panel.job.status == "interrupted" and len(panel.job.graph.job_vertices()) == n
+    total = n * MAX_PARALLELISM
+    assert total == MAX_JSON_EXECUTION_VERTICES
+    assert f"A resume keeps <b>3</b> and re-runs <b>{total - 3:,}</b> of {total:,} subtasks." in table
+    assert table.count("<tr data-verdict='re-run'>") == 20 * 10 and "v0[9]</td>" in table and "v0[10]<" not in table
+    assert (f"… {MAX_PARALLELISM - 10:,} more subtasks of v0 (op0): a resume keeps 0 and re-runs "
+            f"{MAX_PARALLELISM - 10:,} of them") in table
+    assert (f"… {n - 20} more job vertices, {(n - 20) * MAX_PARALLELISM:,} subtasks: a resume keeps 3 and "
+            f"re-runs {(n - 20) * MAX_PARALLELISM - 3:,} of them") in table
+    assert len(table) < 64_000, f"{len(table):,} characters"
+    assert elapsed < 30, f"{elapsed:.1f} s"  # 7 s here under load: deciding the resume of 2^20 subtasks, their regions
+
+
 def test_a_lock_holding_a_list_is_a_damaged_lock_not_a_crash(tmp_path):
     folder = finished_job(str(tmp_path / "jobs"))
     with open(os.path.join(folder, "LOCK"), "w") as f:

@@ -27,12 +27,13 @@ def summarize(records):
 
 
 def three_vertex_job(markers: str, kill_in_last: bool = False, fail=None, state_dir: str | None = None,
-                     siblings_first: str | None = None):
+                     siblings_first: str | None = None, hold: str | None = None):
     """The stream; ``fail`` = (subtask, attempts) injects failures into the last vertex.
 
     ``siblings_first`` (a job directory): the failing subtask fails only once the last vertex's
     other subtasks have committed there. Without it, a failure can come before they start, and
     Spark then stops the whole job with them in it: they are not committed and run again.
+    ``hold`` (a folder): the last vertex's subtask 0 waits there (see ``_held``).
     """
     source = fw.from_records(RECORDS, SCHEMA, partitions=4, name="sales")
     reduced = source.key_by("k").full_window_partition().reduce(testing.count_calls(add, markers))
@@ -44,6 +45,8 @@ def three_vertex_job(markers: str, kill_in_last: bool = False, fail=None, state_
             last = _after_siblings_committed(last, fail[0], [i for i in range(4) if i != fail[0]], results)
     if kill_in_last:
         last = testing.kill_driver_during(last, subtask=0)
+    if hold is not None:
+        last = _held(last, 0, hold)
     return reduced.key_by("g").full_window_partition().map_partition(last, "g long, n long, total double")
 
 
@@ -68,6 +71,30 @@ def _after_siblings_committed(fn, subtask: int, siblings: list[int], results: st
     return wrapper
 
 
+def _held(fn, subtask: int, folder: str, timeout: float = 600.0):
+    """``fn``, except that each attempt of partition ``subtask`` first writes ``folder/started-<attempt id>``
+    (holding its working directory: which executor, so which worker, runs it) and waits for ``folder/go``."""
+    import functools
+    import time
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context is not None and context.partitionId() == subtask:
+            path = os.path.join(folder, f"started-{context.taskAttemptId()}")
+            with open(path + ".tmp", "w") as f:
+                f.write(os.getcwd())
+            os.replace(path + ".tmp", path)
+            deadline = time.monotonic() + timeout
+            while not os.path.exists(os.path.join(folder, "go")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def expected() -> list[tuple]:
     """The clean result, computed in plain Python."""
     by_k: dict = {}
@@ -86,7 +113,7 @@ def expected() -> list[tuple]:
 
 
 def main() -> None:
-    """argv: job_dir markers mode [event_type nth]; prints the sorted result as JSON."""
+    """argv: job_dir markers mode [event_type nth | hold_folder]; prints the sorted result as JSON."""
     job_dir, markers, mode = sys.argv[1:4]
     fw.get_spark({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"})
     if mode == "kill-event":
@@ -103,7 +130,8 @@ def main() -> None:
         from fw_magics.runtime import hooks
 
         hooks.register("event_written", counting)
-    stream = three_vertex_job(markers, kill_in_last=(mode == "kill-last"))
+    stream = three_vertex_job(markers, kill_in_last=(mode == "kill-last"),
+                              hold=sys.argv[4] if mode == "hold-last" else None)
     result = fw.execute(stream, job_dir=job_dir, job_name="sales")
     print(json.dumps({
         "rows": sorted(tuple(r) for r in result.collect()),

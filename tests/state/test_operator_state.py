@@ -174,6 +174,19 @@ def test_the_store_hands_out_the_same_state_and_knows_its_subtask():
     assert type(store.get_list_state("a")) is ListState and type(store.get_union_list_state("u")) is UnionListState
     assert (store.subtask_index, store.parallelism, store.is_restored()) == (2, 3, False)
     assert store.state_names() == ["a", "u"] and store.mode_of("u") == "union"
+    assert store.state("a") is store.get_list_state("a") and store.state("u") is store.get_union_list_state("u")
+    assert store.state_names() == ["a", "u"]  # state() never creates one
+
+
+def test_a_store_restored_from_units_has_every_name_and_copies_the_units():
+    units = [{"offset": 1}]
+    store = OperatorStateStore.restored(1, 2, {"a": ("split", units), "b": ("broadcast", [["k", [1]]]),
+                                               "e": ("union", [])})
+    assert (store.subtask_index, store.parallelism, store.is_restored()) == (1, 2, True)
+    assert store.state_names() == ["a", "b", "e"] and store.mode_of("b") == "broadcast"
+    assert list(store.get_list_state("a")) == [{"offset": 1}] and dict(store.get_broadcast_state("b")) == {"k": [1]}
+    units[0]["offset"] = 99
+    assert list(store.state("a")) == [{"offset": 1}] and list(store.state("e")) == []
 
 
 def test_a_name_asked_for_in_another_mode_is_refused_in_one_line():
@@ -329,6 +342,7 @@ def test_misuse_of_stores_contexts_and_functions_is_one_line():
         (lambda: OperatorStateStore().get_list_state(""), "state name ''; accepted: a non-empty string"),
         (lambda: OperatorStateStore().get_list_state(None), "state name None; accepted: a non-empty string"),
         (lambda: OperatorStateStore().mode_of("x"), "no state 'x' in this store; accepted: none yet"),
+        (lambda: OperatorStateStore().state("x"), "no state 'x' in this store; accepted: none yet"),
         (lambda: FunctionSnapshotContext(-1, 0), "checkpoint_id -1; accepted: an integer >= 0"),
         (lambda: FunctionSnapshotContext(1, 1.5), "timestamp 1.5; accepted: milliseconds since the epoch"),
         (lambda: FunctionInitializationContext({}), "store is a dict; accepted: an OperatorStateStore"),

@@ -149,7 +149,8 @@ def test_show_graph_accepts_a_job_graph_and_refuses_anything_else():
     g.add_operator("only", 2)
     shown = show_graph(g)
     assert isinstance(shown, GraphView) and shown.graph is g
-    with pytest.raises(TypeError, match="cannot draw a int; accepted: a DataStream, a JobResult, a streaming job .start... or a JobGraph"):
+    with pytest.raises(FullWindowError, match=r"^cannot draw a int; accepted: a DataStream, a JobResult, a streaming job "
+                                              r"\(start\(\)\) or a JobGraph$"):
         show_graph(3)
     assert model.what_if(g, "only", 1).region == {("only", 1)}
 

@@ -211,6 +211,22 @@ def test_records_of_a_rerun_subtask_count_once():
     assert model.vertex_states(g, log)["v2"].records == 10 + 10 + 7
 
 
+@pytest.mark.parametrize("n, records, bytes_, rows", [
+    (0, "0 records", "0 bytes", "0 input rows, 0 state rows"),
+    (1, "1 record", "1 byte", "1 input row, 1 state row"),
+    (2, "2 records", "2 bytes", "2 input rows, 2 state rows"),
+    (12345, "12,345 records", "12,345 bytes", "12,345 input rows, 12,345 state rows"),
+])
+def test_the_timeline_counts_in_the_singular_for_one(n, records, bytes_, rows):
+    assert model.describe_event(events.subtask_finished("v0", 0, 1, None, n, n, 0.1, [])).endswith(
+        f"subtask finished: v0[0] attempt 1, {records}, {bytes_}")
+    assert model.describe_event(events.micro_batch(3, n, n, None)).endswith(f"micro batch: batch 3, {rows}")
+    assert model.describe_event(events.backlog_recorded({"files": n})).endswith(
+        f"backlog recorded: {n:,} backlog file{'s' * (n != 1)}")
+    assert model.describe_event(events.switch(0, state_writes=n)).endswith(
+        f"{n:,} state write{'s' * (n != 1)} in backlog")
+
+
 def test_describe_event_names_what_each_event_is_about():
     g = four_operators()
     lines = [model.describe_event(e) for e in full_run(g)]
