@@ -104,6 +104,41 @@ def kill_driver_during(fn, subtask: int = 0, driver_pid: int | None = None):
     return wrapper
 
 
+def kill_when_armed(fn, arm_file: str, subtask: int = 0):
+    """``fn``, except that while ``arm_file`` exists, partition ``subtask`` kills the process
+    whose PID the file holds (SIGKILL), once: the file is removed first.
+
+    Unlike :func:`kill_driver_during`, the function is the same in the run that is killed and
+    in the run that resumes (the PID is read from the file, not kept in the closure), so a
+    resume finds the job's content unchanged even where a sibling subtask committed before the
+    kill. Arm it with :func:`arm`.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        context = _task()
+        if context is not None and context.partitionId() == subtask:
+            try:
+                with open(arm_file) as f:
+                    pid = int(f.read())
+                os.remove(arm_file)
+            except FileNotFoundError:
+                pid = None
+            if pid is not None:
+                os.kill(pid, signal.SIGKILL)
+                time.sleep(60)  # never finish this task: its driver is dead
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def arm(arm_file: str, pid: int | None = None) -> None:
+    """Arm :func:`kill_when_armed`: the next call in its subtask kills ``pid`` (default: this process)."""
+    os.makedirs(os.path.dirname(os.path.abspath(arm_file)), exist_ok=True)
+    with open(arm_file, "w") as f:
+        f.write(str(os.getpid() if pid is None else pid))
+
+
 def kill_driver_on_event(event_type: str, **match):
     """Kill this process with SIGKILL right after an event of ``event_type`` is durable.
 

@@ -1,7 +1,7 @@
 """A client that outlives its Spark Connect server: python -m tests.cluster.connect_client JOB_DIR MARKERS CONTROL PID.
 
 It runs the runtime tests' three-vertex job against ``SPARK_REMOTE``; a task of the last
-vertex kills the server (PID) with SIGKILL. The client catches the failure, writes
+vertex kills the server (PID) with SIGKILL (armed once: the job that resumes is the same job). The client catches the failure, writes
 ``CONTROL/failed``, waits for ``CONTROL/restarted`` (the test starts the server again on the
 same port), stops the dead session, opens a new one and runs the same job again in this same
 process: it must resume. Prints the result as JSON.
@@ -29,22 +29,13 @@ def wait_for(path: str, timeout: float = 600) -> None:
         time.sleep(0.2)
 
 
-def job(markers: str, kill_pid: int | None = None):
-    """The runtime tests' three-vertex job; with ``kill_pid``, its last vertex's subtask 0 kills that process."""
-    source = fw.from_records(jobs.RECORDS, jobs.SCHEMA, partitions=4, name="sales")
-    reduced = source.key_by("k").full_window_partition().reduce(testing.count_calls(jobs.add, markers))
-    last = testing.count_calls(jobs.summarize, markers)
-    if kill_pid is not None:
-        last = testing.kill_driver_during(last, subtask=0, driver_pid=kill_pid)
-    return reduced.key_by("g").full_window_partition().map_partition(last, "g long, n long, total double")
-
-
 def main() -> None:
     job_dir, markers, control, server_pid = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stuck client shows where it is
     first = fw.get_spark()
+    testing.arm(jobs.kill_arm(markers), pid=server_pid)  # a task of the last vertex kills the server
     try:
-        fw.execute(job(markers, kill_pid=server_pid), job_dir=job_dir, job_name="sales")
+        fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
         raise SystemExit("the job finished although its server was killed")
     except Exception as error:  # the server is gone: whatever the client raises
         first_line = (str(error).splitlines() or [""])[0]
@@ -55,7 +46,7 @@ def main() -> None:
     # session) and let fw-magics open a new one, in this same process
     first.stop()
     spark = fw.get_spark()
-    stream = job(markers)
+    stream = jobs.three_vertex_job(markers)  # the very job that was killed: its content is unchanged
     assert stream.spark is spark and spark is not first, "the new session is the one fw-magics uses"
     result = fw.execute(stream, job_dir=job_dir, job_name="sales")
     print(json.dumps({"rows": sorted(tuple(r) for r in result.collect()), "ran": sorted(result.ran),

@@ -26,9 +26,18 @@ def summarize(records):
     yield (rows[0].g, len(rows), sum(r.v for r in rows))
 
 
-def three_vertex_job(markers: str, kill_in_last: bool = False, fail=None, state_dir: str | None = None,
+def kill_arm(markers: str) -> str:
+    """The file that arms the last vertex's kill (``fw_magics.testing.arm``): while it exists,
+    the last vertex's subtask 0 kills the process whose PID it holds, once."""
+    return markers.rstrip(os.sep) + ".arm"
+
+
+def three_vertex_job(markers: str, fail=None, state_dir: str | None = None,
                      siblings_first: str | None = None, hold: str | None = None):
     """The stream; ``fail`` = (subtask, attempts) injects failures into the last vertex.
+
+    Its last vertex can kill a driver: arm ``kill_arm(markers)``. The function is the same armed
+    or not, so the run that resumes builds the very job that was killed.
 
     ``siblings_first`` (a job directory): the failing subtask fails only once the last vertex's
     other subtasks have committed there. Without it, a failure can come before they start, and
@@ -43,8 +52,7 @@ def three_vertex_job(markers: str, kill_in_last: bool = False, fail=None, state_
         if siblings_first is not None:
             results = os.path.join(siblings_first, "sales", "results", "v2")
             last = _after_siblings_committed(last, fail[0], [i for i in range(4) if i != fail[0]], results)
-    if kill_in_last:
-        last = testing.kill_driver_during(last, subtask=0)
+    last = testing.kill_when_armed(last, kill_arm(markers), subtask=0)
     if hold is not None:
         last = _held(last, 0, hold)
     return reduced.key_by("g").full_window_partition().map_partition(last, "g long, n long, total double")
@@ -130,7 +138,9 @@ def main() -> None:
         from fw_magics.runtime import hooks
 
         hooks.register("event_written", counting)
-    stream = three_vertex_job(markers, kill_in_last=(mode == "kill-last"),
+    if mode == "kill-last":
+        testing.arm(kill_arm(markers))
+    stream = three_vertex_job(markers,
                               hold=sys.argv[4] if mode == "hold-last" else None)
     result = fw.execute(stream, job_dir=job_dir, job_name="sales")
     print(json.dumps({

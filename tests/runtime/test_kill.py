@@ -4,10 +4,11 @@ The killed driver is a subprocess; the one that resumes is this test process, wh
 Spark session never saw the job: all it knows is what the job directory holds.
 """
 
-import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 
 import pytest
 from hypothesis import given, settings
@@ -22,18 +23,24 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 pytestmark = [pytest.mark.slow]
 
 
-def run(job_dir, markers, mode, *extra, expect_kill=False):
-    env = dict(os.environ, PYTHONPATH=ROOT, FW_SPARK_LOG_LEVEL="FATAL")
-    env.pop("SPARK_REMOTE", None)
-    proc = subprocess.run(
+def run(job_dir, markers, mode, *extra):
+    """A driver subprocess that is killed (SIGKILL) while it runs the job. Its whole process group
+    (its Spark JVM and Python workers) is then killed by the driver's PID: a worker that outlives
+    the driver would hold the pipes open, and the resume must not meet a JVM still shutting down."""
+    env = dict(testing.embedded_spark_env(), PYTHONPATH=ROOT, FW_SPARK_LOG_LEVEL="FATAL")
+    with tempfile.TemporaryFile("w+") as err, subprocess.Popen(
         [sys.executable, "-m", "tests.runtime.jobs", job_dir, markers, mode, *map(str, extra)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )
-    if expect_kill:
-        assert proc.returncode == -9, proc.stderr[-2000:]
-        return None
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+    ) as proc:
+        try:
+            proc.wait(timeout=300)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        err.seek(0)
+        assert proc.returncode == -9, err.read()[-2000:]
 
 
 def resume(job_dir, markers):
@@ -43,7 +50,7 @@ def resume(job_dir, markers):
 
 def test_kill_during_last_region_then_resume(spark, tmp_path):
     job_dir, markers = str(tmp_path / "jobs"), str(tmp_path / "markers")
-    run(job_dir, markers, "kill-last", expect_kill=True)
+    run(job_dir, markers, "kill-last")
     reduced_calls = [c for c in testing.calls(markers) if c[0] == "add"]
     assert reduced_calls, "the middle region ran before the kill"
     out = resume(job_dir, markers)
@@ -59,5 +66,5 @@ def test_kill_at_random_points_still_gives_the_clean_output(spark, tmp_path_fact
     job_dir, markers = str(base / "jobs"), str(base / "markers")
     if event == "vertex_initialized":
         nth = min(nth, 3)
-    run(job_dir, markers, "kill-event", event, nth, expect_kill=True)
+    run(job_dir, markers, "kill-event", event, nth)
     assert sorted(tuple(r) for r in resume(job_dir, markers).collect()) == jobs.expected()
