@@ -75,6 +75,18 @@ def cases(spark, rows: int, partitions: int):
         "naive Python": lambda: df.rdd.mapPartitions(per_record).count(),
     }
 
+    # -- map over Arrow batches (the vectorized form) --------------------------------
+    def batch_totals(batches):
+        for batch in batches:
+            total = pc.multiply(batch.column("price"), batch.column("qty").cast(pa.float64()))
+            yield pa.RecordBatch.from_arrays([batch.column("id"), total], names=["id", "total"])
+
+    yield "map_partition(batches=True, pyarrow.compute)", {
+        "fw-magics": _noop(window.map_partition(batch_totals, "id long, total double", batches=True).to_dataframe()),
+        "hand-written PySpark": _noop(df.mapInArrow(batch_totals, "id long, total double")),
+        "naive Python": lambda: df.rdd.mapPartitions(per_record).count(),
+    }
+
     # -- aggregate with Spark columns ----------------------------------------------
     columns = [F.sum("price").alias("revenue"), F.count("*").alias("n"), F.max("qty").alias("most")]
     yield "aggregate(Spark columns)", {

@@ -18,6 +18,7 @@ from . import workers
 from .arguments import (
     aggregate_columns,
     analysed,
+    check_batches,
     check_callable,
     describe_sort,
     function_name,
@@ -63,16 +64,22 @@ class PartitionWindowedStream:
         return parent.derive(lambda: unplaced(parent.placed_dataframe(), parent.num_partitions), step, schema,
                              partitions=parent.known_partitions, placed=placed)
 
-    def map_partition(self, fn, schema=None) -> DataStream:
-        """Call ``fn(records)`` once per partition; it yields tuples, dicts or records."""
+    def map_partition(self, fn, schema=None, batches: bool = False) -> DataStream:
+        """Call ``fn(records)`` once per partition; it yields tuples, dicts or records.
+
+        ``batches=True``: ``fn`` receives the partition's ``pyarrow.RecordBatch``es instead
+        (lazily, one at a time) and yields ``RecordBatch``es or ``Table``s of the schema.
+        """
         check_callable(fn, "map_partition")
         spark = self._in.spark
         declared = parse_schema(schema, spark) if schema is not None else None
         out = nullable(declared if declared is not None else self._in.schema)
         writer = writer_for(out, f"map_partition function {function_name(fn)!r}", declared)
-        op = functools.partial(workers.map_partition, fn, writer, (), ())
+        worker = workers.map_partition_batches if check_batches(batches) else workers.map_partition
+        op = functools.partial(worker, fn, writer, (), ())
+        identity = {"function": fn, "declared": declared, **({"batches": True} if batches else {})}
         return self._derive("map_partition", function_name(fn), lambda frame, n: map_in_arrow(frame, op, out), out,
-                            identity={"function": fn, "declared": declared})
+                            identity=identity)
 
     def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
         """Sort each partition in the JVM (Spark's external sorter; spills, never collects).
