@@ -45,10 +45,20 @@ def print_recovery(results) -> None:
     print(f"| plain PySpark, each job vertex's result to Parquet and read back | {r['staged']:.2f} s | "
           f"{r['staged'] / r['plain']:.2f}x |")
     print(f"| execute() with committed results and events | {r['execute']:.2f} s | {r['execute'] / r['plain']:.2f}x |")
+    print(f"| the same stream without execute(), straight to Parquet (fw-magics operators) | {r['same_stream']:.2f} s | "
+          f"{r['same_stream'] / r['plain']:.2f}x |")
+    print(f"| the same job vertices staged through Parquet by hand (fw-magics operators) | {r['same_staged']:.2f} s | "
+          f"{r['same_staged'] / r['plain']:.2f}x |")
+    print(f"| execute() / plain, / hand-staged, / the same vertices hand-staged | | {r['execute'] / r['plain']:.2f}x, "
+          f"{r['execute'] / r['staged']:.2f}x, {r['execute'] / r['same_staged']:.2f}x |")
     print(f"| last job vertex's share of a clean execute() | {r['last_vertex_share']:.2f} s | |")
     print(f"| resume after a kill during the last job vertex | {r['resume']:.2f} s | "
           f"{r['resume'] / r['last_vertex_share']:.2f}x of that share |")
     print(f"| driver time writing events | {r['events_share'] * 100:.2f} % of the job | |")
+    if r.get("breakdown"):
+        print("\nwhere the time goes (one more run of each):")
+        for line in r["breakdown"]:
+            print(f"  {line}")
 
 
 BACKLOG_VARIANTS = ("mixed", "batch", "stream", "stream, 1 file per trigger", "Spark batch groupBy().agg(sum)",
