@@ -2,6 +2,8 @@
 
     python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,widgets,recovery,fullwindow,backlog]
     python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R]
+    python -m benchmarks --scale [--scale-rows 1000000,5000000,20000000] [--wide-columns 50] [--wide-rows N]
+                         [--runs R] [--case NAME] [--plot docs/scale.png]   (alone, in a fresh process)
 """
 
 from __future__ import annotations
@@ -99,8 +101,29 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20, help="backlog: Parquet files (default 20)")
     parser.add_argument("--quick", type=int, default=None,
                         help="backlog: run the 1-file-per-trigger stream over only this many files, scaled")
+    parser.add_argument("--scale", action="store_true",
+                        help="every full-window case at several sizes and on a wide input, with spark.driver.memory=1g")
+    parser.add_argument("--scale-rows", default="1000000,5000000,20000000", help="--scale: the sizes, comma-separated")
+    parser.add_argument("--wide-columns", type=int, default=50, help="--scale: columns of the wide input (<= 4: none)")
+    parser.add_argument("--wide-rows", type=int, default=None, help="--scale: rows of the wide input (the first size)")
+    parser.add_argument("--plot", default=None, help="--scale: write the ratios as a PNG here (needs matplotlib)")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
+    if args.scale:
+        from benchmarks import scale
+
+        sizes = [int(size) for size in args.scale_rows.split(",") if size.strip()]
+        print(f"machine: {machine()}")
+        print(f"\ncost as the work grows: {', '.join(f'{s:,}' for s in sizes)} rows in {args.partitions} partitions "
+              f"and a {args.wide_columns}-column input; median of {args.runs} runs taken in turns after one warm-up "
+              f"round; input generated for every run; embedded Spark local[*], spark.driver.memory="
+              f"{scale.DRIVER_MEMORY}")
+        results = scale.run(sizes, args.partitions, args.runs, args.wide_columns, args.wide_rows, only=args.case)
+        scale.print_table(results)
+        if args.plot:
+            problem = scale.plot(results, args.plot)
+            print(f"\n{problem}" if problem else f"\nplot: {args.plot}")
+        return
 
     print(f"machine: {machine()}")
     if not only or "graph" in only:

@@ -22,8 +22,13 @@ def _noop(frame) -> Callable[[], None]:
     return lambda: frame.write.format("noop").mode("overwrite").save()
 
 
-def cases(spark, rows: int, partitions: int):
-    """Yield (case, {variant: thunk}) for every benchmarked operation."""
+def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: int = 0):
+    """Yield (case, {variant: thunk}) for every benchmarked operation.
+
+    ``cache=False`` generates the input afresh for every run (the same rows each time: the
+    random column is seeded) instead of caching it, for sizes a small driver cannot hold;
+    ``extra_columns`` adds that many double columns (a wide input) the operations carry along.
+    """
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -31,17 +36,16 @@ def cases(spark, rows: int, partitions: int):
 
     import fw_magics as fw
 
-    df = (
-        spark.range(0, rows, 1, partitions)
-        .select(
-            "id",
-            (F.col("id") % 1000).alias("key"),
-            (F.rand(seed=7) * 100).alias("price"),
-            (F.col("id") % 7).cast("int").alias("qty"),
-        )
-        .cache()
+    df = spark.range(0, rows, 1, partitions).select(
+        "id",
+        (F.col("id") % 1000).alias("key"),
+        (F.rand(seed=7) * 100).alias("price"),
+        (F.col("id") % 7).cast("int").alias("qty"),
+        *[(F.col("id") * (i + 1) / 7).alias(f"x{i}") for i in range(extra_columns)],
     )
-    df.count()
+    if cache:
+        df = df.cache()
+        df.count()
     ds = fw.from_dataframe(df, name="bench")
     window = ds.full_window_partition()
 
@@ -155,7 +159,8 @@ def cases(spark, rows: int, partitions: int):
         "naive Python": lambda: df.rdd.map(lambda r: (r.key, (r.price, 1)))
         .reduceByKey(lambda a, b: (a[0] + b[0], a[1] + b[1])).count(),
     }
-    df.unpersist()
+    if cache:
+        df.unpersist()
 
 
 def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None, only: str = "",
