@@ -8,12 +8,12 @@ per-record path (tests/test_convert_batches.py has the value rules without Spark
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 
 import fw_magics as fw
 
 from .. import reference as ref
-from .helpers import SPARK_SETTINGS, flatten, partitioned, small, tuples
+from .helpers import SPARK_SETTINGS, flatten, partitioned, small, spark_examples, tuples
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 
@@ -28,7 +28,7 @@ def negated_then_count(batches):
     yield pa.table({"name": ["total"], "id": [count]})  # a table, columns in another order
 
 
-@SPARK_SETTINGS
+@settings(SPARK_SETTINGS, max_examples=spark_examples(6))  # the value rules: tests/test_convert_batches.py
 @given(parts=partitioned(ids=small))
 def test_batches_match_model(make, parts):
     ds = make(parts)
