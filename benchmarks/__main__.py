@@ -1,6 +1,6 @@
 """Run every benchmark in one process and print medians and ratios.
 
-    python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,widgets,recovery,fullwindow,backlog]
+    python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,import,widgets,recovery,fullwindow,backlog]
     python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R]
     python -m benchmarks --scale [--scale-rows 1000000,5000000,20000000] [--wide-columns 50] [--wide-rows N]
                          [--runs R] [--case NAME] [--plot docs/scale.png]   (alone, in a fresh process)
@@ -134,6 +134,11 @@ def main() -> None:
         if graph is not None:
             print("\njob graph model (pure Python, no Spark):")
             print_rows("graph case", graph.run())
+    if not only or "import" in only:
+        from benchmarks import imports
+
+        print("\nimport time (fresh interpreters):")
+        print_rows("import", imports.run(args.runs))
     if not only or "widgets" in only:
         from benchmarks import widgets
 
