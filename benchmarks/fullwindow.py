@@ -14,13 +14,21 @@ from collections.abc import Callable
 from .breakdown import SparkUI
 from .timing import interleaved_medians, median_time
 
+#: An extra reference some cases time in the same turns: the same result with no Python at all.
+JVM = "Spark's JVM aggregate (no Python)"
+
 
 def _noop(frame) -> Callable[[], None]:
     return lambda: frame.write.format("noop").mode("overwrite").save()
 
 
-def cases(spark, rows: int, partitions: int):
-    """Yield (case, {variant: thunk}) for every benchmarked operation."""
+def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: int = 0):
+    """Yield (case, {variant: thunk}) for every benchmarked operation.
+
+    ``cache=False`` generates the input afresh for every run (the same rows each time: the
+    random column is seeded) instead of caching it, for sizes a small driver cannot hold;
+    ``extra_columns`` adds that many double columns (a wide input) the operations carry along.
+    """
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -28,17 +36,16 @@ def cases(spark, rows: int, partitions: int):
 
     import fw_magics as fw
 
-    df = (
-        spark.range(0, rows, 1, partitions)
-        .select(
-            "id",
-            (F.col("id") % 1000).alias("key"),
-            (F.rand(seed=7) * 100).alias("price"),
-            (F.col("id") % 7).cast("int").alias("qty"),
-        )
-        .cache()
+    df = spark.range(0, rows, 1, partitions).select(
+        "id",
+        (F.col("id") % 1000).alias("key"),
+        (F.rand(seed=7) * 100).alias("price"),
+        (F.col("id") % 7).cast("int").alias("qty"),
+        *[(F.col("id") * (i + 1) / 7).alias(f"x{i}") for i in range(extra_columns)],
     )
-    df.count()
+    if cache:
+        df = df.cache()
+        df.count()
     ds = fw.from_dataframe(df, name="bench")
     window = ds.full_window_partition()
 
@@ -75,6 +82,18 @@ def cases(spark, rows: int, partitions: int):
         "naive Python": lambda: df.rdd.mapPartitions(per_record).count(),
     }
 
+    # -- map over Arrow batches (the vectorized form) --------------------------------
+    def batch_totals(batches):
+        for batch in batches:
+            total = pc.multiply(batch.column("price"), batch.column("qty").cast(pa.float64()))
+            yield pa.RecordBatch.from_arrays([batch.column("id"), total], names=["id", "total"])
+
+    yield "map_partition(batches=True, pyarrow.compute)", {
+        "fw-magics": _noop(window.map_partition(batch_totals, "id long, total double", batches=True).to_dataframe()),
+        "hand-written PySpark": _noop(df.mapInArrow(batch_totals, "id long, total double")),
+        "naive Python": lambda: df.rdd.mapPartitions(per_record).count(),
+    }
+
     # -- aggregate with Spark columns ----------------------------------------------
     columns = [F.sum("price").alias("revenue"), F.count("*").alias("n"), F.max("qty").alias("most")]
     yield "aggregate(Spark columns)", {
@@ -99,11 +118,18 @@ def cases(spark, rows: int, partitions: int):
         def get_result(self, acc):
             return acc
 
+    def hand_revenue(batches):  # the same Python work by hand: mapInArrow + pyarrow.compute
+        total, n = 0.0, 0
+        for batch in batches:
+            if batch.num_rows:
+                total += pc.sum(batch.column("price")).as_py()
+                n += batch.num_rows
+        yield pa.RecordBatch.from_arrays([pa.array([total]), pa.array([n])], names=["revenue", "n"])
+
     yield "aggregate(AggregateFunction.add_batch)", {
         "fw-magics": _noop(window.aggregate(Revenue()).to_dataframe()),
-        "hand-written PySpark": _noop(
-            df.groupBy(F.spark_partition_id()).agg(F.sum("price").alias("revenue"), F.count("*").alias("n"))
-        ),
+        "hand-written PySpark": _noop(df.select("price").mapInArrow(hand_revenue, "revenue double, n long")),
+        JVM: _noop(df.groupBy(F.spark_partition_id()).agg(F.sum("price").alias("revenue"), F.count("*").alias("n"))),
         "naive Python": lambda: df.rdd.mapPartitions(
             lambda it: [(lambda rs: (sum(r.price for r in rs), len(rs)))(list(it))]
         ).count(),
@@ -133,7 +159,8 @@ def cases(spark, rows: int, partitions: int):
         "naive Python": lambda: df.rdd.map(lambda r: (r.key, (r.price, 1)))
         .reduceByKey(lambda a, b: (a[0] + b[0], a[1] + b[1])).count(),
     }
-    df.unpersist()
+    if cache:
+        df.unpersist()
 
 
 def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None, only: str = "",

@@ -101,6 +101,81 @@ class RowWriter:
         arrays = [self._array(values, i) for i, values in enumerate(columns)]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
+    def conform(self, result) -> Iterator[pa.RecordBatch]:
+        """A ``pyarrow.RecordBatch`` or ``Table`` a function returned, as batches of this schema.
+
+        Columns are matched by name (any order, each exactly once); a column of another
+        type is cast only within its family (integers and floats, decimals, timestamps,
+        dates, strings, binaries, and lists, structs and maps of those) and only when
+        nothing is lost: Arrow's safe cast refuses a fractional part, nan or an out-of-range
+        value for an integer column and an integer a double cannot hold exactly, and a
+        finite value that would become inf in a float column is refused here. A bool is
+        not a number, nor a string a number. ``None`` where ``not null`` was declared is
+        refused too. Each refusal is one line naming the column.
+        """
+        if isinstance(result, pa.Table):
+            table_columns = result.column_names
+            if len(set(table_columns)) == len(table_columns):
+                result = result.select(self._order(table_columns))
+            for batch in result.to_batches():
+                yield self._conformed(batch)
+            return
+        if not isinstance(result, pa.RecordBatch):
+            raise FullWindowError(
+                f"{self.context} yielded {type(result).__name__} {_short(result)}; with batches=True it must "
+                "yield pyarrow.RecordBatch or pyarrow.Table objects"
+            )
+        yield self._conformed(result)
+
+    def _order(self, names: list[str]) -> list[int]:
+        """Positions of the schema's columns in ``names``; one line when they are not the same set."""
+        if names == self.names:
+            return list(range(len(names)))
+        if len(set(names)) != len(names) or set(names) != self.name_set:
+            extra = [n for n in dict.fromkeys(names) if n not in self.name_set]
+            missing = [n for n in self.names if n not in names]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            problems = ([f"unknown column(s) {', '.join(map(repr, extra))}"] if extra else []) + (
+                [f"missing column(s) {', '.join(map(repr, missing))}"] if missing else []) + (
+                [f"column(s) given twice {', '.join(map(repr, twice))}"] if twice else [])
+            raise FullWindowError(f"{self.context} yielded a batch with {' and '.join(problems)}; the schema's "
+                                  f"columns are: {', '.join(self.names)}")
+        position = {name: i for i, name in enumerate(names)}
+        return [position[name] for name in self.names]
+
+    def _conformed(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        order = self._order(batch.schema.names)
+        arrays = []
+        for index, source in enumerate(order):
+            array = batch.column(source)
+            field = self.schema.field(index)
+            if not array.type.equals(field.type):
+                array = self._cast(array, index)
+            refused = _null_refused(array, self.checks[index])
+            if refused is not None:
+                where = "" if refused.path == field.name else f" at {refused.path}"
+                raise FullWindowError(f"{self.context} yielded a batch with null(s) in column {field.name!r}{where}, "
+                                      f"declared {refused.expected} not null")
+            arrays.append(array)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _cast(self, array: pa.Array, index: int) -> pa.Array:
+        field = self.schema.field(index)
+        expected = self.checks[index].expected
+        if not _castable(array.type, field.type):
+            raise FullWindowError(f"{self.context} yielded a batch whose column {field.name!r} is {array.type}; "
+                                  f"the schema says {expected}")
+        try:
+            cast = array.cast(field.type, safe=True)
+        except _ARROW_ERRORS as error:
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise FullWindowError(f"{self.context} yielded values that do not fit column {field.name!r} "
+                                  f"({expected}): {_cut(first, 200)}") from None
+        if pa.types.is_float32(field.type) and _inf_count(cast) > _inf_count(array):
+            raise FullWindowError(f"{self.context} yielded values that do not fit column {field.name!r} "
+                                  f"({expected}): too large for {expected}, they would become inf")
+        return cast
+
     # -- internals ---------------------------------------------------------------
 
     def _columns(self, rows: list) -> list:
@@ -166,6 +241,63 @@ class RowWriter:
         reason = f" ({misfit.reason})" if misfit.reason else ""
         return (f"{self.context} produced a value that does not fit column {column!r}{where}: "
                 f"expected {misfit.expected}, got {got}{reason}")
+
+
+_FAMILIES = (
+    (pa.types.is_integer, pa.types.is_floating),
+    (pa.types.is_decimal,),
+    (pa.types.is_timestamp,),
+    (pa.types.is_date,),
+    (pa.types.is_string, pa.types.is_large_string),
+    (pa.types.is_binary, pa.types.is_large_binary),
+)
+
+
+def _castable(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether a column of ``source`` may be cast (safely) to ``target``: the same family, at every depth."""
+    types = pa.types
+    if source.equals(target) or types.is_null(source):
+        return True
+    for family in _FAMILIES:
+        if any(test(source) for test in family) and any(test(target) for test in family):
+            return True
+    if (types.is_list(source) or types.is_large_list(source)) and (types.is_list(target) or types.is_large_list(target)):
+        return _castable(source.value_type, target.value_type)
+    if types.is_struct(source) and types.is_struct(target):
+        return [source.field(i).name for i in range(source.num_fields)] == [
+            target.field(i).name for i in range(target.num_fields)] and all(
+            _castable(source.field(i).type, target.field(i).type) for i in range(source.num_fields))
+    if types.is_map(source) and types.is_map(target):
+        return _castable(source.key_type, target.key_type) and _castable(source.item_type, target.item_type)
+    return False
+
+
+def _null_refused(array: pa.Array, check: _Check) -> _Check | None:
+    """The check (column or nested field) declared not null that ``array`` has a null for, or None."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if not len(array):
+        return None
+    if array.null_count and not check.nullable:
+        return check
+    if isinstance(check, _Struct):
+        valid = array.filter(array.is_valid()) if array.null_count else array
+        for i, field in enumerate(check.fields):
+            refused = _null_refused(valid.field(i), field)
+            if refused is not None:
+                return refused
+    elif isinstance(check, _Array):
+        return _null_refused(array.flatten(), check.element)
+    elif isinstance(check, _Map):
+        valid = array.filter(array.is_valid()) if array.null_count else array
+        return _null_refused(valid.keys, check.key) or _null_refused(valid.items, check.value)
+    return None
+
+
+def _inf_count(array: pa.Array) -> int:
+    if not pa.types.is_floating(array.type) or array.null_count == len(array):
+        return 0
+    return int(pc.sum(pc.is_inf(array)).as_py() or 0)
 
 
 def _short(value, limit: int = 60) -> str:

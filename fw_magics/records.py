@@ -3,9 +3,10 @@
 A record is a tuple subclass with field access by name (``r.price``, or ``r.get("a b")``
 for names that are not identifiers) and position (``r[2]``); ``tuple(r)`` gives its values
 and ``r == (1, "a")`` compares by value. Indexing stays tuple's own C code and each field
-is an ``itemgetter`` property, so reading a field costs what it costs on a namedtuple.
-One record class is made per schema (cached), so building a record costs one
-``tuple.__new__``: no pyspark ``Row`` per record.
+is the C descriptor ``collections.namedtuple`` uses (an ``itemgetter`` property where that is
+missing), so reading a field costs what it costs on a namedtuple. One record class is made
+per schema (cached), so building a record costs one ``tuple.__new__``: no pyspark ``Row``
+per record.
 """
 
 from __future__ import annotations
@@ -13,10 +14,23 @@ from __future__ import annotations
 import functools
 import itertools
 import keyword
+from collections import namedtuple
 from collections.abc import Iterator, Sequence
 from operator import itemgetter
 
 import pyarrow as pa
+
+
+def _field_descriptor():
+    """The field descriptor ``collections.namedtuple`` gives its fields, taken from a namedtuple:
+    CPython's is written in C and called as ``(index, doc)``; elsewhere an itemgetter property."""
+    kind = type(namedtuple("Probe", "a").__dict__["a"])
+    if kind is property:  # pragma: no cover - other interpreters
+        return lambda index, doc: property(itemgetter(index), doc=doc)
+    return kind
+
+
+_tuplegetter = _field_descriptor()
 
 
 class Record(tuple):
@@ -69,7 +83,7 @@ def record_type(fields: tuple[str, ...]) -> type[Record]:
     for position, name in enumerate(fields):
         namespace["_index"].setdefault(name, position)
         if name.isidentifier() and not keyword.iskeyword(name) and name not in _TUPLE_NAMES:
-            namespace.setdefault(name, property(itemgetter(position)))
+            namespace.setdefault(name, _tuplegetter(position, None))
     return type("Record", (Record,), namespace)
 
 
@@ -88,7 +102,7 @@ def _column_values(array: pa.Array) -> list:
         cls = record_type(fields)
         children = [_column_values(child) for child in array.flatten()]
         new = tuple.__new__
-        values = [new(cls, row) for row in zip(*children)] if children else [new(cls, ())] * len(array)
+        values = list(map(new, itertools.repeat(cls), zip(*children))) if children else [new(cls, ())] * len(array)
         if array.null_count:
             valid = array.is_valid().to_pylist()
             values = [v if ok else None for v, ok in zip(values, valid)]
@@ -112,7 +126,7 @@ def batch_records(batch: pa.RecordBatch | pa.Table) -> Iterator[Record]:
     columns = [_column_values(column) for column in batch.columns]
     if not columns:
         return iter([tuple.__new__(cls, ())] * batch.num_rows)
-    return map(functools.partial(tuple.__new__, cls), zip(*columns))
+    return map(tuple.__new__, itertools.repeat(cls), zip(*columns))  # no partial: one C call per record
 
 
 def batches_records(batches) -> Iterator[Record]:

@@ -238,8 +238,8 @@ def _pyspark_stage(stage: Stage, stream: DataStream, output: DataStream, key) ->
             # repartition(n, key) after the groupBy's own exchange (see KeyedStream.placed).
             return [f"df = df.groupBy({refs}).agg({columns}).repartition({by.parallelism}, F.struct({refs}))"]
         return [
-            "# one row per partition; fw-magics also gives an empty partition its row and",
-            "# puts partition i's row back in partition i (a repartition of one row each)",
+            "# one row per partition; fw-magics also gives an empty partition its row, and puts",
+            "# partition i's row in partition i when something reads per partition (a repartition)",
             f"df = df.groupBy(F.spark_partition_id()).agg({columns})",
         ]
     kind = {Map: "map_partition", Reduce: "reduce", Aggregate: "aggregate"}[type(stage)]

@@ -509,7 +509,9 @@ class _Run:
             for span in {span for i in pending for _, span in self.inputs.ranges((vertex.name, i))}:
                 needed.update(span)  # each distinct range once: an all-to-all edge is not expanded
             paths = [self.files[(up.name, i)]["path"] if i in needed else None for i in range(up.parallelism)]
-            frame = read_results(self.spark, self.root, paths, up.steps[-1].detail["schema"])
+            # an all-to-all consumer hash-partitions what it reads: no need for one task per file
+            tasks = _cores(self.spark) if vertex.pattern == "all_to_all" else None
+            frame = read_results(self.spark, self.root, paths, up.steps[-1].detail["schema"], tasks)
             partitions = up.parallelism
         for step in steps:
             frame = step.transform(frame, functools.partial(int, partitions))
@@ -519,6 +521,19 @@ class _Run:
     def _emit(self, event: dict) -> None:
         self.store.write_event(event)
         hooks.event_written(self.store, event)
+
+
+def _cores(spark) -> int | None:
+    """The cores Spark runs tasks on (its default parallelism), or None when it does not say."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)  # classic
+    except Exception:  # Spark Connect has no SparkContext here
+        pass
+    try:
+        value = spark.conf.get("spark.default.parallelism", None)
+        return int(value) if value else None
+    except Exception:
+        return None
 
 
 def _current_cell() -> str | None:

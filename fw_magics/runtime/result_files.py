@@ -98,23 +98,34 @@ def write_partition(root: str, vertex: str, attempt: int, only, empty_schema: pa
     )
 
 
-def read_partition(root: str, paths: list[str | None], batches):
-    """Inside a task: partition ``i`` of ``spark.range(k)`` streams the ``i``-th result file
-    (nothing when that path is None: a partition whose output is not needed)."""
+def read_partition(root: str, groups: list[list[str]], batches):
+    """Inside a task: partition ``i`` of ``spark.range(k)`` streams the result files of ``groups[i]``
+    in order (nothing for an empty group: a partition whose output is not needed)."""
     storage = Storage(root)
     for batch in batches:
         for index in batch.column(0).to_pylist():
-            if paths[index] is None:
-                continue
-            with storage.open_inside(paths[index]) as f:  # a regular file inside the job, never a link
-                reader = pa.ipc.open_stream(f)
-                yield from reader
+            for path in groups[index]:
+                with storage.open_inside(path) as f:  # a regular file inside the job, never a link
+                    reader = pa.ipc.open_stream(f)
+                    yield from reader
 
 
-def read_results(spark, root: str, paths: list[str | None], schema):
-    """A DataFrame with one partition per file, in order: subtask ``i`` stays partition ``i``."""
-    k = len(paths)
-    return spark.range(0, k, 1, k).mapInArrow(functools.partial(read_partition, root, list(paths)), schema)
+def read_results(spark, root: str, paths: list[str | None], schema, tasks: int | None = None):
+    """A DataFrame of the result files ``paths`` (None: a file not needed).
+
+    By default one partition per path, in order: subtask ``i`` stays partition ``i`` (what a
+    pointwise edge reads). ``tasks``: the files that are needed spread over that many
+    partitions instead, round-robin, for a consumer that hash-partitions what it reads anyway
+    (an all-to-all edge): fewer tasks, each starting one Python worker, for the same records.
+    """
+    if tasks is None:
+        groups = [[path] if path is not None else [] for path in paths]
+    else:
+        needed = [path for path in paths if path is not None]
+        tasks = max(1, min(tasks, len(needed)))
+        groups = [needed[i::tasks] for i in range(tasks)]
+    k = len(groups)
+    return spark.range(0, k, 1, k).mapInArrow(functools.partial(read_partition, root, groups), schema)
 
 
 def committed(storage: Storage, vertex: str) -> dict[int, dict]:

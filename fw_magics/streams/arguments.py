@@ -32,6 +32,14 @@ def writer_for(schema: T.StructType, context: str, declared: T.StructType | None
 CALLS = {"map_partition": "fn(records)", "reduce": "fn(a, b) with two records"}
 
 
+def check_batches(batches) -> bool:
+    """map_partition's ``batches`` flag: True or False, nothing else."""
+    if not isinstance(batches, bool):
+        raise FullWindowError(f"map_partition's batches takes True or False; got {type(batches).__name__} "
+                              f"{batches!r:.60}")
+    return batches
+
+
 def check_callable(fn, what: str) -> None:
     """``fn`` is callable, and callable the way ``what`` calls it (when its signature says)."""
     if not callable(fn):

@@ -32,13 +32,15 @@ class DataStream:
     """
 
     def __init__(self, build: Callable[[], DataFrame] | DataFrame, spark, step: Step, schema: T.StructType | None = None,
-                 partitions: int | None = None):
+                 partitions: int | None = None, placed: Callable[[], DataFrame] | None = None):
         if isinstance(build, DataFrame):
             frame = build
             self._build: Callable[[], DataFrame] = lambda: frame
         else:
             self._build = build
         self._df: DataFrame | None = None
+        self._placed_build = placed  # None: the DataFrame is placed (partition i = subtask i)
+        self._placed: DataFrame | None = None
         self._spark = spark
         self._step = step
         self._schema = schema
@@ -79,7 +81,7 @@ class DataStream:
         if self._planned is _UNREAD:
             from .planned import partitions_of
 
-            self._planned = partitions_of(self.to_dataframe())
+            self._planned = partitions_of(self.placed_dataframe())
         return self._planned
 
     @property
@@ -113,7 +115,7 @@ class DataStream:
         if self._partitions is None and self.planned_partitions() is not None:
             self._partitions = self._planned
         if self._partitions is None:
-            frame = self.to_dataframe().select(F.lit(0).alias("_"))
+            frame = self.placed_dataframe().select(F.lit(0).alias("_"))
             # one tiny row per partition, read through Arrow (a blocking Py4J count() could not
             # be interrupted cleanly)
             counted = run_action(lambda: frame.mapInArrow(workers.count_partition, "p int").toArrow().num_rows,
@@ -190,20 +192,39 @@ class DataStream:
                 "(spark.read instead of spark.readStream)"
             )
 
-    def derive(self, build, step: Step, schema: T.StructType | None = None, partitions: int | None = None) -> DataStream:
+    def derive(self, build, step: Step, schema: T.StructType | None = None, partitions: int | None = None,
+               placed=None) -> DataStream:
         """A stream computed from this one: ``build()`` makes its DataFrame, ``step`` is its operator.
 
-        How each operation makes its output; ``partitions``: its partition count, when known.
+        How each operation makes its output; ``partitions``: its partition count, when known;
+        ``placed()``: its DataFrame with subtask i's records in partition i, when ``build()``'s
+        are not (see ``placed_dataframe``).
         """
-        return DataStream(build, self._spark, step, schema, partitions)
+        return DataStream(build, self._spark, step, schema, partitions, placed)
 
     # -- reading -------------------------------------------------------------------
 
     def to_dataframe(self) -> DataFrame:
-        """The Spark DataFrame behind the stream (lazy: no job runs)."""
+        """The Spark DataFrame behind the stream (lazy: no job runs).
+
+        Its records come in the stream's order (partition after partition). Its Spark
+        partitions are the stream's subtasks, except after a non-keyed ``aggregate`` with
+        Spark Columns, whose one row per subtask sits in one Spark partition (in subtask
+        order): placing each row in its own partition costs an exchange that only
+        per-partition reads (``collect_partitions()``, a later full-window operation,
+        ``execute()``) pay, through ``placed_dataframe()``.
+        """
         if self._df is None:
             self._df = self._build()
         return self._df
+
+    def placed_dataframe(self) -> DataFrame:
+        """The DataFrame whose Spark partition ``i`` holds exactly subtask ``i``'s records (lazy)."""
+        if self._placed_build is None:
+            return self.to_dataframe()
+        if self._placed is None:
+            self._placed = self._placed_build()
+        return self._placed
 
     def to_pandas(self):
         return run_action(lambda: _to_pandas(self.to_dataframe()), self._spark)
@@ -217,7 +238,7 @@ class DataStream:
 
     def collect_partitions(self) -> list[list[Record]]:
         """One list of records per partition, in partition order (empty partitions included)."""
-        frame = self.to_dataframe()
+        frame = self.placed_dataframe()
         data_schema = nullable(frame.schema)
         tagged = T.StructType(
             data_schema.fields

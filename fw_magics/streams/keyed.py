@@ -14,6 +14,7 @@ from . import workers
 from .arguments import (
     aggregate_columns,
     analysed,
+    check_batches,
     check_callable,
     describe_sort,
     function_name,
@@ -157,15 +158,17 @@ class KeyedPartitionWindowedStream:
 
         return transform
 
-    def map_partition(self, fn, schema=None) -> DataStream:
-        """Call ``fn(records)`` once per key with that key's records."""
+    def map_partition(self, fn, schema=None, batches: bool = False) -> DataStream:
+        """Call ``fn(records)`` once per key with that key's records (``batches=True``: with
+        that key's ``pyarrow.RecordBatch``es; it yields batches or tables)."""
         check_callable(fn, "map_partition")
         declared = parse_schema(schema, self._in.spark) if schema is not None else None
         out = nullable(declared if declared is not None else self._in.schema)
         writer = writer_for(out, f"map_partition function {function_name(fn)!r}", declared)
-        op = functools.partial(workers.map_partition, fn, writer, self._keyed.helper_columns)
-        return self._derive("map_partition", function_name(fn), self._per_key(op, out), out,
-                            identity={"function": fn, "declared": declared})
+        worker = workers.map_partition_batches if check_batches(batches) else workers.map_partition
+        op = functools.partial(worker, fn, writer, self._keyed.helper_columns)
+        identity = {"function": fn, "declared": declared, **({"batches": True} if batches else {})}
+        return self._derive("map_partition", function_name(fn), self._per_key(op, out), out, identity=identity)
 
     def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
         """Each key's records as one contiguous group, sorted within it by ``field``."""

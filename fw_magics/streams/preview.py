@@ -59,7 +59,7 @@ def preview(stream, show: int = DEFAULT_SHOW) -> Preview:
     from ..records import batch_records
     from ..schema import arrow_schema, nullable
 
-    frame = stream.to_dataframe()
+    frame = stream.placed_dataframe()  # per partition: each subtask in its own partition
     fetch = min(show, options.display_max_rows)
     data = nullable(frame.schema)
     # monotonically_increasing_id() is (partition id << 33) + the row's index in its partition.

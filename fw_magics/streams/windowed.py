@@ -18,6 +18,7 @@ from . import workers
 from .arguments import (
     aggregate_columns,
     analysed,
+    check_batches,
     check_callable,
     describe_sort,
     function_name,
@@ -44,27 +45,41 @@ class PartitionWindowedStream:
     def __init__(self, stream: DataStream):
         self._in = stream
 
-    def _derive(self, kind: str, label: str, transform, schema, sorter: bool = False, identity=None) -> DataStream:
-        """``identity``: what the output depends on besides the graph (fingerprinted by execute())."""
+    def _derive(self, kind: str, label: str, transform, schema, sorter: bool = False, identity=None,
+                unplaced=None) -> DataStream:
+        """``identity``: what the output depends on besides the graph (fingerprinted by execute()).
+
+        ``unplaced``: a cheaper transform giving the same records in the same order but not
+        in their partitions, for the reads that do not see partitions (``to_dataframe()``).
+        """
         parent = self._in
         step = Step(
             name=f"{kind}({label})" if label else kind, kind=kind, parallelism=parent.step.parallelism,
             parent=parent.step, output_only_after_end_of_stream=True, internal_sorter_supported=sorter,
             transform=transform, detail={"identity": identity or {}},
         )
-        return parent.derive(lambda: transform(parent.to_dataframe(), parent.num_partitions), step, schema,
-                             partitions=parent.known_partitions)
+        placed = lambda: transform(parent.placed_dataframe(), parent.num_partitions)  # noqa: E731
+        if unplaced is None:
+            return parent.derive(placed, step, schema, partitions=parent.known_partitions)
+        return parent.derive(lambda: unplaced(parent.placed_dataframe(), parent.num_partitions), step, schema,
+                             partitions=parent.known_partitions, placed=placed)
 
-    def map_partition(self, fn, schema=None) -> DataStream:
-        """Call ``fn(records)`` once per partition; it yields tuples, dicts or records."""
+    def map_partition(self, fn, schema=None, batches: bool = False) -> DataStream:
+        """Call ``fn(records)`` once per partition; it yields tuples, dicts or records.
+
+        ``batches=True``: ``fn`` receives the partition's ``pyarrow.RecordBatch``es instead
+        (lazily, one at a time) and yields ``RecordBatch``es or ``Table``s of the schema.
+        """
         check_callable(fn, "map_partition")
         spark = self._in.spark
         declared = parse_schema(schema, spark) if schema is not None else None
         out = nullable(declared if declared is not None else self._in.schema)
         writer = writer_for(out, f"map_partition function {function_name(fn)!r}", declared)
-        op = functools.partial(workers.map_partition, fn, writer, (), ())
+        worker = workers.map_partition_batches if check_batches(batches) else workers.map_partition
+        op = functools.partial(worker, fn, writer, (), ())
+        identity = {"function": fn, "declared": declared, **({"batches": True} if batches else {})}
         return self._derive("map_partition", function_name(fn), lambda frame, n: map_in_arrow(frame, op, out), out,
-                            identity={"function": fn, "declared": declared})
+                            identity=identity)
 
     def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
         """Sort each partition in the JVM (Spark's external sorter; spills, never collects).
@@ -115,26 +130,40 @@ class PartitionWindowedStream:
         _, schema = analysed(lambda: self._in.to_dataframe().groupBy(pid).agg(*columns, present), "aggregate")
         names = [f.name for f in schema.fields[1:-1]]
         out = T.StructType(schema.fields[1:-1])
-        spark = self._in.spark
+        selected = [F.col("`" + name.replace("`", "``") + "`") for name in names]
+
+        def in_one_partition(frame, n: int):
+            # Partition i's aggregate tagged with i, every partition's row in ONE partition,
+            # in partition order: Spark's own groupBy(spark_partition_id()) (one exchange, as
+            # by hand), and a partition with no records gets the aggregate of nothing (count 0,
+            # sum null), as Spark's agg does. The defaults are Spark's own aggregate of no rows
+            # (a limit(0) is optimized to an empty relation) exploded to the n partition ids;
+            # coalesce(1) brings both together without an exchange, so choosing the real row
+            # over the default (max_by on the flag) needs none either.
+            grouped = frame.groupBy(pid).agg(*columns, present)
+            ids = F.sequence(F.lit(0), F.lit(n - 1)) if n else F.array().cast("array<int>")
+            defaults = frame.limit(0).agg(*columns, F.lit(False).alias("__fw_present")).select(
+                F.explode(ids).alias(workers.PID_COLUMN), "*")
+            values = F.struct(*selected)
+            best = (grouped.unionByName(defaults).coalesce(1)
+                    .groupBy(workers.PID_COLUMN).agg(F.max_by(values, F.col("__fw_present")).alias("__fw_row")))
+            return best.select(workers.PID_COLUMN, *[F.col("__fw_row")[name].alias(name) for name in names]) \
+                .sortWithinPartitions(workers.PID_COLUMN)
 
         def transform(frame, partitions):
-            # Partition i's aggregate goes back to output partition i. A partition with no
-            # records gets the aggregate of nothing (count 0, sum null), as Spark's agg does:
-            # one default row per partition joins the aggregates, and each target partition
-            # keeps the real row when there is one. The defaults are built in the JVM: Spark's
-            # own aggregate of no rows (a limit(0) is optimized to an empty relation),
-            # crossed with the n partition ids.
+            # Placed: partition i's row moved to output partition i (one tiny repartition of
+            # n rows). What execute(), collect_partitions() and later per-partition operations read.
             n = partitions()
-            grouped = frame.groupBy(pid).agg(*columns, present)
-            ids = spark.range(0, n, 1, 1).select(F.col("id").cast("int").alias(workers.PID_COLUMN))
-            defaults = ids.crossJoin(frame.limit(0).agg(*columns, F.lit(False).alias("__fw_present")))
             key = F.element_at(F.lit(list(partition_keys(n))), F.col(workers.PID_COLUMN) + 1)
-            values = F.struct(*[F.col("`" + name.replace("`", "``") + "`") for name in names])
-            placed = grouped.unionByName(defaults).repartition(n, key)
-            best = placed.groupBy(key).agg(F.max_by(values, F.col("__fw_present")).alias("__fw_row"))
-            return best.select(*[F.col("__fw_row")[name].alias(name) for name in names])
+            return in_one_partition(frame, n).repartition(n, key).select(*selected)
 
-        return self._derive("aggregate", ", ".join(names), transform, out, identity={"aggregate": columns})
+        def unplaced(frame, partitions):
+            # The same rows in the same order, left in one partition: what to_dataframe(),
+            # collect() and to_pandas() read, where placement is not seen.
+            return in_one_partition(frame, partitions()).select(*selected)
+
+        return self._derive("aggregate", ", ".join(names), transform, out, identity={"aggregate": columns},
+                            unplaced=unplaced)
 
     def reduce(self, fn) -> DataStream:
         """Fold each partition with ``fn(a, b)``, the first record as the seed; empty -> nothing."""

@@ -64,6 +64,35 @@ def test_column_aggregate_one_record_per_partition_in_place(make):
     assert out.columns == ["sum(id)", "count(1)", "max(price)"]
 
 
+def test_column_aggregate_placement_is_paid_only_where_partitions_are_read(make, tmp_path):
+    # to_dataframe() leaves the n rows in one partition (no second exchange), in partition order;
+    # every read that sees partitions gets partition i's row in partition i.
+    ds = make(PARTS)
+    out = ds.full_window_partition().aggregate([F.sum("id").alias("s"), F.count("*").alias("n")])
+    expected = [(3, 2), (None, 0), (3, 1), (9, 2)]
+    exchanges = plan_text(ds.to_dataframe()).count("Exchange")
+    assert plan_text(out.to_dataframe()).count("Exchange hashpartitioning") == exchanges + 1  # the groupBy's own
+    assert [tuple(r) for r in out.collect()] == expected
+    assert [tuple(r) for r in out.to_dataframe().collect()] == expected
+    assert out.to_pandas()["n"].tolist() == [2, 0, 1, 2]
+    assert out.num_partitions() == 4 and out.planned_partitions() == 4
+
+    def tag(records):
+        from pyspark import TaskContext
+
+        for r in records:
+            yield (TaskContext.get().partitionId(), r.s, r.n)
+
+    later = out.full_window_partition().map_partition(tag, "p int, s long, n long").collect_partitions()
+    assert [[tuple(r) for r in p] for p in later] == [[(i, *row)] for i, row in enumerate(expected)]
+    from fw_magics.streams.preview import preview
+
+    shown = preview(out)
+    assert shown.counts == (1, 1, 1, 1) and [[tuple(r) for r in h] for h in shown.heads] == [[r] for r in expected]
+    result = out.execute(job_dir=str(tmp_path), job_name="agg")
+    assert [[tuple(r) for r in p] for p in result.collect_partitions()] == [[r] for r in expected]
+
+
 def test_map_partition_called_once_per_partition_including_empty(make, tmp_path):
     ds = make(PARTS)
     marker_dir = str(tmp_path)
