@@ -18,7 +18,7 @@ from . import functions
 from .files import expected_latest, latest_rows, model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.extended]  # make test-extended
 
 BACKLOG = [[(k, v, v) for k in range(8) for v in range(4)], [(k, 1, 5) for k in range(0, 8, 2)]]
 AT_SWITCH = [(1, 7, 20), (9, 2, 21)]

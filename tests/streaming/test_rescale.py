@@ -1,17 +1,13 @@
-"""FLIP-8 end to end on Spark: savepoint a running keyed job, restore it at another parallelism.
+"""FLIP-8 end to end on Spark: a savepoint restored at another parallelism, and the refusals.
 
-The scaled run goes 4 -> 2 -> 1 -> 4 (a savepoint and a new job at each step, a fresh file
-between steps); the unscaled run reads the same files in the same micro-batches at 2. Both must
-equal the reference model (every record counted once: CountSum's counts), and the last keyed
-state of the scaled run must equal the unscaled run's, row for row (the per-key JSON, its
-timers included).
+The chains of rescales (2 -> 1, 2 -> 4, 2 -> 5 -> 3) against a run that never rescaled are in
+test_seed_rescale.py.
 """
 
 from __future__ import annotations
 
 import os
 
-import pyarrow.parquet as pq
 import pytest
 
 import fw_magics as fw
@@ -34,59 +30,8 @@ def _stream(area, name):
                          watermark_delay="0 milliseconds")
 
 
-def _keyed_state(savepoint: str) -> list[tuple]:
-    table = pq.read_table(load_savepoint(savepoint).keyed_path)
-    return sorted(zip(*[table.column(n).to_pylist() for n in table.column_names]))
-
-
 def _merge(rows: dict, job) -> None:
     rows.update(latest_rows(job))
-
-
-def test_rescale_4_2_1_4_equals_an_unscaled_run_and_the_model(area):
-    expected = expected_latest(model(KIND, 0, BACKLOG, FRESH), KIND)
-
-    for f in BACKLOG:
-        area.write(f, "u")
-    unscaled = operator(KIND, _stream(area, "u")).start(job_dir=area.jobs, job_name="u", trigger=TRIGGER)
-    try:
-        unscaled.process_all_available()
-        for f in FRESH:
-            area.write(f, "u")
-            unscaled.process_all_available()
-        assert latest_rows(unscaled) == expected
-        final = unscaled.savepoint()
-    finally:
-        unscaled.stop()
-
-    for f in BACKLOG:
-        area.write(f, "s")
-    got: dict = {}
-    op = operator(KIND, _stream(area, "s"))
-    job = op.start(job_dir=area.jobs, job_name="s4", trigger=TRIGGER, parallelism=4)
-    steps = [("s2", 2), ("s1", 1), ("s4b", 4)]
-    try:
-        job.process_all_available()
-        area.write(FRESH[0], "s")
-        job.process_all_available()
-        for (name, parallelism), fresh in zip(steps, FRESH[1:]):
-            path = job.savepoint()
-            assert load_savepoint(path).parallelism == job.parallelism
-            _merge(got, job)
-            job.stop()
-            job = op.start(job_dir=area.jobs, job_name=name, trigger=TRIGGER, from_savepoint=path,
-                           parallelism=parallelism)
-            assert job.parallelism == parallelism
-            job.process_all_available()
-            area.write(fresh, "s")
-            job.process_all_available()
-        _merge(got, job)
-        last = job.savepoint()
-    finally:
-        job.stop()
-    assert got == expected
-    assert _keyed_state(last) == _keyed_state(final)
-    assert load_savepoint(last).document["read_files"] == len(BACKLOG) + len(FRESH)
 
 
 def test_a_changed_parallelism_on_a_plain_restart_and_a_wrong_savepoint_are_refused(area):
