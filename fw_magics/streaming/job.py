@@ -35,7 +35,7 @@ from ..runtime.job import default_job_dir
 from ..runtime.result_files import committed
 from ..streams.job_graph import SINK
 from ..watermarks import effective_watermark
-from . import backlog
+from . import backlog, listener
 from .changelog import BACKLOG_BATCH, BATCH, KIND, SEQ
 from .phases import ENDED, StreamLog, can_change, check_mode, replay_stream, resume_phase
 from .query import STATE_STORE, keyed_query_frame
@@ -440,28 +440,16 @@ class StreamingJob:
     # -- progress -------------------------------------------------------------------------------
 
     def _listen(self) -> None:
-        from pyspark.sql.streaming import StreamingQueryListener
+        def on_progress(event) -> None:
+            if event.progress.name == self._query_name:
+                self._record(event.progress)
 
-        job = self
+        def on_terminated(event) -> None:
+            # the run id: a restarted job's query has the same id (the checkpoint's), not the same run
+            if self.query is not None and str(event.runId) == str(self.query.runId):
+                self._terminated(event.exception)
 
-        class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event):  # noqa: N802 (PySpark's names)
-                pass
-
-            def onQueryProgress(self, event):  # noqa: N802
-                if event.progress.name == job._query_name:
-                    job._record(event.progress)
-
-            def onQueryIdle(self, event):  # noqa: N802
-                pass
-
-            def onQueryTerminated(self, event):  # noqa: N802
-                # the run id: a restarted job's query has the same id (the checkpoint's), not the same run
-                if job.query is not None and str(event.runId) == str(job.query.runId):
-                    job._terminated(event.exception)
-
-        self._listener = Listener()
-        self.spark.streams.addListener(self._listener)
+        self._listener = listener.subscribe(self.spark, on_progress, on_terminated)
 
     def _record(self, progress) -> None:
         """One committed micro-batch: an event, a hook, and the phase "stream" after the switch."""
@@ -578,10 +566,7 @@ class StreamingJob:
 
     def _close(self) -> None:
         if self._listener is not None:
-            try:
-                self.spark.streams.removeListener(self._listener)
-            except Exception:
-                pass
+            self._listener.close()  # plain Python: no Spark call at stop (listener.py says why)
             self._listener = None
         self.store.flush()
         self.store.stop()
