@@ -26,7 +26,7 @@ demo: deps
 # Lint (ruff), the whole suite on the embedded classic Spark, then its core cases under Spark Connect.
 test: deps
 	$(PY) -m ruff check --no-cache .
-	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended"
+	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended" --durations=30
 	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m "core and not extended" -q
 
 # The notebook front ends (JupyterLab in Chromium, Kernel > Interrupt) once more, their kernels under
