@@ -22,6 +22,7 @@ import json
 import re
 import threading
 import uuid
+import warnings
 
 from ..errors import FullWindowError, ResumeError, error_summary
 from ..graph import JobGraph
@@ -35,7 +36,7 @@ from ..runtime.job import default_job_dir
 from ..runtime.result_files import committed
 from ..streams.job_graph import SINK
 from ..watermarks import effective_watermark
-from . import backlog, listener
+from . import backlog
 from .changelog import BACKLOG_BATCH, BATCH, KIND, SEQ
 from .phases import ENDED, StreamLog, can_change, check_mode, replay_stream, resume_phase
 from .query import STATE_STORE, keyed_query_frame
@@ -44,6 +45,7 @@ from .sources import source_of
 
 AVAILABLE_NOW = "available_now"
 DEFAULT_TRIGGER = "1 second"
+PROGRESS_POLL_S = 0.2  # how often a running job reads its query's progress
 WATERMARK_FILE = ("backlog", "watermark.json")
 
 
@@ -143,7 +145,6 @@ class StreamingJob:
         self._cond = threading.Condition()
         self._recorded: set[int] = set()
         self._thread: threading.Thread | None = None
-        self._listener = None
         self._stopping = False
         self._tag = f"fw-magics-{uuid.uuid4().hex[:12]}"
         self._query_name = f"fw-{job_name}-{uuid.uuid4().hex[:8]}"
@@ -425,7 +426,7 @@ class StreamingJob:
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=self.trigger or DEFAULT_TRIGGER)
-        self._listen()
+        threading.Thread(target=self._follow, name=f"fw-stream-progress {self.job_name}", daemon=True).start()
         partitions = "spark.sql.shuffle.partitions"
         before = self.spark.conf.get(partitions)
         self.spark.conf.set(partitions, str(self.parallelism))  # the state partitions of a fresh checkpoint
@@ -439,17 +440,34 @@ class StreamingJob:
 
     # -- progress -------------------------------------------------------------------------------
 
-    def _listen(self) -> None:
-        def on_progress(event) -> None:
-            if event.progress.name == self._query_name:
-                self._record(event.progress)
+    def _follow(self) -> None:
+        """Follow the query from a daemon thread: each committed micro-batch, and its end.
 
-        def on_terminated(event) -> None:
-            # the run id: a restarted job's query has the same id (the checkpoint's), not the same run
-            if self.query is not None and str(event.runId) == str(self.query.runId):
-                self._terminated(event.exception)
-
-        self._listener = listener.subscribe(self.spark, on_progress, on_terminated)
+        Polled (``recentProgress``, ``isActive``) rather than heard through a
+        ``StreamingQueryListener``: under Spark Connect a client listener keeps a non-daemon
+        thread that blocks the interpreter's exit for as long as the listener is registered, and
+        removing it can hang (pyspark joins that thread while holding the lock it needs to deliver
+        a pending event). A poll makes no Spark call once the job has ended.
+        """
+        with self._cond:
+            self._cond.wait_for(lambda: self.query is not None or self._ended)
+        query = self.query
+        while query is not None:
+            with self._cond:
+                if self._cond.wait_for(lambda: self._ended or self._stopping, PROGRESS_POLL_S):
+                    return
+            try:
+                self._sync_progress()
+                if query.isActive:
+                    continue
+                exception = query.exception()
+            except Exception as error:  # the session went away under us: say so once, then stop following
+                if not (self._ended or self._stopping):
+                    warnings.warn(f"job {self.job_name!r}: stopped following its query ({error_summary(error)}); "
+                                  "process_all_available() still reads its progress", stacklevel=1)
+                return
+            self._terminated(exception)
+            return
 
     def _record(self, progress) -> None:
         """One committed micro-batch: an event, a hook, and the phase "stream" after the switch."""
@@ -565,9 +583,6 @@ class StreamingJob:
         hooks.trigger("stream_phase", self, phase, detail)
 
     def _close(self) -> None:
-        if self._listener is not None:
-            self._listener.close()  # plain Python: no Spark call at stop (listener.py says why)
-            self._listener = None
         self.store.flush()
         self.store.stop()
         self.lock.release()

@@ -1,0 +1,46 @@
+"""A running job follows its query by itself: fresh micro-batches reach the hooks live, without
+``process_all_available()``, and once the job stops nothing of it is left running (no thread that
+would hold the interpreter's exit, as a Spark Connect client listener does)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import fw_magics as fw
+from fw_magics.runtime import hooks
+
+from . import functions
+from .files import TRIGGER, operator
+
+pytestmark = [pytest.mark.spark]
+
+
+def _leftovers() -> list[str]:
+    names = ("fw-stream-progress", "_query_event_handler")
+    return [t.name for t in threading.enumerate() if any(n in t.name for n in names)]
+
+
+@pytest.mark.core
+def test_a_fresh_file_reaches_the_hooks_live_and_a_stopped_job_leaves_no_thread(area):
+    area.write([(1, 1, 1), (2, 5, 2)], "f")
+    stream = fw.from_files(area.source("f"), "parquet", functions.SCHEMA, event_time="ts",
+                           watermark_delay="0 milliseconds")
+    job = operator("reduce", stream).start(job_dir=area.jobs, job_name="f", trigger=TRIGGER)
+    heard = threading.Event()
+    handle = hooks.register("micro_batch", lambda j, info: heard.set() if j is job and info["input_rows"] else None)
+    try:
+        job.process_all_available()
+        assert job.phase == "stream"
+        heard.clear()
+        area.write([(1, 2, 10), (3, 7, 11)], "f")
+        assert heard.wait(120), "a fresh file's micro-batch did not reach the hooks"  # no process_all_available
+    finally:
+        handle.unregister()
+        job.stop()
+    deadline = time.monotonic() + 10
+    while _leftovers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _leftovers() == []
