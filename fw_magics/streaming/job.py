@@ -452,7 +452,9 @@ class StreamingJob:
         with self._cond:
             self._cond.wait_for(lambda: self.query is not None or self._ended)
         query = self.query
-        while query is not None:
+        if query is None:  # the job ended before its query started
+            return
+        while True:
             with self._cond:
                 if self._cond.wait_for(lambda: self._ended or self._stopping, PROGRESS_POLL_S):
                     return
