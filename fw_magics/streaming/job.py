@@ -40,6 +40,7 @@ from . import backlog
 from .changelog import BACKLOG_BATCH, BATCH, KIND, SEQ
 from .phases import ENDED, StreamLog, can_change, check_mode, replay_stream, resume_phase
 from .query import STATE_STORE, keyed_query_frame
+from .seed import BacklogSeed, lazy_key_types, timer_keys
 from .sink import ChangelogSink, changelog_frame, check_sink, deliver, latest_frame
 from .sources import source_of
 
@@ -388,13 +389,31 @@ class StreamingJob:
                     sums[k] = sums.get(k, 0) + v
         return sums
 
-    def _backlog_results(self):
-        """The committed backlog results (every subtask's file, one partition each), or None."""
+    def _backlog_paths(self) -> list | None:
+        """Each backlog subtask's committed result file (None: not committed), or None: no backlog ran."""
         if self.mode == "stream" or not self._finished:
             return None
-        paths = [self._finished[i]["files"][0]["path"] if i in self._finished else None
-                 for i in range(self.parallelism)]
-        return backlog.backlog_frame_of_results(self.spark, self.root, paths, self.output)
+        return [self._finished[i]["files"][0]["path"] if i in self._finished else None
+                for i in range(self.parallelism)]
+
+    def _backlog_results(self):
+        """The committed backlog results (every subtask's file, one partition each), or None."""
+        paths = self._backlog_paths()
+        return None if paths is None else backlog.backlog_frame_of_results(self.spark, self.root, paths, self.output)
+
+    def backlog_states(self):
+        """The backlog's state rows (key columns, ``__fw_state``: every key with state at its end), or None."""
+        results = self._backlog_results()
+        return None if results is None else backlog.initial_state(results, self.spec.key_names)
+
+    def backlog_seed(self) -> BacklogSeed | None:
+        """The backlog's keyed state as the stream reads it lazily, key by key (None: handed over eagerly)."""
+        if self.mode != "mixed" or len(self._finished) != self.parallelism:
+            return None
+        if not lazy_key_types(self.spec.key.arrow_schema):
+            return None
+        return BacklogSeed(self.root, [self._finished[i]["files"][0] for i in range(self.parallelism)],
+                           self.spec.key_names)
 
     def _backlog_outputs(self):
         results = self._backlog_results()
@@ -408,15 +427,17 @@ class StreamingJob:
         if mixed:
             from .savepoint import restored_initial_state
 
+            seed = None
             initial = restored_initial_state(self.spark, self.storage)
-            results = self._backlog_results() if initial is None else None
-            if results is not None:
-                initial = backlog.initial_state(results, self.spec.key_names)
+            if initial is None and (initial := self.backlog_states()) is not None:
+                seed = self.backlog_seed()
+                if seed is not None:  # the others are read on their first fresh record
+                    initial = timer_keys(initial)
             stream = self.source.fresh_stream(self.spark, self.root, self.max_files, self.parallelism)
         else:
-            initial, stream = None, self.source.full_stream(self.spark, self.max_files)
+            initial, seed, stream = None, None, self.source.full_stream(self.spark, self.max_files)
         return keyed_query_frame(stream, self.spec, self.output, self.source.delay_ms,
-                                 self.watermark if mixed else None, initial)
+                                 self.watermark if mixed else None, initial, seed)
 
     def _start_query(self) -> None:
         frame = self._query_frame()

@@ -31,6 +31,7 @@ from ..records import record_type
 from ..watermarks import effective_watermark
 from .changelog import STATE, ChangelogWriter, changelog_schema
 from .processors import KeyedCore
+from .seed import TOMBSTONE
 
 STATE_STORE = ("spark.sql.streaming.stateStore.providerClass",
                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
@@ -57,10 +58,11 @@ class OutputRow(dict):
 class KeyedProcessor(StatefulProcessor):
     """The one StatefulProcessor of fw-magics: the per-key core on Spark's keyed state and timers."""
 
-    def __init__(self, spec: KeyedOperatorSpec, output, switch_watermark: int | None):
+    def __init__(self, spec: KeyedOperatorSpec, output, switch_watermark: int | None, seed=None):
         self.spec = spec
         self.output = output
         self.switch_watermark = switch_watermark
+        self.seed = seed  # a BacklogSeed: keys' backlog state read on their first fresh record
         self.core = None
 
     def init(self, handle) -> None:
@@ -73,7 +75,10 @@ class KeyedProcessor(StatefulProcessor):
             from pyspark import TaskContext
 
             context = TaskContext.get()
-            self.core = KeyedCore(self.spec, subtask=context.partitionId() if context is not None else 0)
+            subtask = context.partitionId() if context is not None else 0
+            self.core = KeyedCore(self.spec, subtask=subtask)
+            if self.seed is not None:
+                self.seed.open(subtask)
             self.writer = ChangelogWriter(self.spec, self.output)
             names = tuple(self.spec.record.names)
             self.record_class = record_type(names)
@@ -84,17 +89,26 @@ class KeyedProcessor(StatefulProcessor):
         spark = timer_values.getCurrentWatermarkInMs() if self.spec.event_time is not None else None
         return effective_watermark(self.switch_watermark, spark)
 
-    def _load(self):
+    def _load(self, key):
+        """The key's state text: the store's, else (a key the stream has not written yet) the backlog's."""
+        self.key = key
         stored = self.state.get()
-        return None if stored is None else stored[0]
+        if stored is not None:
+            self.loaded = stored[0]
+        else:
+            self.loaded = self.seed.state(key) if self.seed is not None else None
+        return self.loaded
 
     def _finish(self, expiring: int | None = None):
         result = self.core.end()
-        if result.changed:
-            if result.state is None:
+        state = result.state
+        if state is None and self.loaded is not None and self.seed is not None and self.seed.state(self.key):
+            state = TOMBSTONE  # cleared: the store must say so, or the backlog's state would come back
+        if state != self.loaded:
+            if state is None:
                 self.state.clear()
             else:
-                self.state.update((result.state,))
+                self.state.update((state,))
         for t in result.timers_added:
             self.handle.registerTimer(t)
         for t in result.timers_removed:
@@ -119,7 +133,7 @@ class KeyedProcessor(StatefulProcessor):
         records = [tuple.__new__(cls, row) for row in rows]
         if index is not None:
             records.sort(key=lambda r: _micros(r[index]))  # event-time order within the batch (stable)
-        core.begin(key, self._load(), self._watermark(timerValues))
+        core.begin(key, self._load(key), self._watermark(timerValues))
         for record in records:
             core.element(record, None if index is None else _micros(record[index]) // 1000)
         yield from self._finish()
@@ -127,7 +141,7 @@ class KeyedProcessor(StatefulProcessor):
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):  # noqa: N802,N803 (called by keyword)
         core = self._ready()
         watermark = self._watermark(timerValues)
-        core.begin(key, self._load(), watermark)
+        core.begin(key, self._load(key), watermark)
         core.fire(watermark)
         yield from self._finish(expiredTimerInfo.getExpiryTimeInMs())
 
@@ -137,7 +151,7 @@ class KeyedProcessor(StatefulProcessor):
 
 
 def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int, switch_watermark: int | None,
-                      initial=None):
+                      initial=None, seed=None):
     """The streaming DataFrame of changelog rows: watermark, late filter, transformWithState."""
     if spec.event_time is not None:
         ts = F.col(spec.event_time)
@@ -146,7 +160,7 @@ def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int, sw
             stream = stream.where(ts > F.timestamp_millis(F.lit(switch_watermark)))
     grouped = stream.groupBy(*[F.col(k) for k in spec.key_names])
     return grouped.transformWithState(
-        KeyedProcessor(spec, output, switch_watermark), changelog_schema(output), "Append",
+        KeyedProcessor(spec, output, switch_watermark, seed), changelog_schema(output), "Append",
         "EventTime" if spec.event_time is not None else "None",
         initialState=None if initial is None else initial.groupBy(*[F.col(k) for k in spec.key_names]),
     )

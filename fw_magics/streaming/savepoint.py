@@ -4,7 +4,8 @@ Taking one (``StreamingJob.savepoint()``), after the query's last committed micr
 
 * **keyed state**: Spark's state data source, ``spark.read.format("statestore")`` at ``batchId=B``,
   the one value state ``fw_state`` per key (the per-key core's JSON, its pending timers
-  included), collected as Arrow and written as Parquet;
+  included), with the backlog's state of each key the stream has not touched yet (the switch
+  hands keys over lazily, :mod:`seed`), collected as Arrow and written as Parquet;
 * **source positions**: the end offset Spark reported for ``B`` (``{"files": n}``: the first
   ``n`` manifest files are read), and the manifest as it is;
 * **operator state**: the source's splits, one ``ListState`` per source subtask (``splits``),
@@ -37,6 +38,7 @@ from .changelog import STATE
 from .manifest import Manifest
 from .query import STATE_VARIABLE
 from .savepoint_files import Savepoint, list_savepoints, load_savepoint, write_savepoint
+from .seed import merged_state
 from .splits import restored_manifest, source_snapshots
 
 RESTORED = ("restored", "keyed-state.parquet")  # the restored job's copy of its initial keyed state
@@ -126,6 +128,8 @@ def take_savepoint(job) -> str:
     check_running(job)
     batch, read, manifest = committed_position(job)
     keyed = keyed_state_frame(job.spark, job.storage.path("checkpoint"), job.spec.key_names, batch)
+    if job.backlog_seed() is not None:  # keys the stream has not touched are still only in the backlog's files
+        keyed = merged_state(keyed, job.backlog_states(), job.spec.key_names)
     table = keyed.toArrow()
     source_name = job.graph.operators[0].name
     operators = operator_state_document({source_name: source_snapshots(manifest["files"], read, job.parallelism)})

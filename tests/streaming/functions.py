@@ -80,3 +80,21 @@ class FailingCountSum(CountSum):
         if value.k == 3 and os.path.exists(self.flag):
             raise ValueError("injected failure on key 3")
         return super().add(value, accumulator)
+
+
+class Resets(fw.KeyedProcessFunction):
+    """Counts records per key in a value state; a record with v == 0 clears the key's state.
+    Each record emits (element, the count after it, 0)."""
+
+    schema = "what string, n long, at long"
+
+    def open(self, ctx):
+        self.count = ctx.get_state(fw.ValueStateDescriptor("count", "long"))
+
+    def process_element(self, record, ctx):
+        if record.v == 0:
+            self.count.clear()
+            yield ("element", 0, 0)
+            return
+        self.count.update((self.count.value() or 0) + 1)
+        yield ("element", self.count.value(), 0)
