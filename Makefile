@@ -24,10 +24,13 @@ demo: deps
 	$(PY) -m fw_magics.demo
 
 # Lint (ruff), the whole suite on the embedded classic Spark, then its core cases under Spark Connect.
+# Both runs use TEST_WORKERS pytest-xdist workers, each with its own Spark session (tests/scheduling.py
+# says how the tests are shared out: the browser tests on one worker, the longest first).
+TEST_WORKERS ?= 2
 test: deps
 	$(PY) -m ruff check --no-cache .
-	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended" --durations=30
-	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m "core and not extended" -q
+	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended" -n $(TEST_WORKERS) --durations=30
+	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m "core and not extended" -n $(TEST_WORKERS) -q
 
 # The notebook front ends (JupyterLab in Chromium, Kernel > Interrupt) once more, their kernels under
 # Spark Connect, and the kill -9 tests of whole driver processes beyond make test's one (at random

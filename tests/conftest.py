@@ -21,6 +21,29 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")]))
 
 
+def _own_connect_port() -> None:
+    """Under pytest-xdist with ``SPARK_REMOTE=local[...]``, each worker's in-process Spark Connect
+    server listens on a free port of its own instead of the fixed 15002 of every local server (two
+    workers cannot share it): the worker's JVM gets the port as a ``--conf``, and PySpark's client,
+    which looks for a local server on 15002 only (unless ``SPARK_TESTING``, which also changes
+    Spark's own behaviour), is pointed at it. Nothing else about the session changes."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not os.environ.get("SPARK_REMOTE", "").startswith("local"):
+        return
+    import socket
+
+    from pyspark.sql.connect.client.core import DefaultChannelBuilder
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
+    os.environ["PYSPARK_SUBMIT_ARGS"] = f"--conf spark.connect.grpc.binding.port={port} {args}"
+    DefaultChannelBuilder.default_port = staticmethod(lambda: port)
+
+
+_own_connect_port()
+
+
 @pytest.fixture(scope="session")
 def spark():
     import fw_magics as fw
@@ -31,3 +54,14 @@ def spark():
 
 def is_connect(session) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` runs on two xdist workers: files as units, the browser tests on one worker,
+    the tutorials split, the longest first (tests/scheduling.py)."""
+    if config.getvalue("dist") in ("load", "loadscope"):
+        from .scheduling import SuiteScheduling
+
+        return SuiteScheduling(config, log)
+    return None
