@@ -33,7 +33,8 @@ test: deps
 	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m "core and not extended" -n $(TEST_WORKERS) -q
 
 # The notebook front ends (JupyterLab in Chromium, Kernel > Interrupt) once more, their kernels under
-# Spark Connect, and the kill -9 tests of whole driver processes beyond make test's one (at random
+# Spark Connect, every tutorial run top to bottom with its exercises solved (make test runs tutorial 5
+# in the browser), and the kill -9 tests of whole driver processes beyond make test's one (at random
 # points of execute(); before, during and after a stream's switch; while a savepoint is written).
 # CI runs it after `make test`.
 test-extended: deps
