@@ -40,7 +40,7 @@ from . import backlog
 from .changelog import BACKLOG_BATCH, BATCH, KIND, SEQ
 from .phases import ENDED, StreamLog, can_change, check_mode, replay_stream, resume_phase
 from .query import STATE_STORE, keyed_query_frame
-from .seed import BacklogSeed, lazy_key_types, timer_keys
+from .seed import MAX_KEYS, BacklogSeed, lazy_key_types, timer_keys
 from .sink import ChangelogSink, changelog_frame, check_sink, deliver, latest_frame
 from .sources import source_of
 
@@ -408,7 +408,7 @@ class StreamingJob:
 
     def backlog_seed(self) -> BacklogSeed | None:
         """The backlog's keyed state as the stream reads it lazily, key by key (None: handed over eagerly)."""
-        if self.mode != "mixed" or len(self._finished) != self.parallelism:
+        if self.mode != "mixed" or len(self._finished) != self.parallelism or self.backlog_state_writes > MAX_KEYS:
             return None
         if not lazy_key_types(self.spec.key.arrow_schema):
             return None

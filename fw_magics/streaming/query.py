@@ -75,10 +75,9 @@ class KeyedProcessor(StatefulProcessor):
             from pyspark import TaskContext
 
             context = TaskContext.get()
-            subtask = context.partitionId() if context is not None else 0
-            self.core = KeyedCore(self.spec, subtask=subtask)
+            self.core = KeyedCore(self.spec, subtask=context.partitionId() if context is not None else 0)
             if self.seed is not None:
-                self.seed.open(subtask)
+                self.seed.open()
             self.writer = ChangelogWriter(self.spec, self.output)
             names = tuple(self.spec.record.names)
             self.record_class = record_type(names)

@@ -6,11 +6,12 @@ key's backlog state from the backlog's committed result files the first time the
 in the stream (``BacklogSeed.state``), and writes it to Spark's state store only then, with
 whatever the key's fresh records changed. Keys the stream never sees never pass through Python.
 
-Why a task can read only its own subtask's file: the backlog engine partitions by
-``repartition(parallelism, *keys)`` and the query runs at ``spark.sql.shuffle.partitions =
-parallelism``; both are Spark's hash partitioning of the same key columns into the same
-number of partitions, so stream partition ``p`` holds exactly the keys of backlog subtask
-``p``. A worker holds a subtask's keys and states in a dict (cached per process).
+A Python worker reads the state rows of every backlog subtask's file once and keeps them in a
+dict (cached per process). Every file, not only the task's own subtask's: the backlog engine
+and the query both hash-partition by key, but under Spark Connect a ``foreachBatch`` query runs
+its state at the server's default ``spark.sql.shuffle.partitions``, not the session's, so a
+stream partition need not be a backlog subtask. Above ``MAX_KEYS`` keys the job hands its state
+over through ``initialState`` instead (slow, but no worker holds it all).
 
 The store then stays the truth for every key it holds: a key whose state the stream cleared is
 written as the empty document ``TOMBSTONE`` (never read from the backlog again), and a
@@ -35,10 +36,10 @@ from .changelog import ROW, STATE, STATE_ROW
 
 #: A key's state once the stream cleared it, where the backlog had some: the store's word wins.
 TOMBSTONE = "{}"
-#: Keys held by the cached seeds of one Python worker before the oldest subtask's are dropped.
-CACHE_KEYS = 2_000_000
+#: Backlog keys with state above which the state is handed over eagerly (a worker would hold too much).
+MAX_KEYS = 1_000_000
 
-_CACHE: OrderedDict = OrderedDict()  # (root, path, sha256) -> {key: state text}
+_CACHE: OrderedDict = OrderedDict()  # (root, ((path, sha256), ...)) -> {key: state text}; the last few jobs
 
 
 def lazy_key_types(key_schema: pa.Schema) -> bool:
@@ -70,7 +71,7 @@ class BacklogSeed:
 
     def __init__(self, root: str, files: list[dict], key_names):
         self.root = root
-        self.files = [(f["path"], f["sha256"]) for f in files]  # the digest tells a rewritten file apart
+        self.files = [(f["path"], f["sha256"]) for f in files]
         self.key_names = tuple(key_names)
         self._states = None
 
@@ -80,14 +81,16 @@ class BacklogSeed:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, _states=None)
 
-    def open(self, partition: int) -> None:
-        """Use the states of subtask ``partition`` (the task's partition id), read once per worker."""
-        entry = (self.root, *self.files[partition])
+    def open(self) -> None:
+        """Read the backlog's states, once per worker process."""
+        entry = (self.root, tuple(self.files))  # the digests tell a rewritten file apart
         states = _CACHE.get(entry)
         if states is None:
-            states = _load(self.root, self.files[partition][0], self.key_names)
+            states = {}
+            for path, _ in self.files:
+                states.update(_load(self.root, path, self.key_names))
             _CACHE[entry] = states
-            while len(_CACHE) > 1 and sum(map(len, _CACHE.values())) > CACHE_KEYS:
+            while len(_CACHE) > 2:
                 _CACHE.popitem(last=False)
         _CACHE.move_to_end(entry)
         self._states = states
