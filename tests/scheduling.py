@@ -1,4 +1,4 @@
-"""How `make test` spreads the suite over two pytest-xdist workers (``-n 2 --dist loadscope``;
+"""How `make test` spreads its classic run over two pytest-xdist workers (``-n 2``;
 tests/conftest.py installs this scheduler through xdist's ``pytest_xdist_make_scheduler``).
 
 A work unit is a test file: the tests of a file share its module- and class-scoped fixtures
