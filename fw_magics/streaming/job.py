@@ -389,17 +389,13 @@ class StreamingJob:
                     sums[k] = sums.get(k, 0) + v
         return sums
 
-    def _backlog_paths(self) -> list | None:
-        """Each backlog subtask's committed result file (None: not committed), or None: no backlog ran."""
-        if self.mode == "stream" or not self._finished:
-            return None
-        return [self._finished[i]["files"][0]["path"] if i in self._finished else None
-                for i in range(self.parallelism)]
-
     def _backlog_results(self):
         """The committed backlog results (every subtask's file, one partition each), or None."""
-        paths = self._backlog_paths()
-        return None if paths is None else backlog.backlog_frame_of_results(self.spark, self.root, paths, self.output)
+        if self.mode == "stream" or not self._finished:
+            return None
+        paths = [self._finished[i]["files"][0]["path"] if i in self._finished else None
+                 for i in range(self.parallelism)]
+        return backlog.backlog_frame_of_results(self.spark, self.root, paths, self.output)
 
     def backlog_states(self):
         """The backlog's state rows (key columns, ``__fw_state``: every key with state at its end), or None."""
