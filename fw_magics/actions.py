@@ -12,7 +12,8 @@ vertex of ``execute()``, and whatever the streaming side runs) goes through ``ru
 * *Kernel > Interrupt* (SIGINT in the main thread) or ``Scope.cancel()`` from any thread
   cancels those jobs at once: ``sc.cancelJobsWithTag`` on classic, ``spark.interruptTag``
   under Connect. Spark kills the tasks and, within ``spark.python.task.killTimeout``, their
-  Python workers. The action then ends with ``Interrupted`` and one line, "interrupted:
+  Python workers; a worker Spark's monitor misses (a task killed while still feeding it
+  input) kills itself on seeing the action's cancel mark (``cancel_marks``). The action then ends with ``Interrupted`` and one line, "interrupted:
   cancelled 2 Spark jobs", not the PySpark and Arrow frames the interrupt went through;
 * a ``FullWindowError`` raised inside a worker comes back as that one line.
 
@@ -37,6 +38,7 @@ import threading
 import uuid
 from collections.abc import Callable
 
+from .cancel_marks import mark
 from .errors import FullWindowError, Interrupted
 
 _FW_ERROR = re.compile(r"FullWindowError: (.+)")
@@ -118,16 +120,17 @@ class _Action:
         try:
             if _is_connect(spark):
                 self.count = len(set(spark.interruptTag(self.tag) or ()))
-                return
-            context = spark.sparkContext
-            tracker = context.statusTracker()
-            running = set(tracker.getActiveJobsIds()) - self._known
-            if running:
-                running &= set(tracker.getJobIdsForGroup(self._group))
-            context.cancelJobsWithTag(self.tag)
-            self.count = len(running)
+            else:
+                context = spark.sparkContext
+                tracker = context.statusTracker()
+                running = set(tracker.getActiveJobsIds()) - self._known
+                if running:
+                    running &= set(tracker.getJobIdsForGroup(self._group))
+                context.cancelJobsWithTag(self.tag)
+                self.count = len(running)
         except Exception:  # the session is gone: there is nothing left to cancel
             self.count = self.count or 0
+        mark(self.tag)  # for the workers Spark's monitor misses (cancel_marks)
 
     def interrupted(self) -> Interrupted:
         if self._canceller is not None:

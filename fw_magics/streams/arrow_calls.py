@@ -5,6 +5,9 @@ a dot as a nested field: a top-level column named ``"a.b"`` fails with UNRESOLVE
 before anything runs. Such columns go in under positional stand-in names, and the Python
 side gets its batches back with the real names, so records and user functions never see
 the difference.
+
+Every function goes to Spark inside ``cancel_marks.watched_call``: if its action is cancelled,
+a worker that Spark's own kill missed ends itself.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import functools
 
 from pyspark.sql import functions as F
 
+from ..cancel_marks import watched_call
 from ..shipping import ship_code
 from . import workers
 
@@ -36,7 +40,7 @@ def map_in_arrow(frame, fn, schema):
     frame, names = _stand_ins(frame)
     if names is not None:
         fn = functools.partial(workers.with_names, names, fn)
-    return frame.mapInArrow(fn, schema)
+    return frame.mapInArrow(functools.partial(watched_call, fn), schema)
 
 
 def apply_in_arrow(frame, key_columns, op, with_key: bool, schema):
@@ -50,7 +54,8 @@ def apply_in_arrow(frame, key_columns, op, with_key: bool, schema):
     if names is not None:
         renames = dict(zip(names, frame.columns))
         key_columns = [_renamed_reference(column, renames) for column in key_columns]
-    return frame.groupBy(*[F.col(c) for c in key_columns]).applyInArrow(workers.grouped(op, with_key, names), schema)
+    per_key = workers.grouped(functools.partial(watched_call, op), with_key, names)
+    return frame.groupBy(*[F.col(c) for c in key_columns]).applyInArrow(per_key, schema)
 
 
 def _renamed_reference(reference: str, renames: dict[str, str]) -> str:
