@@ -56,11 +56,16 @@ def _is_connect(spark) -> bool:
 
 
 def _active_session():
+    """This thread's active session, else the default one (a thread of your own has no active
+    session on classic Spark), else None."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         return None
-    return SparkSession.getActiveSession()
+    try:
+        return SparkSession.active()
+    except Exception:  # PySparkRuntimeError NO_ACTIVE_OR_DEFAULT_SESSION: no session yet
+        return None
 
 
 class _Action:

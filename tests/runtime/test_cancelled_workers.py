@@ -45,7 +45,8 @@ def test_a_worker_still_being_fed_input_when_its_task_is_cancelled_ends_itself(s
     def run():
         try:
             with scope:
-                run_action(lambda: stream.to_dataframe().count(), spark)
+                # no spark=: a thread of its own finds the default session (it has no active one)
+                run_action(lambda: stream.to_dataframe().count())
         except BaseException as error:
             raised.append(error)
 
