@@ -33,7 +33,7 @@ POLL = 0.5  # seconds between a watched worker's looks for a mark
 KEEP = 3600.0  # seconds a mark is kept (longer than any task outlives its cancel)
 
 _lock = threading.Lock()
-_watched: dict[int, frozenset[str]] = {}  # thread id -> the job tags of the function it runs
+_watched: dict[object, frozenset[str]] = {}  # a token per running call -> its task's job tags
 _watcher: threading.Thread | None = None
 
 
@@ -69,15 +69,15 @@ def _watching():
     if not tags:
         yield
         return
-    thread = threading.get_ident()
+    token = object()
     with _lock:
-        _watched[thread] = tags
+        _watched[token] = tags
         _start_watcher()
     try:
         yield
     finally:
         with _lock:
-            _watched.pop(thread, None)
+            del _watched[token]
 
 
 def _task_tags() -> frozenset[str]:
