@@ -13,8 +13,9 @@ vertex of ``execute()``, and whatever the streaming side runs) goes through ``ru
   cancels those jobs at once: ``sc.cancelJobsWithTag`` on classic, ``spark.interruptTag``
   under Connect. Spark kills the tasks and, within ``spark.python.task.killTimeout``, their
   Python workers; a worker Spark's monitor misses (a task killed while still feeding it
-  input) kills itself on seeing the action's cancel mark (``cancel_marks``). The action then ends with ``Interrupted`` and one line, "interrupted:
-  cancelled 2 Spark jobs", not the PySpark and Arrow frames the interrupt went through;
+  input) kills itself on seeing the action's cancel mark (``cancel_marks``). The action
+  then ends with ``Interrupted`` and one line, "interrupted: cancelled 2 Spark jobs", not
+  the PySpark and Arrow frames the interrupt went through;
 * a ``FullWindowError`` raised inside a worker comes back as that one line.
 
 ``Scope`` groups actions: ``execute()`` runs in one, and the recovery panel's Stop button
