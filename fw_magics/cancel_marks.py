@@ -11,7 +11,7 @@ batch, goes on for minutes after *Kernel > Interrupt* said it stopped.
 So fw-magics closes the gap itself, for executors on the driver's machine (``local[*]``,
 a local Spark Connect server): ``mark(tag)`` leaves a file named for the cancelled action's
 job tag in a folder of the machine's temp directory, and every user function fw-magics hands
-to Spark runs inside ``watched(...)``, which reads the task's job tags (the ``spark.job.tags``
+to Spark runs inside ``watched_call(...)``, which reads the task's job tags (the ``spark.job.tags``
 local property) and, while the function runs, has a thread look for a mark of one of them
 every ``POLL`` seconds. A marked worker kills itself with SIGKILL, as Spark's monitor would.
 On executors elsewhere the marks are not seen, and Spark's monitor is all there is.

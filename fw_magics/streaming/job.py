@@ -427,8 +427,9 @@ class StreamingJob:
             initial = restored_initial_state(self.spark, self.storage)
             if initial is None and (initial := self.backlog_states()) is not None:
                 seed = self.backlog_seed()
-                if seed is not None:  # the others are read on their first fresh record; only a process
-                    initial = timer_keys(initial) if self.spec.kind == "process" else None  # function has timers
+                if seed is not None:  # only keys with timers go in now (only a process function has
+                    # timers); the others are read on their first fresh record
+                    initial = timer_keys(initial) if self.spec.kind == "process" else None
             stream = self.source.fresh_stream(self.spark, self.root, self.max_files, self.parallelism)
         else:
             initial, seed, stream = None, None, self.source.full_stream(self.spark, self.max_files)
