@@ -65,10 +65,14 @@ def java_version(java: str | None = None) -> tuple[int, str] | None:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
     except OSError:
         return None
+    # The banner's version line; a JVM started with JAVA_TOOL_OPTIONS (or _JAVA_OPTIONS) set
+    # prints "Picked up JAVA_TOOL_OPTIONS: ..." before it.
     banner = (out.stderr or out.stdout).strip().splitlines()
-    first = banner[0] if banner else ""
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', first)
-    if not match:
+    for first in banner:
+        match = re.search(r'version "(\d+)(?:\.(\d+))?', first)
+        if match:
+            break
+    else:
         return None
     major = int(match.group(1))
     if major == 1 and match.group(2):  # "1.8.0_392" style

@@ -30,6 +30,13 @@ def test_java_8_banner_parses(tmp_path, monkeypatch):
     assert java_version()[0] == 8
 
 
+def test_a_banner_after_picked_up_java_tool_options_parses(tmp_path, monkeypatch):
+    banner = 'Picked up JAVA_TOOL_OPTIONS: -Xss4m\nopenjdk version "17.0.15" 2025-04-15'
+    monkeypatch.setenv("JAVA_HOME", fake_java(tmp_path, banner))
+    assert java_version() == (17, 'openjdk version "17.0.15" 2025-04-15')
+    check_java()
+
+
 def test_missing_java(tmp_path, monkeypatch):
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
     with pytest.raises(SparkUnavailableError, match="found no java"):
