@@ -50,7 +50,7 @@ def run_by_the_browser_tests(session, path) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.extended  # about 6 minutes in all: make test-extended (CI) runs them, make test runs tutorial 5 in the browser
+@pytest.mark.extended  # about 6 minutes in all: make test-extended (CI), where tests/browser runs tutorial 5
 @pytest.mark.parametrize("path", TUTORIALS, ids=[p.stem for p in TUTORIALS])
 def test_tutorial_runs_with_its_exercises_solved(path, tmp_path, request):
     if run_by_the_browser_tests(request.session, path):

@@ -19,7 +19,7 @@ from fw_magics.graph import JobGraph, OperatorAttributes
 
 from .conftest import READABLE_PX, REPO, copy_without_outputs, geometry, run_all_cells, shot
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.extended, pytest.mark.timeout(900)]  # make test-extended (CI)
 VIEWPORT = {"width": 1385, "height": 1100}  # JupyterLab's output area is then about 953 px wide
 TUTORIALS = {"02": "02_operator_attributes.ipynb", "03": "03_failover_regions.ipynb"}
 STATIC = {"02": 5, "03": 2}  # static drawings each tutorial shows (03's third graph is a widget)

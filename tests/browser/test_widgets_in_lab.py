@@ -19,11 +19,10 @@ from fw_magics.widgets.model import what_if
 
 from .conftest import MODES, READABLE_PX, REPO, TUTORIAL, copy_without_outputs, geometry, run_all_cells, shot
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.extended, pytest.mark.timeout(900)]  # make test-extended (CI)
 
 
-@pytest.fixture(scope="module", params=[pytest.param(m, marks=pytest.mark.extended) if m == "connect" else m
-                                        for m in MODES])
+@pytest.fixture(scope="module", params=list(MODES))
 def tour(request, labs, browser):
     """Tutorial 5 opened and run top to bottom in JupyterLab; yields (page, root, mode, (base, token))."""
     mode = request.param

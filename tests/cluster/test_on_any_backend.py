@@ -17,7 +17,8 @@ from fw_magics.runtime import shared_dir
 
 from . import usermodule
 
-pytestmark = [pytest.mark.spark, pytest.mark.core]
+# make test-extended runs them on the embedded Spark and under Connect, make test-cluster on the cluster
+pytestmark = [pytest.mark.spark, pytest.mark.core, pytest.mark.extended]
 
 
 def records(seed: int, n: int = 40) -> list[tuple]:

@@ -17,7 +17,7 @@ from fw_magics.recovery.jobs import read_job
 
 from ..kernels import Kernel, still_running
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.extended, pytest.mark.timeout(600)]  # make test-extended (CI)
 MODES = {"classic": {}, "connect": {"SPARK_REMOTE": "local[2]"}}
 ONE_LINE = re.compile(r"interrupted: cancelled [1-9]\d* Spark (jobs?|operations?)")
 
@@ -43,8 +43,7 @@ print("ready")
 """
 
 
-@pytest.fixture(scope="module", params=[pytest.param(m, marks=pytest.mark.extended) if m == "connect" else m
-                                        for m in MODES])
+@pytest.fixture(scope="module", params=list(MODES))
 def kernel(request, tmp_path_factory):
     """A kernel whose first cell started Spark; yields (kernel, that cell's output, folder, mode)."""
     mode = request.param

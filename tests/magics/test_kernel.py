@@ -10,7 +10,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from ..kernels import Kernel
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.extended]  # make test-extended (CI): each test starts kernels
 
 CELLS = [
     "%load_ext fw_magics\nimport fw_magics as fw\n"

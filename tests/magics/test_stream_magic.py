@@ -116,6 +116,7 @@ def test_the_help_shows_the_grammar(shell, capsys):
         assert word in shown
 
 
+@pytest.mark.extended  # make test-extended (CI): every example is a streaming job
 @pytest.mark.spark
 def test_every_example_in_the_help_runs(readings, capsys):
     shell = readings

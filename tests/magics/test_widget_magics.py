@@ -155,6 +155,7 @@ def test_unload_removes_the_widget_magics(shell):
     assert isinstance(ok(shell, "%fw_graph orders"), GraphView)
 
 
+@pytest.mark.extended  # make test-extended (CI): a streaming job and its restore
 @pytest.mark.spark
 def test_fw_savepoint_of_a_running_job_prints_its_path_and_the_savepoint_restores(shell, tmp_path):
     """The happy path: a real job started in the shell, %fw_savepoint shows the path, the files are

@@ -20,7 +20,7 @@ from fw_magics import testing
 from . import jobs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.extended]  # make test-extended (CI): kill -9 of whole driver processes
 
 
 def run(job_dir, markers, mode, *extra):
@@ -59,7 +59,6 @@ def test_kill_during_last_region_then_resume(spark, tmp_path):
     assert not any(op.startswith("reduce") or op == "sales" for op, _ in out.ran)
 
 
-@pytest.mark.extended  # make test-extended: make test keeps the kill above
 @settings(max_examples=2, deadline=None)
 @given(event=st.sampled_from(["vertex_initialized", "subtask_finished"]), nth=st.integers(1, 8))
 def test_kill_at_random_points_still_gives_the_clean_output(spark, tmp_path_factory, event, nth):

@@ -173,6 +173,7 @@ def test_a_job_recorded_before_content_fingerprints_is_resumed_with_one_warning(
         fw.execute(pipeline(), job_dir=job_dir, job_name="sales")
 
 
+@pytest.mark.extended  # make test-extended (CI): a second driver process
 def test_an_identical_pipeline_in_a_fresh_process_is_recovered(spark, dirs):
     job_dir, markers = dirs
     fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")

@@ -24,6 +24,7 @@ def _leftovers() -> list[str]:
 
 
 @pytest.mark.core
+@pytest.mark.extended  # make test-extended (CI): a job followed live until fresh files land
 def test_a_fresh_file_reaches_the_hooks_live_and_a_stopped_job_leaves_no_thread(area):
     area.write([(1, 1, 1), (2, 5, 2)], "f")
     stream = fw.from_files(area.source("f"), "parquet", functions.SCHEMA, event_time="ts",

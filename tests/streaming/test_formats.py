@@ -10,7 +10,7 @@ import fw_magics as fw
 from . import functions
 from .files import TRIGGER, expected_latest, latest_rows, model, operator
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.extended]  # make test-extended (CI)
 
 BACKLOG = [[(1, 1, 10), (2, 5, 11), (1, 2, 12)], [(3, 7, 30), (2, 1, 3)]]
 FRESH = [[(1, 4, 40), (3, 1, 41), (4, 9, 42)]]

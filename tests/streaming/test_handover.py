@@ -53,6 +53,7 @@ def test_only_the_keys_the_stream_meets_enter_the_state_store_and_a_savepoint_ho
     assert sorted(row["k"] for row in saved) == list(range(KEYS)) + [KEYS + 7]  # each key once
 
 
+@pytest.mark.extended  # make test-extended (CI): make test keeps the handover's core case
 def test_a_key_cleared_in_the_stream_does_not_get_its_backlog_state_back(area):
     backlog = [[(1, 5, 1), (1, 5, 2), (1, 5, 3), (2, 5, 4)]]
     fresh = [[(1, 0, 10)], [(1, 5, 11), (2, 5, 12)]]  # key 1 cleared, then counted from nothing
@@ -95,6 +96,7 @@ def _sum(a, b):
     return (a.name, a.day, a.n, a.flag, a.at, a.v + b.v)
 
 
+@pytest.mark.extended  # make test-extended (CI): make test keeps the handover's core case
 def test_string_date_int_boolean_and_timestamp_keys_with_nulls_find_their_backlog_state(area):
     d1, d2 = dt.date(2024, 1, 1), dt.date(2024, 2, 29)
     backlog = [("a", d1, 1, True, 1), ("a", d1, 1, True, 2), ("b", d2, None, False, 4), (None, None, None, None, 8),

@@ -39,6 +39,7 @@ def _values(rows) -> list[tuple]:
     return [(k, v, k) for k, v in rows]  # (k, v, ts seconds): k is the value's file number
 
 
+@pytest.mark.extended  # make test-extended (CI): make test keeps the buffering sink's restore
 def test_tally_restored_at_one_and_at_three_from_one_savepoint(area):
     area.write(_values([(1, 1), (1, 2)]), "s")  # file 0: subtask 0
     area.write(_values([(2, 3)]), "s")  # file 1: subtask 1

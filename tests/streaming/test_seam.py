@@ -95,6 +95,7 @@ def test_files_landing_during_the_switch_and_late_records_match_the_plain_stream
     assert all(t <= W for t in backlog_timers["at"])
 
 
+@pytest.mark.extended  # make test-extended (CI): test_modes checks the writes against the keys
 def test_state_is_written_once_per_key_during_the_backlog(area):
     backlog = [[(k, v, v) for k in range(3) for v in range(f * 5, f * 5 + 5)] for f in range(3)]
     name = "writes"

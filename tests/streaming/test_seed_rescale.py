@@ -24,7 +24,7 @@ from fw_magics.streaming.savepoint_files import load_savepoint
 from . import functions
 from .files import TRIGGER, expected_latest, latest_rows, model, operator
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.extended]  # make test-extended (CI)
 
 SPLITS = [[(1, 1, 1), (2, 2, 2)], [(1, 3, 3), (3, 4, 4)], [(2, 5, 5), (4, 6, 6)], [(3, 7, 7), (5, 8, 8)]]
 FRESH = [[(1, 9, 9), (6, 10, 10)], [(4, 11, 11), (7, 12, 12)]]

@@ -21,7 +21,7 @@ from fw_magics.widgets import RecoveryPanel
 from ..kernels import still_running
 from ..runtime import jobs
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.spark, pytest.mark.extended, pytest.mark.timeout(300)]  # make test-extended (CI)
 
 
 def slow_job(flag: str, pids: str):

@@ -10,7 +10,7 @@ from fw_magics.widgets import GraphView, show_graph
 from ..streaming import functions
 from ..streaming.files import TRIGGER, Area
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.extended]  # make test-extended (CI)
 
 
 def test_a_view_follows_a_mixed_job_live_and_draws_it_afterwards(spark, tmp_path):

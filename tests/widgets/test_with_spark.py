@@ -97,6 +97,7 @@ def test_resume_from_the_panel_then_the_result_shows_what_was_recovered(spark, t
     assert os.path.isdir(os.path.join(job_dir, "sales", "results"))
 
 
+@pytest.mark.extended  # make test-extended (CI): make test keeps the panel's resume
 def test_a_resume_that_fails_says_why_and_leaves_the_job_resumable(spark, tmp_path):
     job_dir, markers, state = str(tmp_path / "jobs"), str(tmp_path / "markers"), str(tmp_path / "state")
     stream = jobs.three_vertex_job(markers, fail=(1, set(range(1, 100))), state_dir=state)  # always fails
