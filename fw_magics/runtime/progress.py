@@ -1,7 +1,8 @@
 """Spark's task progress for the job vertex running now, for whoever watches a run.
 
 Under Spark Connect it comes from ``spark.registerProgressHandler`` (the server reports it
-every few seconds and at the end; a stage counts once a task of it has finished). On a
+every few seconds and at the end; a stage counts once a task of it has finished); a block that
+returns completes the count of the stages reported, which the server's last report may not. On a
 classic session the vertex's Spark jobs run in a job group of their own and a daemon
 thread polls the status tracker for it (tasks of the stages started so far, so the total
 grows as later stages start). Nothing is registered and no thread starts unless a
@@ -57,6 +58,10 @@ def _connect_handler(spark, vertex_name: str):
         yield
     finally:
         spark.removeProgressHandler(handler)
+    if reporter.last:
+        # The block returned, so every stage reported as started has run all of its tasks; the
+        # server's last report, sent when it chooses, can predate the last of them (seen: 2 of 3).
+        reporter.report(reporter.last[1], reporter.last[1])
 
 
 @contextlib.contextmanager

@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(1000)]
 #: The core cases run on each backend: what a cluster changes (user modules, job directories),
 #: Flink's cases and placement, execute() and the streaming side. The rest of the core cases
 #: (the magic's grammar, errors, display) do not depend on where Spark runs and take most of the
-#: time; `make test` runs all of them in one process and under Spark Connect.
+#: time; `make test` runs all of them in one process, `make test-extended` again under Spark Connect.
 CORE_ON_A_CLUSTER = ["tests/cluster", "tests/streams/test_flink_cases.py", "tests/streams/test_partitioning.py",
                      "tests/runtime", "tests/streaming"]
 #: And one %%fullwindow case under the Connect server: a real IPython shell whose cell defines the
