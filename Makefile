@@ -27,7 +27,7 @@ demo: deps
 # run, are left to test-extended (below). TEST_WORKERS=N runs the classic part on N
 # pytest-xdist workers, each with its own Spark session (tests/scheduling.py says how the tests are
 # shared out, the longest first); the default, 1, runs it in this process. On the 2-core VM the suite
-# is CPU-bound: two workers took 10.0 minutes where one takes about 9.
+# is CPU-bound: two workers took 10.0 minutes, as one process does.
 TEST_WORKERS ?= 1
 test: deps
 	$(PY) -m ruff check --no-cache .

@@ -65,19 +65,15 @@ def java_version(java: str | None = None) -> tuple[int, str] | None:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
     except OSError:
         return None
-    # The banner's version line; a JVM started with JAVA_TOOL_OPTIONS (or _JAVA_OPTIONS) set
-    # prints "Picked up JAVA_TOOL_OPTIONS: ..." before it.
-    banner = (out.stderr or out.stdout).strip().splitlines()
-    for first in banner:
-        match = re.search(r'version "(\d+)(?:\.(\d+))?', first)
-        if match:
-            break
-    else:
+    # The banner's version line, not always its first: a JVM started with JAVA_TOOL_OPTIONS (or
+    # _JAVA_OPTIONS) set prints "Picked up JAVA_TOOL_OPTIONS: ..." before it.
+    match = re.search(r'^.*version "(\d+)(?:\.(\d+))?.*$', out.stderr or out.stdout, re.M)
+    if not match:
         return None
     major = int(match.group(1))
     if major == 1 and match.group(2):  # "1.8.0_392" style
         major = int(match.group(2))
-    return major, first
+    return major, match.group(0).strip()
 
 
 def check_java() -> None:
