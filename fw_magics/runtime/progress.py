@@ -1,8 +1,10 @@
 """Spark's task progress for the job vertex running now, for whoever watches a run.
 
-Under Spark Connect it comes from ``spark.registerProgressHandler`` (the server reports it
-every few seconds and at the end; a stage counts once a task of it has finished); a block that
-returns completes the count of the stages reported, which the server's last report may not. On a
+Under Spark Connect it comes from ``spark.registerProgressHandler``: the server reports every
+``spark.connect.progress.reportInterval`` (2 s by default, so a vertex shorter than that was
+often never reported on; set to the classic poll's 0.25 s while a view follows a vertex, and put
+back after); a stage counts once a task of it has finished; a block that returns completes the
+count of the stages reported, which the server's last report may not. On a
 classic session the vertex's Spark jobs run in a job group of their own and a daemon
 thread polls the status tracker for it (tasks of the stages started so far, so the total
 grows as later stages start). Nothing is registered and no thread starts unless a
@@ -19,6 +21,7 @@ from . import hooks
 
 POLL_SECONDS = 0.25
 _GROUP = "spark.jobGroup.id"
+_CONNECT_INTERVAL = "spark.connect.progress.reportInterval"
 
 
 @contextlib.contextmanager
@@ -53,15 +56,34 @@ def _connect_handler(spark, vertex_name: str):
         started = {s.stage_id: s for s in stages or () if s.num_completed_tasks > 0}.values()
         reporter.report(sum(s.num_completed_tasks for s in started), sum(s.num_tasks for s in started))
 
+    previous = _set_conf(spark, _CONNECT_INTERVAL, f"{int(POLL_SECONDS * 1000)}ms")
     spark.registerProgressHandler(handler)
     try:
         yield
     finally:
         spark.removeProgressHandler(handler)
+        if previous is not _REFUSED:
+            _set_conf(spark, _CONNECT_INTERVAL, previous)
     if reporter.last:
         # The block returned, so every stage reported as started has run all of its tasks; the
         # server's last report, sent when it chooses, can predate the last of them (seen: 2 of 3).
         reporter.report(reporter.last[1], reporter.last[1])
+
+
+_REFUSED = object()
+
+
+def _set_conf(spark, key: str, value: str | None):
+    """Set (None: unset) a session conf; its value before, or ``_REFUSED`` if the server refused."""
+    try:
+        before = spark.conf.get(key, None)
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
+        return before
+    except Exception:  # a server that will not change it reports at its own pace: progress is only a hint
+        return _REFUSED
 
 
 @contextlib.contextmanager

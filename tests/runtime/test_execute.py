@@ -67,6 +67,22 @@ def test_spark_task_progress_is_reported_while_each_vertex_runs(spark, dirs):
         assert done == total >= 4
 
 
+@pytest.mark.core
+def test_under_connect_progress_is_reported_at_the_poll_pace_while_a_view_follows(spark):
+    # The server reports every spark.connect.progress.reportInterval (2 s by default): a shorter
+    # vertex was often never reported on. Set for the block only, then put back.
+    if not is_connect(spark):
+        pytest.skip("Spark Connect's progress reports only")
+    from fw_magics.runtime import hooks, progress
+
+    key = "spark.connect.progress.reportInterval"
+    before = spark.conf.get(key, None)
+    with hooks.register("vertex_progress", lambda vertex, done, total: None):
+        with progress.reporting(spark, "v0"):
+            assert spark.conf.get(key) == "250ms"
+    assert spark.conf.get(key, None) == before
+
+
 def test_second_run_recovers_everything_and_calls_nothing(spark, dirs):
     job_dir, markers = dirs
     fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
