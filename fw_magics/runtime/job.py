@@ -56,7 +56,7 @@ from ..streams.content import job_content
 from ..streams.job_graph import build_graph
 from . import hooks, progress
 from .job_result import JobResult
-from .result_files import META_SCHEMA, committed, read_results, write_partition
+from .result_files import META_SCHEMA, committed, read_results, result_path, sidecar_path, write_partition
 from .shared_dir import check_shared
 from .vertices import SparkVertex, spark_vertices
 
@@ -391,7 +391,7 @@ class _Run:
             index = min(i for i, pending in todo.items() if pending)
             vertex = self.vertices[index]
             pending = todo.pop(index)
-            self._results_folder(vertex)
+            self._results_folder(vertex, pending)
             try:
                 self._run_vertex(vertex, pending)
             except KeyboardInterrupt:
@@ -405,15 +405,21 @@ class _Run:
                         raise
                     raise JobStorageError(_both(self.job_name, error, storage)) from error
 
-    def _results_folder(self, vertex: SparkVertex) -> None:
-        """Make ``results/<vertex>`` before its tasks write there; a link or a file in the way
-        (a damaged or hostile job directory) is one line, not a task failure retried to exhaustion."""
+    def _results_folder(self, vertex: SparkVertex, pending: set[int]) -> None:
+        """Make ``results/<vertex>`` before its tasks write there; a link or a file in the way, or
+        a folder where a subtask's result goes (a damaged or hostile job directory), is one line,
+        not a task failure retried to exhaustion."""
         if not self.storage.local:
             return
         try:
             self.storage.make_folders(self.storage.path(RESULTS, vertex.name))
         except UnsafeFile as error:
             raise JobStorageError(f"{self.where}: {error}") from None
+        for i in sorted(pending):
+            for path in (result_path(self.storage, vertex.name, i), sidecar_path(self.storage, vertex.name, i)):
+                if os.path.isdir(path) and not os.path.islink(path):  # a file or a link is replaced
+                    raise JobStorageError(f"{self.where}: {RESULTS}/{vertex.name}/{os.path.basename(path)} is a folder where "
+                                          f"subtask {i}'s result goes; remove it (or run under another job_name)")
 
     def _fail_over(self, vertex: SparkVertex, pending: set[int], error: Exception, todo: dict) -> None:
         """Record a failed job vertex and schedule what restarts, or re-raise ``error`` when no restart is left."""

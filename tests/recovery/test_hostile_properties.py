@@ -293,3 +293,30 @@ def test_a_resume_of_a_damaged_directory_recovers_or_refuses_in_one_line(spark, 
         assert sorted(tuple(r) for r in result.collect()) == runtime_jobs.expected()
         listed = open_panel_model(root)
     assert listed[0].status == "finished"
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("vertex, log", [("v2", "kept"), ("v0", "emptied")])
+def test_a_folder_where_a_result_goes_is_refused_in_one_line_then_the_job_recovers(spark, tmp_path, clean_job,
+                                                                                    vertex, log):
+    # found by the property above: with a folder planted where a re-run subtask's result goes, its
+    # commit failed in its task (IsADirectoryError, retried) instead of a one-line refusal. The log
+    # kept: the sink's lost result is re-run (a lost v0 result nothing reads again would not be)
+    import fw_magics as fw
+    from fw_magics.errors import JobStorageError
+
+    source, markers, runtime_jobs = clean_job
+    root = str(tmp_path / "jobs")
+    shutil.copytree(source, root)
+    target = os.path.join(root, "job", "results", vertex, "1.arrow")
+    os.remove(target)
+    os.mkdir(target)
+    if log == "emptied":  # nothing recorded: the job runs afresh over the old results
+        open(os.path.join(root, "job", "events", "events.0"), "wb").close()
+    with pytest.raises(JobStorageError, match=f"results/{vertex}/1.arrow is a folder where subtask 1's result goes; "
+                                              "remove it") as caught:
+        fw.execute(runtime_jobs.three_vertex_job(markers), job_dir=root, job_name="job")
+    assert "\n" not in str(caught.value)
+    os.rmdir(target)  # as the line says
+    result = fw.execute(runtime_jobs.three_vertex_job(markers), job_dir=root, job_name="job")
+    assert sorted(tuple(r) for r in result.collect()) == runtime_jobs.expected()
