@@ -56,7 +56,7 @@ from ..streams.content import job_content
 from ..streams.job_graph import build_graph
 from . import hooks, progress
 from .job_result import JobResult
-from .result_files import META_SCHEMA, committed, read_results, result_path, sidecar_path, write_partition
+from .result_files import META_SCHEMA, committed, folder_in_the_way, read_results, write_partition
 from .shared_dir import check_shared
 from .vertices import SparkVertex, spark_vertices
 
@@ -415,11 +415,9 @@ class _Run:
             self.storage.make_folders(self.storage.path(RESULTS, vertex.name))
         except UnsafeFile as error:
             raise JobStorageError(f"{self.where}: {error}") from None
-        for i in sorted(pending):
-            for path in (result_path(self.storage, vertex.name, i), sidecar_path(self.storage, vertex.name, i)):
-                if os.path.isdir(path) and not os.path.islink(path):  # a file or a link is replaced
-                    raise JobStorageError(f"{self.where}: {RESULTS}/{vertex.name}/{os.path.basename(path)} is a folder where "
-                                          f"subtask {i}'s result goes; remove it (or run under another job_name)")
+        problem = folder_in_the_way(self.storage, vertex.name, pending)
+        if problem is not None:
+            raise JobStorageError(f"{self.where}: {problem}")
 
     def _fail_over(self, vertex: SparkVertex, pending: set[int], error: Exception, todo: dict) -> None:
         """Record a failed job vertex and schedule what restarts, or re-raise ``error`` when no restart is left."""

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import itertools
 import json
+import os
 import re
 import time
 
@@ -31,6 +32,20 @@ def result_path(storage: Storage, vertex: str, subtask: int) -> str:
 
 def sidecar_path(storage: Storage, vertex: str, subtask: int) -> str:
     return storage.path(*result_sidecar(vertex, subtask).split("/"))
+
+
+def folder_in_the_way(storage: Storage, vertex: str, subtasks) -> str | None:
+    """What stops ``subtasks`` of ``vertex`` committing their results, in one line, or None: a folder
+    where a result or its sidecar goes (a damaged or hostile job directory) fails the atomic
+    rename inside the task, retried to exhaustion. A file or a link there is simply replaced."""
+    if not storage.local:
+        return None
+    for i in sorted(subtasks):
+        for relative in (result_file(vertex, i), result_sidecar(vertex, i)):
+            path = storage.path(*relative.split("/"))
+            if os.path.isdir(path) and not os.path.islink(path):
+                return f"{relative} is a folder where subtask {i}'s result goes; remove it (or run under another job_name)"
+    return None
 
 
 class _Hashing:

@@ -24,7 +24,7 @@ import threading
 import uuid
 import warnings
 
-from ..errors import FullWindowError, ResumeError, error_summary
+from ..errors import FullWindowError, JobStorageError, ResumeError, error_summary
 from ..graph import JobGraph
 from ..keyed_process import MIN_WATERMARK
 from ..process_function import OPERATOR
@@ -33,7 +33,7 @@ from ..recovery.filesystem import Storage
 from ..recovery.integrity import file_intact
 from ..runtime import hooks
 from ..runtime.job import default_job_dir
-from ..runtime.result_files import committed
+from ..runtime.result_files import committed, folder_in_the_way
 from ..streams.job_graph import SINK
 from ..watermarks import effective_watermark
 from . import backlog
@@ -344,6 +344,9 @@ class StreamingJob:
         total = self.parallelism
         hooks.trigger("backlog_progress", self, total - len(todo), total)
         if todo:
+            problem = folder_in_the_way(self.storage, self.vertex, todo)
+            if problem is not None:
+                raise JobStorageError(f"job {self.job_name!r} in {self.root}: {problem}")
             attempt = self.log.attempts + 1
             plan = backlog.BacklogPlan(self.spec, self.output, self.watermark, self.root, self.vertex, attempt,
                                        None if len(todo) == total else frozenset(todo))

@@ -81,3 +81,22 @@ def test_a_failure_during_the_backlog_keeps_the_finished_subtasks(area, tmp_path
     assert attempts == {kept: 1, 1 - kept: 2}  # the committed subtask was kept, only the other ran again
     assert again.phase == "finished"
     assert latest_rows(again) == expected_latest(model("aggregate", 1000, BACKLOG, []), "aggregate")
+
+
+def test_a_folder_where_a_backlog_result_goes_is_refused_in_one_line(area):
+    import os
+
+    area.write(BACKLOG[0])
+    op = source(area).key_by("k").reduce(functions.add)
+    vertex = next(v.name for v in op.job_graph().job_vertices() if op.step.name in v.operators)
+    planted = os.path.join(area.jobs, "folder", "results", vertex, "1.arrow")
+    os.makedirs(planted)
+    job = op.start(job_dir=area.jobs, job_name="folder", mode="batch")
+    with pytest.raises(fw.JobStorageError, match=f"results/{vertex}/1.arrow is a folder where subtask 1's result "
+                                                 "goes; remove it") as info:
+        job.process_all_available()
+    assert "\n" not in str(info.value) and job.phase == "failed"
+    os.rmdir(planted)  # as the line says
+    again = op.start(job_dir=area.jobs, job_name="folder", mode="batch").process_all_available()
+    assert again.phase == "finished"
+    assert latest_rows(again) == expected_latest(model("reduce", 0, [BACKLOG[0]], []), "reduce")
