@@ -41,8 +41,8 @@ def folder_in_the_way(storage: Storage, vertex: str, subtasks) -> str | None:
     if not storage.local:
         return None
     for i in sorted(subtasks):
-        for relative in (result_file(vertex, i), result_sidecar(vertex, i)):
-            path = storage.path(*relative.split("/"))
+        for relative, path in ((result_file(vertex, i), result_path(storage, vertex, i)),
+                               (result_sidecar(vertex, i), sidecar_path(storage, vertex, i))):
             if os.path.isdir(path) and not os.path.islink(path):
                 return f"{relative} is a folder where subtask {i}'s result goes; remove it (or run under another job_name)"
     return None
