@@ -3,8 +3,9 @@
 A backlog of ``records`` rows with ``keys`` keys in ``files`` Parquet files, then ``fresh``
 files landing after the switch. Each operator runs in turns (``timing.interleaved_medians``):
 
-* ``mixed``: fw-magics' mixed mode; timed until the switch's first micro-batch has committed
-  (the backlog done and its state handed to the stream);
+* ``mixed``: fw-magics' mixed mode; timed until ``process_all_available()`` returns after the
+  switch (the backlog committed, its state handed over, the stream's query running and caught up:
+  it warmed up during the backlog);
 * ``batch``: fw-magics' batch mode, the backlog only (fw-magics' own batch engine, the same
   Python function per record as mixed: the fair "batch" for 1.15x);
 * ``stream``: fw-magics' stream mode (Structured Streaming with transformWithState from the

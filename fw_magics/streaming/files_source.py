@@ -6,7 +6,8 @@ Registered with ``spark.dataSource.register`` (classic and Spark Connect alike).
 subtasks: a micro-batch reads its new files as one partition per owner subtask, see ``splits``;
 unset: one partition per file), ``subtaskColumns`` ("true", with ``parallelism``: every row
 also carries ``__fw_subtask``, the source subtask that read it, and ``__fw_pos``, its place in
-what that subtask read in the micro-batch; the schema given must end with both). The schema is the one the
+what that subtask read in the micro-batch; the schema given must end with both), ``hold`` (a
+path: the fresh files are held back until that file exists). The schema is the one the
 reader is given (``.schema(...)``), which every file is cast to, columns matched by name
 (a column a file lacks is null).
 
@@ -16,6 +17,13 @@ never read by the stream. The first ``latestOffset`` always moves ``switch`` fro
 the query's first micro-batch runs at once even when no fresh file has arrived yet: the batch
 in which Spark applies the backlog's state (``initialState``) and checkpoints it. It honours
 ``maxFilesPerTrigger`` and ``Trigger.AvailableNow``.
+
+With ``hold``, the query can start while the backlog still runs: until the hold file exists
+(the backlog's handover, written at the switch) the first ``latestOffset`` is ``{"files": n,
+"switch": 1, "held": 1}``, so its first micro-batch reads nothing and only warms the query
+up (planning, Python workers, state stores), and later calls return the start unchanged (no
+batch). Once the file exists, a micro-batch runs only when there are fresh files; from a fresh
+checkpoint the first one still runs at once (``switch`` 0 to 1), as without ``hold``.
 
 A Kafka source would implement the same offsets per partition (see ``sources``).
 """
@@ -103,6 +111,7 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.parallelism = int(options.get("parallelism") or 0)
         self.subtask_columns = options.get("subtaskColumns") == "true" and self.parallelism > 0
         self.schema = schema
+        self.hold = options.get("hold")
         self.target = None
 
     def initialOffset(self) -> dict:
@@ -115,10 +124,14 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.target = len(self.manifest.discover()["files"])
 
     def latestOffset(self, start: dict, limit) -> dict:
+        if self.hold and not os.path.exists(self.hold):  # the backlog still runs: read nothing yet
+            return {"files": start["files"], "switch": 1, "held": 1}
         available = self.target if self.target is not None else len(self.manifest.discover()["files"])
         end = max(available, start["files"])
         if isinstance(limit, ReadMaxFiles):
             end = min(end, start["files"] + limit.max_files)
+        if self.hold and end == start["files"] and start.get("switch"):
+            return start  # released, nothing new: no micro-batch
         return {"files": end, "switch": 1}
 
     def partitions(self, start: dict, end: dict):

@@ -3,8 +3,11 @@
 ``start()`` takes the job's lock, reads the job's event log and continues from where it got to
 (``phases.resume_phase``), or records the backlog and starts afresh. A driver thread then runs
 what is left: the backlog engine (only its unfinished subtasks), the switch, and the streaming
-query, which Spark runs in the background from then on. ``start()`` returns at once with the
-running job; ``process_all_available()`` waits for it.
+query, which Spark runs in the background from then on. A reduce or aggregate (``_holds``)
+starts its query while the backlog runs, its fresh source held back until the handover
+(``backlog/handover.json``, written at the switch): the query's planning, start and first
+(empty) micro-batch, about 7 s at any size, then cost nothing at the switch. ``start()``
+returns at once with the running job; ``process_all_available()`` waits for it.
 
 Everything the job does is an event in ``<job_dir>/<job_name>/events``: the submission (with the
 graph), each start (``stream_started``), the backlog (``backlog_recorded``), each backlog
@@ -40,7 +43,7 @@ from . import backlog
 from .changelog import BACKLOG_BATCH, BATCH, KIND, SEQ
 from .phases import ENDED, StreamLog, can_change, check_mode, replay_stream, resume_phase
 from .query import STATE_STORE, keyed_query_frame
-from .seed import MAX_KEYS, BacklogSeed, lazy_key_types, timer_keys
+from .seed import HANDOVER, MAX_KEYS, BacklogSeed, lazy_key_types, timer_keys, write_handover
 from .sink import ChangelogSink, changelog_frame, check_sink, deliver, latest_frame
 from .sources import source_of
 
@@ -102,6 +105,15 @@ def _current_cell() -> str | None:
     shell = get_ipython()
     history = shell.user_ns.get("_ih") if shell is not None else None
     return history[-1] if history else None
+
+
+def _held(progress) -> bool:
+    """Whether a micro-batch ran while its source was held (the warm-up during the backlog)."""
+    sources = getattr(progress, "sources", None) or []
+    try:
+        return bool(sources) and bool(json.loads(sources[0].endOffset or "{}").get("held"))
+    except (ValueError, AttributeError):
+        return False
 
 
 def _watermark_ms(progress) -> int | None:
@@ -285,22 +297,37 @@ class StreamingJob:
         try:
             self.spark.addTag(self._tag)
             if self._phase == "backlog":
-                self._run_backlog()
-                if self._stopping:
+                self.watermark = self._switch_watermark()
+                warm = self._warm_up()
+                try:
+                    self._run_backlog()
+                finally:
+                    if warm is not None:
+                        warm.join()
+                if self._stopping or self._ended:  # stopped, or the warm query failed
                     return
                 if self.mode == "batch":
                     deliver(self.sink, self._backlog_outputs(), BACKLOG_BATCH)
                     self._emit(events.job_finished())
                     self._end("finished")
                     return
+                if self.query is not None and self.backlog_seed() is None:
+                    self._discard_warm_query()  # too many keys for the lazy seed: initialState after all
                 self._emit(events.switch(self.watermark, state_writes=self.backlog_state_writes,
                                          **self._backlog_counts()))
                 self._set_phase("switching", watermark=self.watermark)
                 self.store.flush()
             if self._phase == "switching":
                 deliver(self.sink, self._backlog_outputs(), BACKLOG_BATCH)  # again after a restart: idempotent
+            if self._holds() and not self.storage.exists(self.storage.path(*HANDOVER)):
+                seed = self.backlog_seed()  # (also a job that switched before handover files existed)
+                write_handover(self.root, None if seed is None else [
+                    self._finished[i]["files"][0] for i in range(self.parallelism)])
             if not self._stopping:
-                self._start_query()
+                if self.query is None:
+                    self._start_query()
+                if self._phase == "switching" and self._holds() and self.backlog_seed() is not None:
+                    self._set_phase("stream")  # the state is the backlog's files: nothing to checkpoint first
         except BaseException as error:
             if self._stopping:
                 return
@@ -338,8 +365,48 @@ class StreamingJob:
                 self._emit(events.subtask_reset(self.vertex, subtask, problem))
         return todo
 
+    def _holds(self) -> bool:
+        """Whether the query starts while the backlog runs, its fresh source held until the handover:
+        a mixed reduce or aggregate whose keys the lazy seed can look up, not restored from a savepoint
+        (a process function's timers must go in through initialState, known only after the backlog)."""
+        return (self.mode == "mixed" and self.spec.kind in ("reduce", "aggregate") and self.log.restored_from is None
+                and lazy_key_types(self.spec.key.arrow_schema))
+
+    def _warm_up(self) -> threading.Thread | None:
+        """Start the held query in a thread while the backlog runs (not for ``availableNow``, which
+        would end on the held offset); a failure here is left to the start at the switch."""
+        if not self._holds() or self.trigger == AVAILABLE_NOW:
+            return None
+
+        def go():
+            try:
+                self._start_query(warm=True)
+            except Exception:
+                pass
+            if self._stopping or self._ended:  # stopped or failed meanwhile: leave nothing running
+                self._stop_query()
+
+        thread = threading.Thread(target=go, name=f"fw-stream-warm-up {self.job_name}", daemon=True)
+        thread.start()
+        return thread
+
+    def _stop_query(self) -> None:
+        if self.query is not None:
+            try:
+                self.query.stop()
+            except Exception:
+                pass
+
+    def _discard_warm_query(self) -> None:
+        """Stop the query started during the backlog and drop its checkpoint (offsets and an empty
+        warm-up batch, no state): a fresh query takes the backlog's state through initialState."""
+        query, self.query = self.query, None
+        query.stop()
+        path = self.storage.path("checkpoint")
+        if self.storage.exists(path):
+            self.storage.remove_tree(path)
+
     def _run_backlog(self) -> None:
-        self.watermark = self._switch_watermark()
         todo = self._backlog_todo()
         total = self.parallelism
         hooks.trigger("backlog_progress", self, total - len(todo), total)
@@ -420,28 +487,32 @@ class StreamingJob:
             return None
         return backlog.backlog_outputs(results).select(*[f"`{c}`" for c in self.output.names])
 
-    def _query_frame(self):
-        """The streaming DataFrame of changelog rows the query writes."""
+    def _query_frame(self, warm: bool = False):
+        """The streaming DataFrame of changelog rows the query writes (``warm``: started during the backlog)."""
         mixed = self.mode == "mixed"
         if mixed:
             from .savepoint import restored_initial_state
 
             seed = None
             initial = restored_initial_state(self.spark, self.storage)
-            if initial is None and (initial := self.backlog_states()) is not None:
+            if warm:  # the backlog's files come with the handover
+                seed = BacklogSeed(self.root, None, self.spec.key_names)
+            elif initial is None and (initial := self.backlog_states()) is not None:
                 seed = self.backlog_seed()
                 if seed is not None:  # only keys with timers go in now (only a process function has
                     # timers); the others are read on their first fresh record
                     initial = timer_keys(initial) if self.spec.kind == "process" else None
-            stream = self.source.fresh_stream(self.spark, self.root, self.max_files, self.parallelism)
+            hold = self.storage.path(*HANDOVER) if self._holds() else None  # see _warm_up
+            stream = self.source.fresh_stream(self.spark, self.root, self.max_files, self.parallelism, hold)
         else:
             initial, seed, stream = None, None, self.source.full_stream(self.spark, self.max_files)
         return keyed_query_frame(stream, self.spec, self.output, self.source.delay_ms,
                                  self.watermark if mixed else None, initial, seed)
 
-    def _start_query(self) -> None:
-        frame = self._query_frame()
-        writer = (frame.writeStream.foreachBatch(ChangelogSink(self.root, self.output.names, self.sink))
+    def _start_query(self, warm: bool = False) -> None:
+        frame = self._query_frame(warm)
+        hold = self.storage.path(*HANDOVER) if self._holds() else None
+        writer = (frame.writeStream.foreachBatch(ChangelogSink(self.root, self.output.names, self.sink, hold))
                   .option("checkpointLocation", self.storage.path("checkpoint")).queryName(self._query_name))
         if self.trigger == AVAILABLE_NOW:
             writer = writer.trigger(availableNow=True)
@@ -485,15 +556,20 @@ class StreamingJob:
                     continue
                 exception = query.exception()
             except Exception as error:  # the session went away under us: say so once, then stop following
-                if not (self._ended or self._stopping):
+                if not (self._ended or self._stopping or query is not self.query):
                     warnings.warn(f"job {self.job_name!r}: stopped following its query ({error_summary(error)}); "
                                   "process_all_available() still reads its progress", stacklevel=1)
+                return
+            if query is not self.query:  # the warm-up query, discarded at the switch
                 return
             self._terminated(exception)
             return
 
     def _record(self, progress) -> None:
-        """One committed micro-batch: an event, a hook, and the phase "stream" after the switch."""
+        """One committed micro-batch: an event, a hook, and the phase "stream" after the switch.
+        A warm-up batch (its source held, see ``_holds``) read nothing and is not one of the job's."""
+        if _held(progress):
+            return
         with self._cond:
             if progress.batchId in self._recorded or self._ended:
                 return
@@ -532,10 +608,17 @@ class StreamingJob:
 
     # -- waiting, reading, stopping ----------------------------------------------------------------
 
+    def _reads_fresh(self) -> bool:
+        """Whether the query reads fresh data: started, and not held (a query warming up during the
+        backlog is held until its handover, and a held job is in "stream" once handed over)."""
+        if self.query is None or self._phase == "backlog":
+            return False
+        return not (self._holds() and self._phase == "switching")
+
     def process_all_available(self, timeout: float | None = None) -> StreamingJob:
         """Return once every file present now is processed (and committed); re-raises a failure."""
         with self._cond:
-            ready = self._cond.wait_for(lambda: self.query is not None or self._phase in ENDED, timeout)
+            ready = self._cond.wait_for(lambda: self._reads_fresh() or self._phase in ENDED, timeout)
         if not ready:
             raise TimeoutError(f"job {self.job_name!r} did not reach its stream within {timeout} s")
         if self._error is not None:
@@ -566,15 +649,14 @@ class StreamingJob:
         self._stopping = True
         if self.query is not None:
             self.query.stop()
-        elif self._thread is not None and self._thread.is_alive():
+        if self._thread is not None and self._thread.is_alive():
             try:
                 self.spark.interruptTag(self._tag)
             except Exception:
                 pass
         if self._thread is not None:
             self._thread.join()
-        if self.query is not None:  # the thread started it while we were stopping
-            self.query.stop()
+        self._stop_query()  # a thread started it while we were stopping
         self._sync_progress()
         self._end("stopped")
 
@@ -583,9 +665,10 @@ class StreamingJob:
             if self._ended:
                 return
             self._error = error
-        if self.query is not None:
-            try:
-                self.query.stop()
+        self._stop_query()
+        if self._thread is not None and self._thread.is_alive() and self._thread is not threading.current_thread():
+            try:  # the backlog, when its warm query failed
+                self.spark.interruptTag(self._tag)
             except Exception:
                 pass
         self._emit(events.job_failed(error_summary(error)))

@@ -25,7 +25,7 @@ class OperatorJob(StreamingJob):
     ``savepoint()`` writes the operator state and the source's positions.
     """
 
-    def _query_frame(self):
+    def _query_frame(self, warm: bool = False):  # never warm: a stream-mode job has no backlog
         from .operator_savepoint import restored_operator_state
 
         self.source.record_nothing_read(self.root)

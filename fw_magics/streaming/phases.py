@@ -9,7 +9,8 @@ Phases (FLIP-327's ``isBacklog`` made visible)::
 ``backlog``: the files present at the first start run as one batch job (no watermark, one
 state write per key); ``switching``: the backlog's watermark W is emitted, its timers up to W
 have fired, the streaming query starts with the backlog's state; ``stream``: the query's first
-micro-batch has committed (its checkpoint holds the state), fresh data flows. A restart begins
+micro-batch has committed (its checkpoint holds the state), or, for a query that warmed up during
+the backlog, the handover is written (the state is in the backlog's files); fresh data flows. A restart begins
 where the log says the job got to (``resume_phase``): a job that had switched never runs its
 backlog again.
 """

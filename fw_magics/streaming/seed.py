@@ -17,6 +17,10 @@ The store then stays the truth for every key it holds: a key whose state the str
 written as the empty document ``TOMBSTONE`` (never read from the backlog again), and a
 savepoint takes the store's keys and the backlog's others (``merged_state``).
 
+A query started while the backlog still runs (see ``job``) cannot know the files yet: its seed
+is made with ``files=None`` and reads them from the handover file (``HANDOVER``, written at
+the switch, before the stream reads any fresh record) when a worker first needs them.
+
 Only keys whose backlog state holds event-time timers after W still go through
 ``initialState`` (Spark must know their timers before their first fresh record), and only keys
 of types whose values compare equal as Python values are looked up (strings, integers,
@@ -25,6 +29,7 @@ booleans, dates, timestamps); with another key type every key goes through ``ini
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 
 import pyarrow as pa
@@ -38,6 +43,9 @@ from .changelog import ROW, STATE, STATE_ROW
 TOMBSTONE = "{}"
 #: Backlog keys with state above which the state is handed over eagerly (a worker would hold too much).
 MAX_KEYS = 1_000_000
+#: In the job directory: the backlog's handover, ``{"seed": [{"path", "sha256"}, ...] | null}``;
+#: the fresh source reads nothing before it exists (``null``: the state went through initialState).
+HANDOVER = ("backlog", "handover.json")
 
 _CACHE: OrderedDict = OrderedDict()  # (root, ((path, sha256), ...)) -> {key: state text}; the last few jobs
 
@@ -66,12 +74,20 @@ def _load(root: str, path: str, key_names: tuple) -> dict:
     return seeds
 
 
-class BacklogSeed:
-    """The committed backlog result files, one per subtask (pickled into the query's tasks)."""
+def write_handover(root: str, files: list[dict] | None) -> None:
+    """Record the handover (atomically): the backlog's committed files for the lazy seed, or None."""
+    storage = Storage(root)
+    seed = None if files is None else [{"path": f["path"], "sha256": f["sha256"]} for f in files]
+    storage.write_bytes(storage.path(*HANDOVER), json.dumps({"seed": seed}).encode())
 
-    def __init__(self, root: str, files: list[dict], key_names):
+
+class BacklogSeed:
+    """The committed backlog result files, one per subtask (pickled into the query's tasks);
+    ``files=None``: read from the handover file when first needed."""
+
+    def __init__(self, root: str, files: list[dict] | None, key_names):
         self.root = root
-        self.files = [(f["path"], f["sha256"]) for f in files]
+        self.files = None if files is None else [(f["path"], f["sha256"]) for f in files]
         self.key_names = tuple(key_names)
         self._states = None
 
@@ -83,6 +99,10 @@ class BacklogSeed:
 
     def open(self) -> None:
         """Read the backlog's states, once per worker process."""
+        if self.files is None:
+            storage = Storage(self.root)
+            with storage.open(storage.path(*HANDOVER)) as f:
+                self.files = [(d["path"], d["sha256"]) for d in json.loads(f.read())["seed"]]
         entry = (self.root, tuple(self.files))  # the digests tell a rewritten file apart
         states = _CACHE.get(entry)
         if states is None:

@@ -2,7 +2,8 @@
 
 Every micro-batch is written by ``foreachBatch`` as ``changelog/batch=<id>/`` (Parquet,
 ``mode("overwrite")``: a batch Spark replays after a crash replaces itself, never doubles),
-then to the user's sink if any, then a commit marker ``changelog/batch=<id>/_fw_committed``
+then to the user's sink if any (not the empty warm-up batch a query held during the backlog
+runs, see ``job``), then a commit marker ``changelog/batch=<id>/_fw_committed``
 (JSON, written atomically). Readers take only batches with a marker. The backlog's outputs are
 the changelog's first part (batch -1): the backlog engine's committed result files.
 
@@ -16,6 +17,7 @@ it can write files the server sees but not the notebook's variables.
 from __future__ import annotations
 
 import json
+import os
 import time
 
 from pyspark.sql import functions as F
@@ -51,10 +53,13 @@ def write_marker(directory: str, batch_id, extra: dict | None = None) -> None:
 class ChangelogSink:
     """The ``foreachBatch`` function of a streaming job (pickled; runs server-side under Connect)."""
 
-    def __init__(self, root: str, columns: list[str], sink=None):
-        self.root, self.columns, self.sink = root, list(columns), sink
+    def __init__(self, root: str, columns: list[str], sink=None, hold: str | None = None):
+        self.root, self.columns, self.sink, self.hold = root, list(columns), sink, hold
 
     def __call__(self, df, batch_id: int) -> None:
+        if self.hold and not os.path.exists(self.hold):  # a warm-up batch during the backlog: it read nothing,
+            df.write.format("noop").mode("overwrite").save()  # but Spark wants its state stores committed
+            return
         part = batch_dir(self.root, batch_id)
         df.write.mode("overwrite").parquet(part)
         if self.sink is not None:

@@ -6,8 +6,10 @@ A source with a backlog answers five questions, all in JSON/DataFrames:
 * ``record_backlog(root)``: at the job's *first* start, fix the backlog (the positions it ends
   at) in the job directory and return a JSON summary; a restart keeps what was recorded;
 * ``backlog_frame(spark, root)``: a batch DataFrame of exactly the backlog;
-* ``fresh_stream(spark, root, max_files)``: a streaming DataFrame starting right after the
-  backlog, whose first micro-batch runs at once (the switch);
+* ``fresh_stream(spark, root, max_files, parallelism, hold)``: a streaming DataFrame starting
+  right after the backlog, whose first micro-batch runs at once (the switch); with ``hold`` (a
+  path), one that may start while the backlog runs and reads no fresh record before that file
+  exists;
 * ``full_stream(spark, max_files)``: a streaming DataFrame from the very beginning (``mode="stream"``,
   the baseline without a backlog phase).
 
@@ -47,7 +49,8 @@ class BacklogSource(Protocol):
 
     def backlog_frame(self, spark, root: str) -> DataFrame: ...
 
-    def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None) -> DataFrame: ...
+    def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None,
+                     hold: str | None = None) -> DataFrame: ...
 
     def full_stream(self, spark, max_files: int | None) -> DataFrame: ...
 
@@ -92,10 +95,13 @@ class FilesSource:
         return (spark.read.format(files_source.NAME).schema(self.schema)
                 .option("manifest", self.manifest(root).path).option("format", self.format).load())
 
-    def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None) -> DataFrame:
+    def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None,
+                     hold: str | None = None) -> DataFrame:
         files_source.register(spark)
         reader = (spark.readStream.format(files_source.NAME).schema(self.schema)
                   .option("manifest", self.manifest(root).path).option("format", self.format))
+        if hold:  # no fresh file is read before this file exists (the backlog's handover)
+            reader = reader.option("hold", hold)
         if parallelism:  # source subtasks: one partition per owner of new files (see splits)
             reader = reader.option("parallelism", str(parallelism))
         if max_files:

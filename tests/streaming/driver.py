@@ -2,9 +2,9 @@
 
 It runs a keyed count-and-sum (order-insensitive: a lost record lowers a sum, a duplicate raises a
 count) over SOURCE in mixed mode with one file per micro-batch, and kills itself with SIGKILL at
-POINT: "backlog" (inside a backlog task of subtask 1), "switch" (in the sink of micro-batch 0,
-the batch that checkpoints the handed-over state, before its commit), "stream" (in the sink of
-micro-batch 2). The test finishes the job in its own process.
+POINT: "backlog" (inside a backlog task of subtask 1), "switch" (in the sink of the first
+micro-batch after the switch, before its commit: the query warmed up during the backlog, so
+this is the first batch its held source let through), "stream" (in the sink of micro-batch 2). The test finishes the job in its own process.
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ class KillingCountSum(functions.CountSum):
         return super().add(value, accumulator)
 
 
-def killing_sink(batch_to_kill: int):
+def killing_sink(batch_to_kill: int | None):
+    """A sink that kills the driver in micro-batch ``batch_to_kill`` (None: the first micro-batch it gets)."""
     def sink(df, batch_id):
-        if batch_id == batch_to_kill:
+        if batch_id == batch_to_kill or (batch_to_kill is None and batch_id >= 0):
             os.kill(os.getpid(), signal.SIGKILL)  # classic: foreachBatch runs in the driver process
     return sink
 
@@ -50,7 +51,7 @@ def main() -> None:
     # the graph names the aggregate by its class: the same graph for KillingCountSum and CountSum
     agg.__class__.__name__ = "CountSum"
     op = stream.key_by("k").aggregate(agg)
-    sink = {"switch": killing_sink(0), "stream": killing_sink(2)}.get(point)
+    sink = {"switch": killing_sink(None), "stream": killing_sink(2)}.get(point)
     job = op.start(job_dir=jobs, job_name="counts", sink=sink, max_files_per_trigger=1, trigger="100 milliseconds")
     job.process_all_available()
     time.sleep(120)  # the kill comes first

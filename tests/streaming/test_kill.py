@@ -53,7 +53,7 @@ def test_kill_before_during_and_after_the_switch_then_finish(area):
         area.write(f)
     kill_at(area, "backlog")  # killed inside the backlog's batch job
     area.write(AT_SWITCH)  # lands before the restart: fresh, read at the switch
-    kill_at(area, "switch")  # the backlog finishes (only what was not committed), killed in micro-batch 0
+    kill_at(area, "switch")  # the backlog finishes (only what was not committed), killed in the first micro-batch after it
     for f in FRESH:
         area.write(f)
     kill_at(area, "stream")  # resumes from the checkpoint, killed in micro-batch 2
