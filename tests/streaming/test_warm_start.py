@@ -54,7 +54,7 @@ def _store_keys(job) -> set:
 
 
 @pytest.mark.core
-@pytest.mark.parametrize("kind", ["reduce", "aggregate"])
+@pytest.mark.parametrize("kind", ["reduce", pytest.param("aggregate", marks=pytest.mark.extended)])
 def test_the_query_starts_during_the_backlog_and_reads_fresh_files_only_after_the_handover(area, kind):
     job, seen = _run(area, f"warm-{kind}", kind)
     try:
@@ -75,6 +75,7 @@ def test_the_query_starts_during_the_backlog_and_reads_fresh_files_only_after_th
         job.stop()
 
 
+@pytest.mark.extended  # make test-extended (CI): a rare path; make test keeps the warm start's core case
 def test_more_keys_than_the_lazy_seed_holds_drop_the_warm_query_for_initial_state(area, monkeypatch):
     monkeypatch.setattr("fw_magics.streaming.job.MAX_KEYS", 0)  # every backlog is "too many keys"
     job, seen = _run(area, "eager", "reduce")
