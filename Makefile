@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.fw-installed
 
-.PHONY: demo test test-extended test-cluster test-all lint tutorials bench deps clean
+.PHONY: demo test test-extended test-cluster test-all lint tutorials bench bench-flink deps clean
 
 deps: $(STAMP)
 
@@ -61,6 +61,15 @@ tutorials: deps
 
 bench: deps
 	$(PY) -m benchmarks
+
+# fw-magics against Flink 2.3's Java FLIP-380 operators: PyFlink (its jars) in a venv of its own, a JDK.
+FLINK_VENV = .venv-flink
+bench-flink: deps
+	@command -v javac >/dev/null || { if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q openjdk-17-jdk-headless; \
+	  else echo "bench-flink needs a JDK: sudo apt-get install openjdk-17-jdk-headless"; exit 1; fi; }
+	test -x $(FLINK_VENV)/bin/python || $(PYTHON) -m venv $(FLINK_VENV)
+	$(FLINK_VENV)/bin/python -c 'import pyflink' 2>/dev/null || $(FLINK_VENV)/bin/pip install -q apache-flink==2.3.0
+	$(PY) -m benchmarks --against-flink
 
 clean:
 	rm -rf $(VENV) .fw-jobs build *.egg-info

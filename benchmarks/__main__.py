@@ -4,6 +4,7 @@
     python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R]
     python -m benchmarks --scale [--scale-rows 1000000,5000000,20000000] [--wide-columns 50] [--wide-rows N]
                          [--runs R] [--case NAME] [--plot docs/scale.png]   (alone, in a fresh process)
+    python -m benchmarks --against-flink [--rows N (default 1,000,000)] [--runs R] [--case NAME]   (make bench-flink)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import importlib
 import os
 import platform
+import sys
 
 
 def machine() -> str:
@@ -90,7 +92,7 @@ def print_rows(title: str, results) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--rows", type=int, default=None, help="default 5,000,000 (--against-flink: 1,000,000)")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default="")
@@ -107,8 +109,16 @@ def main() -> None:
     parser.add_argument("--wide-columns", type=int, default=50, help="--scale: columns of the wide input (<= 4: none)")
     parser.add_argument("--wide-rows", type=int, default=None, help="--scale: rows of the wide input (the first size)")
     parser.add_argument("--plot", default=None, help="--scale: write the ratios as a PNG here (needs matplotlib)")
+    parser.add_argument("--against-flink", action="store_true",
+                        help="the full-window cases against Flink's Java FLIP-380 operators (needs .venv-flink)")
     args = parser.parse_args()
+    if args.rows is None:
+        args.rows = 1_000_000 if args.against_flink else 5_000_000
     only = set(filter(None, args.only.split(",")))
+    if args.against_flink:
+        from benchmarks import against_flink
+
+        sys.exit(against_flink.main(args.rows, args.runs, only=args.case, header=f"machine: {machine()}"))
     if args.scale:
         from benchmarks import scale
 
