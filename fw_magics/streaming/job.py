@@ -372,6 +372,10 @@ class StreamingJob:
         return (self.mode == "mixed" and self.spec.kind in ("reduce", "aggregate") and self.log.restored_from is None
                 and lazy_key_types(self.spec.key.arrow_schema))
 
+    def _hold_path(self) -> str | None:
+        """The handover file the query's source and sink wait for (see ``_warm_up``), or None."""
+        return self.storage.path(*HANDOVER) if self._holds() else None
+
     def _warm_up(self) -> threading.Thread | None:
         """Start the held query in a thread while the backlog runs (not for ``availableNow``, which
         would end on the held offset); a failure here is left to the start at the switch."""
@@ -502,8 +506,8 @@ class StreamingJob:
                 if seed is not None:  # only keys with timers go in now (only a process function has
                     # timers); the others are read on their first fresh record
                     initial = timer_keys(initial) if self.spec.kind == "process" else None
-            hold = self.storage.path(*HANDOVER) if self._holds() else None  # see _warm_up
-            stream = self.source.fresh_stream(self.spark, self.root, self.max_files, self.parallelism, hold)
+            stream = self.source.fresh_stream(self.spark, self.root, self.max_files, self.parallelism,
+                                              self._hold_path())
         else:
             initial, seed, stream = None, None, self.source.full_stream(self.spark, self.max_files)
         return keyed_query_frame(stream, self.spec, self.output, self.source.delay_ms,
@@ -511,8 +515,8 @@ class StreamingJob:
 
     def _start_query(self, warm: bool = False) -> None:
         frame = self._query_frame(warm)
-        hold = self.storage.path(*HANDOVER) if self._holds() else None
-        writer = (frame.writeStream.foreachBatch(ChangelogSink(self.root, self.output.names, self.sink, hold))
+        writer = (frame.writeStream.foreachBatch(ChangelogSink(self.root, self.output.names, self.sink,
+                                                               self._hold_path()))
                   .option("checkpointLocation", self.storage.path("checkpoint")).queryName(self._query_name))
         if self.trigger == AVAILABLE_NOW:
             writer = writer.trigger(availableNow=True)
