@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
-import subprocess
 import sys
 
-from . import jvm_output
+from . import jvm_archive, jvm_output
 from .errors import SparkUnavailableError
+from .java import java_binary, java_version
 
 #: Embedded sessions allow each task 4 attempts (``local[N,F]`` syntax), so a task
 #: that fails once is retried as it would be on a cluster. ``FW_SPARK_TASK_ATTEMPTS``
@@ -52,28 +50,6 @@ _EMBEDDED_CONF = {
 
 
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
-
-
-def java_version(java: str | None = None) -> tuple[int, str] | None:
-    """The major version and banner of the ``java`` Spark would use, or None if there is none."""
-    if java is None:
-        home = os.environ.get("JAVA_HOME")
-        java = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    if not java or not os.path.exists(java):
-        return None
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
-    except OSError:
-        return None
-    # The banner's version line, not always its first: a JVM started with JAVA_TOOL_OPTIONS (or
-    # _JAVA_OPTIONS) set prints "Picked up JAVA_TOOL_OPTIONS: ..." before it.
-    match = re.search(r'^.*version "(\d+)(?:\.(\d+))?.*$', out.stderr or out.stdout, re.M)
-    if not match:
-        return None
-    major = int(match.group(1))
-    if major == 1 and match.group(2):  # "1.8.0_392" style
-        major = int(match.group(2))
-    return major, match.group(0).strip()
 
 
 def check_java() -> None:
@@ -137,9 +113,14 @@ def get_spark(conf: dict[str, str] | None = None):
 
 def embedded_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
     """The settings of a JVM started in this process: ours, the caller's, and the shipped
-    log4j2 configuration in front of any Java options the caller gives."""
+    log4j2 configuration and the class archive (``jvm_archive``), if there is one, in front of
+    any Java options the caller gives."""
     merged = {**_EMBEDDED_CONF, **(conf or {})}
-    merged[_JAVA_OPTIONS] = jvm_output.java_options(merged.get(_JAVA_OPTIONS))
+    java = java_binary()
+    found = java_version(java) if java else None
+    archive = jvm_archive.java_options(java, found[1] if found else None)
+    given = " ".join(filter(None, (archive, merged.get(_JAVA_OPTIONS))))
+    merged[_JAVA_OPTIONS] = jvm_output.java_options(given or None)
     return merged
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fw_magics import jvm_output, session
+from fw_magics import jvm_archive, jvm_output, session
 
 DAEMON_RESET = """Traceback (most recent call last):
   File "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/daemon.py", line 264, in manager
@@ -78,7 +78,9 @@ def test_the_log4j_configuration_goes_in_front_of_the_callers_java_options(given
     conf = session.embedded_conf({"spark.driver.extraJavaOptions": given} if given else None)
     options = conf["spark.driver.extraJavaOptions"]
     assert options.startswith(f"-Dlog4j2.configurationFile={jvm_output.LOG4J_CONFIG}")
-    assert options.endswith(given or jvm_output.LOG4J_CONFIG)
+    java = session.java_binary()  # between the two, only the class archive's options (jvm_archive), if any
+    archive = jvm_archive.java_options(java, session.java_version(java)[1]) if java else ""
+    assert options == " ".join(filter(None, [f"-Dlog4j2.configurationFile={jvm_output.LOG4J_CONFIG}", archive, given]))
     assert os.path.isfile(jvm_output.LOG4J_CONFIG)
 
 
