@@ -3,7 +3,8 @@
 Most of an embedded Spark's start is its JVM loading, parsing and verifying thousands of
 classes from pyspark's jars, one at a time, on one core. Measured on the 2-core VM from a
 fresh process: ``fw.get_spark()`` 11.0 s, a first full-window result 17.6 s; with this
-archive 7.3-7.5 s and 11.6-11.9 s. Java's dynamic AppCDS keeps those classes, parsed and
+archive 7.3-7.5 s and 11.6-11.9 s (the in-process Spark Connect server of ``SPARK_REMOTE=local[2]``:
+a first ``count()`` at 11.8-13.5 s instead of 19.0 s). Java's dynamic AppCDS keeps those classes, parsed and
 verified, in a file a JVM maps at start (``-XX:SharedArchiveFile``); JDK 17 writes one when a
 JVM started with ``-XX:ArchiveClassesAtExit`` exits.
 
@@ -122,7 +123,10 @@ def build(java: str, banner: str, force: bool = False) -> tuple[str, float | Non
     fd, partial = tempfile.mkstemp(prefix=".partial-", suffix=".jsa", dir=archive_dir())
     os.close(fd)
     os.unlink(partial)  # the JVM creates it
-    env = {**os.environ, "FW_JVM_ARCHIVE": "off"}  # the child starts without an archive, and writes one
+    # the child starts an embedded Spark (not the one SPARK_REMOTE or FW_SPARK_MASTER name) without an
+    # archive, and writes one
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "FW_SPARK_MASTER")}
+    env["FW_JVM_ARCHIVE"] = "off"
     log = os.path.join(archive_dir(), "last-build.log")
     try:
         with open(log, "w") as out:
