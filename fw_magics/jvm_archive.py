@@ -3,12 +3,13 @@
 Most of an embedded Spark's start is its JVM loading, parsing and verifying thousands of
 classes from pyspark's jars, one at a time, on one core. Measured on the 2-core VM from a
 fresh process: ``fw.get_spark()`` 11.0 s, a first full-window result 17.6 s; with this
-archive 7.3-7.5 s and 11.6-11.9 s (the in-process Spark Connect server of ``SPARK_REMOTE=local[2]``:
-a first ``count()`` at 11.8-13.5 s instead of 19.0 s). Java's dynamic AppCDS keeps those classes, parsed and
-verified, in a file a JVM maps at start (``-XX:SharedArchiveFile``); JDK 17 writes one when a
-JVM started with ``-XX:ArchiveClassesAtExit`` exits.
+archive 7.3-7.5 s and 11.6-11.9 s (under the in-process Spark Connect server of
+``SPARK_REMOTE=local[2]``, a first ``count()`` at 11.8-13.5 s instead of 19.0 s). Java's dynamic
+AppCDS keeps those classes, parsed and verified, in a file a JVM maps at start
+(``-XX:SharedArchiveFile``); JDK 17 writes one when a JVM started with
+``-XX:ArchiveClassesAtExit`` exits.
 
-Writing it takes about 90 s (the jobs, then the JVM's exit), so it never happens in a user's kernel:
+Writing it takes about 90 s (the jobs, then the JVM's exit), so never in a user's kernel:
 ``python -m fw_magics.jvm_archive`` (run by ``make``'s ``deps``, so by both README commands)
 starts Spark in a child process, runs a small job of each kind fw-magics runs (full window,
 keyed, Parquet, a mixed stream), stops it, waits for the JVM to write the archive and moves it
