@@ -18,8 +18,9 @@ Connect server) then starts with it when there is one for its Java and Spark jar
 (``archive_path``: the file name holds a hash of the java binary, its version, the jars' folder
 and their names, sizes and times; the newest ``KEEP`` archives stay). The JVM checks the
 archive again itself; one it cannot use (another class path, say ``spark.driver.extraClassPath``)
-is skipped without a word, and Spark starts as it would have. ``FW_JVM_ARCHIVE=off`` starts without it; ``FW_JVM_ARCHIVE_DIR`` moves it
-(default ``$XDG_CACHE_HOME/fw-magics``, else ``~/.cache/fw-magics``; about 200 MB each).
+is skipped without a word, and Spark starts as it would have. ``FW_JVM_ARCHIVE=off`` starts
+without it; ``FW_JVM_ARCHIVE_DIR`` moves it (default ``$XDG_CACHE_HOME/fw-magics``, else
+``~/.cache/fw-magics``; about 200 MB each).
 """
 
 from __future__ import annotations
