@@ -43,14 +43,14 @@ QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 # The child's work: each kind of job, so their classes are in the archive; then the JVM exits.
 _WORKLOAD = r"""
-import os, sys, tempfile
+import os, shutil, sys, tempfile
 import fw_magics as fw
 from pyspark import SparkContext
 from pyspark.sql import functions as F
 
 spark = fw.get_spark({"spark.driver.extraJavaOptions": sys.argv[1]})
+folder = tempfile.mkdtemp(prefix="fw-jvm-archive-")
 try:
-    folder = tempfile.mkdtemp(prefix="fw-jvm-archive-")
     df = spark.range(0, 20000, 1, 2).select("id", (F.col("id") % 50).alias("k"), (F.col("id") * 0.5).alias("v"),
                                             F.timestamp_seconds(F.col("id")).alias("ts"))
     ds = fw.from_dataframe(df)
@@ -68,6 +68,7 @@ try:
         job.stop()
 finally:  # the JVM exits on its stdin's end and writes the archive as it exits: wait for that, always
     spark.stop()
+    shutil.rmtree(folder, ignore_errors=True)
     proc = SparkContext._gateway.proc
     proc.stdin.close()
     proc.wait(timeout=600)
