@@ -15,11 +15,23 @@ def java_binary() -> str | None:
     return java if java and os.path.exists(java) else None
 
 
+_versions: dict[tuple, tuple[int, str] | None] = {}  # (path, size, mtime) -> java_version's answer
+
+
 def java_version(java: str | None = None) -> tuple[int, str] | None:
-    """The major version and banner of the ``java`` Spark would use, or None if there is none."""
+    """The major version and banner of the ``java`` Spark would use, or None if there is none.
+    Asked once per binary (an embedded start needs it for the Java check and the class archive)."""
     java = java or java_binary()
     if java is None or not os.path.exists(java):
         return None
+    stat = os.stat(java)
+    key = (os.path.realpath(java), stat.st_size, stat.st_mtime_ns)
+    if key not in _versions:
+        _versions[key] = _ask_version(java)
+    return _versions[key]
+
+
+def _ask_version(java: str) -> tuple[int, str] | None:
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
     except OSError:
