@@ -50,6 +50,7 @@ from .sources import source_of
 AVAILABLE_NOW = "available_now"
 DEFAULT_TRIGGER = "1 second"
 PROGRESS_POLL_S = 0.2  # how often a running job reads its query's progress
+BACKLOG_POLL_S = 1.0  # ... while its backlog runs (a warm-up query has nothing to record; only a failure)
 WATERMARK_FILE = ("backlog", "watermark.json")
 
 
@@ -552,7 +553,10 @@ class StreamingJob:
             return
         while True:
             with self._cond:
-                if self._cond.wait_for(lambda: self._ended or self._stopping, PROGRESS_POLL_S):
+                backlog = self._phase == "backlog"  # polled less, until the switch
+                self._cond.wait_for(lambda: self._ended or self._stopping or (backlog and self._phase != "backlog"),
+                                    BACKLOG_POLL_S if backlog else PROGRESS_POLL_S)
+                if self._ended or self._stopping:
                     return
             try:
                 self._sync_progress()
