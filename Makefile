@@ -10,8 +10,8 @@ STAMP   = $(VENV)/.fw-installed
 
 # Bytecode in the pyspark.zip Spark's Python processes import (fw_magics/pyspark_bytecode.py: each starts
 # ~0.6 s sooner; ~6 s once), then Spark's classes in a class-data-sharing archive (fw_magics/jvm_archive.py:
-# an embedded Spark starts about 6 s sooner; ~90 s once per Java and Spark, ~/.cache/fw-magics). Both are
-# done once and checked in a moment after; Spark works without them.
+# an embedded Spark starts about 6 s sooner; ~90 s once per Java and Spark, ~/.cache/fw-magics). Each is
+# done once (later runs only check it); Spark works without them.
 deps: $(STAMP)
 	-@$(PY) -m fw_magics.pyspark_bytecode
 	-@$(PY) -m fw_magics.jvm_archive

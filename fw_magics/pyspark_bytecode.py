@@ -13,10 +13,11 @@ process), and every session starts a worker daemon and three data-source planner
 adds a ``.pyc`` beside every ``.py`` in those zips, for the Python that runs it: checked-hash
 bytecode (PEP 552), so Python compares each with its source and falls back to the source when
 they differ, and a Python of another version ignores it (another magic number). The original
-entries stay byte for byte where they were (the new ones are appended, then the zip is swapped
-in whole), so a Spark session already running keeps reading the zip it opened. The zip's
-comment names the bytecode's Python; a second run finds it and does nothing. Without write
-access to the zips it says so and Spark runs as before, only slower.
+entries stay byte for byte where they were (the new ones are appended to a copy, which then
+replaces the zip whole), so a Spark session already running keeps reading its modules where it
+found them; only a zip holding another Python's bytecode is written again from its sources. The
+zip's comment names the bytecode's Python; a second run finds it and does nothing. Without write
+access to the zips (or with a zip it cannot read) it says so and Spark runs as before, only slower.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         try:
             added = add_bytecode(path)
-        except OSError as error:  # read-only install, full disk: Spark works without it
+        except (OSError, zipfile.BadZipFile) as error:  # read-only install, full disk: Spark works without it
             print(f"fw-magics: no bytecode added to {path} ({error}); Spark's Python processes start slower")
             status = 1
             continue
