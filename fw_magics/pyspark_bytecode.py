@@ -34,8 +34,8 @@ import time
 import warnings
 import zipfile
 
-#: The zip comment that says whose bytecode the zip holds.
-MARK = b"fw-magics bytecode for Python magic " + importlib.util.MAGIC_NUMBER.hex().encode()
+#: The zip comment that says whose bytecode the zip holds (2: code named by its full path).
+MARK = b"fw-magics bytecode 2 for Python magic " + importlib.util.MAGIC_NUMBER.hex().encode()
 _CHECKED_HASH = (0b11).to_bytes(4, "little")  # PEP 552 flags: hash-based, checked against the source
 
 
@@ -53,7 +53,10 @@ def worker_zips(home: str | None = None) -> list[str]:
 
 
 def pyc(source: bytes, filename: str) -> bytes | None:
-    """Checked-hash bytecode of ``source`` for this Python, or None when it does not compile."""
+    """Checked-hash bytecode of ``source`` for this Python, or None when it does not compile.
+
+    ``filename`` is the path tracebacks show (zipimport keeps the one compiled in): the zip's
+    path, then the entry's, as Python names a module it compiles from a zip itself."""
     try:
         with warnings.catch_warnings():  # pyspark's own tests hold a few SyntaxWarnings
             warnings.simplefilter("ignore")
@@ -72,7 +75,8 @@ def add_bytecode(path: str) -> bool:
     """Give the zip at ``path`` this Python's bytecode; False if it had it already."""
     if has_bytecode(path):
         return False
-    folder = os.path.dirname(os.path.abspath(path))
+    path = os.path.abspath(path)
+    folder = os.path.dirname(path)
     fd, partial = tempfile.mkstemp(prefix=".partial-", suffix=".zip", dir=folder)
     os.close(fd)
     try:
@@ -86,7 +90,7 @@ def add_bytecode(path: str) -> bool:
             for info in archive.infolist():
                 if not info.filename.endswith(".py"):
                     continue
-                code = pyc(archive.read(info), info.filename)
+                code = pyc(archive.read(info), os.path.join(path, info.filename))
                 if code is not None:
                     entry = zipfile.ZipInfo(info.filename + "c", info.date_time)
                     entry.external_attr = info.external_attr

@@ -13,7 +13,7 @@ import zipfile
 
 from fw_magics import pyspark_bytecode as pb
 
-SOURCES = {"pkg/__init__.py": b"", "pkg/mod.py": b"VALUE = 42\n", "pkg/data.txt": b"not python",
+SOURCES = {"pkg/__init__.py": b"", "pkg/mod.py": b"VALUE = 42\ndef where():\n    pass\n", "pkg/data.txt": b"not python",
            "pkg/broken.py": b"def (:\n"}
 
 
@@ -26,11 +26,13 @@ def _zip(path, entries, comment=b""):
 
 
 def _import(path, module="pkg.mod"):
-    """(module.__file__, module.VALUE) as a fresh Python with the zip first on its path sees them."""
-    code = f"import {module} as m; print(m.__file__); print(m.VALUE)"
+    """(module.__file__, module.VALUE) as a fresh Python with the zip first on its path sees them;
+    its code must be named as a traceback shows it, by the path of its source in the zip."""
+    code = f"import {module} as m; print(m.__file__); print(m.VALUE); print(m.where.__code__.co_filename)"
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": path}, check=True)
-    where, value = ran.stdout.split()
+    where, value, traced = ran.stdout.split()
+    assert traced == os.path.join(path, *module.split(".")) + ".py"
     return where, int(value)
 
 
@@ -58,19 +60,20 @@ def test_a_source_that_differs_from_its_bytecode_wins(tmp_path):
     pb.add_bytecode(compiled)
     with zipfile.ZipFile(compiled) as archive:
         entries = {i.filename: archive.read(i) for i in archive.infolist()}
-    entries["pkg/mod.py"] = b"VALUE = 43\n"  # the source changed, its bytecode did not
+    entries["pkg/mod.py"] = SOURCES["pkg/mod.py"].replace(b"42", b"43")  # the source changed, its bytecode did not
     changed = _zip(tmp_path / "changed.zip", entries, pb.MARK)
     assert _import(changed) == (os.path.join(changed, "pkg", "mod.py"), 43)  # compiled from the source
 
 
-def test_bytecode_of_another_python_is_replaced(tmp_path):
+def test_bytecode_of_another_python_or_an_older_fw_magics_is_replaced(tmp_path):
     foreign = b"\x00\x00\r\n" + bytes(12) + b"garbage"
     path = _zip(tmp_path / "lib.zip", {**SOURCES, "pkg/mod.pyc": foreign},
-                comment=b"fw-magics bytecode for Python magic 00000d0a")
+                comment=b"fw-magics bytecode for Python magic " + pb.importlib.util.MAGIC_NUMBER.hex().encode())
     assert not pb.has_bytecode(path)
     assert pb.add_bytecode(path) is True
     with zipfile.ZipFile(path) as archive:
         assert archive.namelist().count("pkg/mod.pyc") == 1
+        assert archive.comment == pb.MARK
         assert archive.read("pkg/mod.pyc").startswith(pb.importlib.util.MAGIC_NUMBER)
     assert _import(path) == (os.path.join(path, "pkg", "mod.pyc"), 42)
 
