@@ -1,4 +1,4 @@
-"""The ``java`` an embedded Spark would run, and its version (no Spark import)."""
+"""What an embedded Spark runs: its ``java`` and that java's version, and its Spark home (no Spark import)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,13 @@ import os
 import re
 import shutil
 import subprocess
+
+
+def spark_home() -> str:
+    """The Spark an embedded session runs: ``$SPARK_HOME``, else pyspark's own folder."""
+    import pyspark
+
+    return os.environ.get("SPARK_HOME") or os.path.dirname(os.path.abspath(pyspark.__file__))
 
 
 def java_binary() -> str | None:

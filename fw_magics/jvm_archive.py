@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-from .java import java_binary, java_version
+from .java import java_binary, java_version, spark_home
 
 PREFIX = "spark-classes-"
 KEEP = 3  # archives kept in the folder, the newest
@@ -82,10 +82,7 @@ def archive_dir() -> str:
 
 def jars_dir() -> str:
     """The Spark jars an embedded session's JVM runs (``$SPARK_HOME/jars``, else pyspark's own)."""
-    import pyspark
-
-    home = os.environ.get("SPARK_HOME") or os.path.dirname(os.path.abspath(pyspark.__file__))
-    return os.path.join(home, "jars")
+    return os.path.join(spark_home(), "jars")
 
 
 def archive_key(java: str, banner: str, jars: str) -> str:

@@ -34,16 +34,11 @@ import time
 import warnings
 import zipfile
 
+from .java import spark_home
+
 #: The zip comment that says whose bytecode the zip holds (2: code named by its full path).
 MARK = b"fw-magics bytecode 2 for Python magic " + importlib.util.MAGIC_NUMBER.hex().encode()
 _CHECKED_HASH = (0b11).to_bytes(4, "little")  # PEP 552 flags: hash-based, checked against the source
-
-
-def spark_home() -> str:
-    """The Spark an embedded session runs: ``$SPARK_HOME``, else pyspark's own folder."""
-    import pyspark
-
-    return os.environ.get("SPARK_HOME") or os.path.dirname(os.path.abspath(pyspark.__file__))
 
 
 def worker_zips(home: str | None = None) -> list[str]:
