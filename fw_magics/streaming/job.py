@@ -632,7 +632,7 @@ class StreamingJob:
         if self._error is not None:
             raise self._error
         query = self.query
-        if query is not None and self._phase not in ENDED and not self._only_warm_up_left():
+        if query is not None and self._phase not in ENDED:
             try:
                 if self.trigger == AVAILABLE_NOW:
                     query.awaitTermination()
@@ -649,13 +649,6 @@ class StreamingJob:
         if not self._ended:
             self.store.flush()
         return self
-
-    def _only_warm_up_left(self) -> bool:
-        """Whether all the query has left to do is its held warm-up batch, which reads nothing: a held
-        job after its handover with no fresh file known or present. Waiting for that batch (its state
-        partitions' Python workers and stores, queued behind the backlog's tasks) would add 1-1.5 s to
-        a result that is already complete; a fresh file that lands now is read right after it."""
-        return self._holds() and self.trigger != AVAILABLE_NOW and not self.source.has_fresh(self.root)
 
     def stop(self) -> None:
         """Stop the job (its query, or the backlog's Spark job) and release it; start() again continues it."""

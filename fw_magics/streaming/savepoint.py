@@ -54,17 +54,10 @@ def graph_at(graph: JobGraph, parallelism: int) -> JobGraph:
     return JobGraph.from_json(json.dumps(doc))
 
 
-def _ran(query) -> list:
-    # a trigger that found nothing new reports the *next* batch id, not committed: only batches that ran count
-    return [p for p in (query.recentProgress or []) if p.sources and "addBatch" in (p.durationMs or {})]
-
-
 def _last_progress(job):
     query = job.query
-    reports = _ran(query)
-    if not reports and query.isActive:  # a held job's warm-up batch, which process_all_available() does not wait for
-        query.processAllAvailable()
-        reports = _ran(query)
+    # a trigger that found nothing new reports the *next* batch id, not committed: only batches that ran count
+    reports = [p for p in (query.recentProgress or []) if p.sources and "addBatch" in (p.durationMs or {})]
     if not reports:
         raise FullWindowError(f"job {job.job_name!r} has committed no micro-batch yet; call "
                               "job.process_all_available() before job.savepoint()")

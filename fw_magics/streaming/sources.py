@@ -37,7 +37,7 @@ from pyspark.sql import DataFrame
 
 from ..recovery.filesystem import Storage
 from . import files_source
-from .manifest import Manifest, backlog_summary, list_files
+from .manifest import Manifest, backlog_summary
 
 MANIFEST = ("source", "manifest.json")
 
@@ -51,8 +51,6 @@ class BacklogSource(Protocol):
 
     def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None,
                      hold: str | None = None) -> DataFrame: ...
-
-    def has_fresh(self, root: str) -> bool: ...
 
     def full_stream(self, spark, max_files: int | None) -> DataFrame: ...
 
@@ -96,15 +94,6 @@ class FilesSource:
         files_source.register(spark)  # CSV/JSON parsed as the fresh files will be (pyarrow)
         return (spark.read.format(files_source.NAME).schema(self.schema)
                 .option("manifest", self.manifest(root).path).option("format", self.format).load())
-
-    def has_fresh(self, root: str) -> bool:
-        """Whether a file beyond the backlog is known or present now (only reads: the stream's source
-        is the manifest's one writer after the first start)."""
-        doc = self.manifest(root).read()
-        if len(doc["files"]) > doc["backlog"]:
-            return True
-        known = {f["name"] for f in doc["files"]}
-        return any(f["name"] not in known for f in list_files(doc["directory"]))
 
     def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None,
                      hold: str | None = None) -> DataFrame:

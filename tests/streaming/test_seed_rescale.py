@@ -75,8 +75,7 @@ def test_one_savepoint_with_an_unread_split_restored_at_1_and_4_and_at_5_then_3(
     try:
         jobs["unscaled"] = job = op.start(job_dir=area.jobs, job_name="at2", trigger=TRIGGER, sink=hold,
                                           max_files_per_trigger=1, parallelism=2)
-        job.process_all_available()  # the backlog
-        job.query.processAllAvailable()  # micro-batch 0 (the warm-up), which it need not wait for
+        job.process_all_available()  # the backlog, then micro-batch 0 (the switch)
         files = [area.write(rows) for rows in SPLITS[2:]]
         assert hold.reached.wait(300)  # micro-batch 1 (file 2) committed, micro-batch 2 (file 3) held
         path = job.savepoint()
