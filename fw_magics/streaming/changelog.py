@@ -20,6 +20,7 @@ from ..keyed_process import KeyedOperatorSpec
 KIND, SEQ, ROW, STATE, BATCH = "__fw_kind", "__fw_seq", "__fw_row", "__fw_state", "__fw_batch"
 OUT, STATE_ROW = "out", "state"
 BACKLOG_BATCH = -1
+RESTORED_BATCH = -2  # a restored job's changelog opens with the savepoint's latest row of each key
 
 
 def changelog_schema(output: T.StructType) -> T.StructType:

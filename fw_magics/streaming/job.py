@@ -714,14 +714,19 @@ class StreamingJob:
 
     def changelog_frame(self):
         """Every committed changelog row as a Spark DataFrame (the output columns, kind, seq, batch)."""
-        return changelog_frame(self.spark, self.root, self.output, self._backlog_changelog())
+        from .changelog import changelog_schema
+        from .savepoint import restored_latest
+
+        restored = restored_latest(self.spark, self.storage, changelog_schema(self.output))
+        return changelog_frame(self.spark, self.root, self.output, self._backlog_changelog(), restored)
 
     def _backlog_changelog(self):
         results = self._backlog_results()
         return None if results is None else backlog.backlog_outputs(results)
 
     def changelog(self):
-        """The changelog as pandas: the output columns, then kind ("element"/"timer") and batch (-1: backlog)."""
+        """The changelog as pandas: the output columns, then kind ("element"/"timer") and batch (-1: backlog;
+        -2: a restored job's rows from its savepoint, each key's latest there)."""
         frame = self.changelog_frame()
         keys = [f"`{k}`" for k in self.spec.key_names]
         pdf = frame.orderBy(BATCH, *keys, SEQ).toPandas()

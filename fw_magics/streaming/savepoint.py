@@ -12,13 +12,18 @@ Taking one (``StreamingJob.savepoint()``), after the query's last committed micr
   in fw_magics.state's versioned document;
 * **watermark**: ``max(W, greatest event time read - delay)``: the watermark the query's next
   micro-batch would use (Spark's rule over everything read, the backlog's W included);
+* **latest rows**: each key's latest changelog row up to ``B`` (the backlog's outputs included),
+  so that the restored job's ``latest()`` lists every key, not only those with fresh records;
 * the job graph, its parallelism, the source's description, the key columns.
 
 Restoring (``start(..., from_savepoint=PATH, parallelism=N)``) is a new job (a new job name, a
 fresh checkpoint): the splits are redistributed to N source subtasks, the read files become its
 backlog (never read again), the keyed state is its ``initialState`` at
-``spark.sql.shuffle.partitions=N``, so Spark re-splits it by key, and W is the savepoint's
-watermark. Everything public: no private Spark API, no JVM internals.
+``spark.sql.shuffle.partitions=N``, so Spark re-splits it by key, W is the savepoint's
+watermark, and the latest rows open its changelog (batch -2, ``RESTORED_BATCH``). The
+savepoint's manifest must name the job's own source directory (a savepoint is untrusted: its
+checksums find damage, not a forgery).
+Everything public: no private Spark API, no JVM internals.
 """
 
 from __future__ import annotations
@@ -34,14 +39,16 @@ from ..errors import FullWindowError, ResumeError
 from ..graph import JobGraph
 from ..state import operator_state_document
 from . import backlog, files_source
-from .changelog import STATE
+from .changelog import BATCH, STATE
 from .manifest import Manifest
 from .query import STATE_VARIABLE
 from .savepoint_files import Savepoint, list_savepoints, load_savepoint, write_savepoint
 from .seed import merged_state
+from .sink import latest_rows
 from .splits import restored_manifest, source_snapshots
 
 RESTORED = ("restored", "keyed-state.parquet")  # the restored job's copy of its initial keyed state
+RESTORED_LATEST = ("restored", "latest.parquet")  # ... and of each key's latest changelog row
 
 __all__ = ["Savepoint", "graph_at", "list_savepoints", "load_savepoint", "take_savepoint"]
 
@@ -131,6 +138,7 @@ def take_savepoint(job) -> str:
     if job.backlog_seed() is not None:  # keys the stream has not touched are still only in the backlog's files
         keyed = merged_state(keyed, job.backlog_states(), job.spec.key_names)
     table = keyed.toArrow()
+    latest = latest_rows(job.changelog_frame().where(F.col(BATCH) <= batch), job.spec.key_names).drop(BATCH)
     source_name = job.graph.operators[0].name
     operators = operator_state_document({source_name: source_snapshots(manifest["files"], read, job.parallelism)})
     document = {
@@ -138,7 +146,8 @@ def take_savepoint(job) -> str:
         "source": job.source.describe(), "watermark": _watermark(job, manifest, read),
         "key_names": list(job.spec.key_names), "kind": job.spec.kind, "read_files": read,
     }
-    return write_savepoint(job.storage.base, document, operators, dict(manifest, backlog=read), table)
+    return write_savepoint(job.storage.base, document, operators, dict(manifest, backlog=read), table,
+                           latest.toArrow())
 
 
 def check_restorable(savepoint: Savepoint, graph: JobGraph, source: dict, key_names, parallelism: int) -> None:
@@ -157,6 +166,10 @@ def check_restorable(savepoint: Savepoint, graph: JobGraph, source: dict, key_na
     if changed:
         k = changed[0]
         raise ResumeError(f"{where} was taken of another source: its {k} was {recorded.get(k)!r}, now {source[k]!r}")
+    directory = savepoint.manifest["directory"]
+    if directory != source.get("path"):
+        raise ResumeError(f"{where} lists the files of {directory!r:.200}, not of the job's source "
+                          f"{source.get('path')!r:.200}; restore it with the job it was taken of")
     if list(savepoint.document["key_names"]) != list(key_names):
         raise ResumeError(f"{where} is keyed by {savepoint.document['key_names']}, the job by {list(key_names)}")
 
@@ -169,13 +182,26 @@ def prepare_restore(savepoint: Savepoint, storage, source_operator: str, paralle
         raise ResumeError(f"savepoint {savepoint.path} has no state for the source {source_operator!r}")
     manifest = restored_manifest(snapshots, savepoint.manifest, parallelism)
     Manifest(storage.path("source", "manifest.json")).write(manifest)
-    target = storage.path(*RESTORED)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
-    shutil.copyfile(savepoint.keyed_path, tmp)
-    os.replace(tmp, target)
+    _copy(savepoint.keyed_path, storage.path(*RESTORED))
+    if savepoint.latest_path is not None:
+        _copy(savepoint.latest_path, storage.path(*RESTORED_LATEST))
     return {"restored_from": savepoint.path, "restored_parallelism": savepoint.parallelism,
             "read_files": manifest["backlog"], "keys": savepoint.document["files"]["keyed-state.parquet"].get("rows")}
+
+
+def _copy(source: str, target: str) -> None:
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, target)
+
+
+def restored_latest(spark, storage, schema):
+    """A restored job's first changelog part (each key's latest row in the savepoint), or None."""
+    path = storage.path(*RESTORED_LATEST)
+    if not os.path.exists(path):
+        return None
+    return spark.read.schema(schema).parquet(path)
 
 
 def restored_initial_state(spark, storage):

@@ -8,6 +8,9 @@ No Spark here (pyarrow and JSON only). ``<job>/savepoints/savepoint-000001/`` ho
     source-manifest.json   the source's manifest (its files in order, "backlog": how many were read)
     keyed-state.parquet    the keyed state: the key column(s) and ``__fw_state`` (the per-key core's
                            JSON, its pending timers included), one row per key
+    latest.parquet         each key's latest changelog row as of that batch (the output columns,
+                           kind and sequence): what a restored job's ``latest()`` shows for a key
+                           until it sees a fresh record (version 2; a version 1 savepoint lacks it)
 
 Writing (:func:`write_savepoint`): every file goes into ``savepoints/.tmp-<random>/``, is fsynced,
 ``savepoint.json`` last; then the directory is renamed to its final name and the parent fsynced.
@@ -15,7 +18,7 @@ A crash at any point leaves the earlier savepoints as they were and at worst a `
 that nothing reads. The ``savepoint_writing`` hook (``fn(directory, step)``) is called after each
 file, for tests that kill the writer.
 
-Reading (:func:`load_savepoint`): the directory is untrusted input. Only the four names above are
+Reading (:func:`load_savepoint`): the directory is untrusted input. Only the five names above are
 opened, each must be a regular file (no symlink) inside the directory, its size and SHA-256 must
 match the document; JSON is parsed, nothing is unpickled or run. An unknown format or version,
 or anything else wrong, is refused in one line.
@@ -35,13 +38,16 @@ from ..runtime import hooks
 from ..state import parse_operator_state
 
 FORMAT = "fw-magics/savepoint"
-VERSION = 1
+VERSION = 2
+READABLE = (1, 2)  # version 1 lacks latest.parquet
 DIRECTORY = "savepoints"
 DOCUMENT = "savepoint.json"
 OPERATOR_STATE = "operator-state.json"
 MANIFEST = "source-manifest.json"
 KEYED = "keyed-state.parquet"
-FILES = (OPERATOR_STATE, MANIFEST, KEYED)
+LATEST = "latest.parquet"
+FILES = (OPERATOR_STATE, MANIFEST, KEYED, LATEST)
+FILES_OF = {1: FILES[:3], 2: FILES}
 _NAME = re.compile(r"savepoint-(\d{6})")
 _MAX_JSON = 64 << 20
 
@@ -61,6 +67,7 @@ class Savepoint:
     operator_state: dict  # operator name -> [subtask snapshot, ...]
     manifest: dict
     keyed_path: str
+    latest_path: str | None  # None: a version 1 savepoint, which did not keep the latest rows
 
     @property
     def parallelism(self) -> int:
@@ -112,14 +119,26 @@ def list_savepoints(root: str) -> list[str]:
     return [os.path.join(base, n) for n in names if os.path.isfile(os.path.join(base, n, DOCUMENT))]
 
 
-def write_savepoint(root: str, document: dict, operator_state: dict, manifest: dict, keyed) -> str:
+def _write_table(directory: str, name: str, table) -> dict:
+    import pyarrow.parquet as pq
+
+    path = os.path.join(directory, name)
+    pq.write_table(table, path)
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+    hooks.trigger("savepoint_writing", directory, name)
+    return dict(_digest(path), rows=table.num_rows)
+
+
+def write_savepoint(root: str, document: dict, operator_state: dict, manifest: dict, keyed, latest=None) -> str:
     """Write a savepoint of the job at ``root`` atomically; returns its directory.
 
     ``document``: the JSON fields of savepoint.json (format, version and files are added);
     ``operator_state``: a ``fw_magics.state.operator_state_document``; ``manifest``: the source's
-    manifest; ``keyed``: a pyarrow Table of the keyed state.
+    manifest; ``keyed``: a pyarrow Table of the keyed state; ``latest``: one of each key's latest
+    changelog row (None: an empty table, for a job without keyed output).
     """
-    import pyarrow.parquet as pq
+    import pyarrow as pa
 
     if not os.path.isabs(root) or "://" in root:
         root = os.path.abspath(root)
@@ -130,12 +149,8 @@ def write_savepoint(root: str, document: dict, operator_state: dict, manifest: d
     final = os.path.join(base, f"savepoint-{number:06d}")
     tmp = os.path.join(base, f".tmp-{uuid.uuid4().hex}")
     os.makedirs(tmp)
-    files = {}
-    pq.write_table(keyed, os.path.join(tmp, KEYED))
-    with open(os.path.join(tmp, KEYED), "rb+") as f:
-        os.fsync(f.fileno())
-    files[KEYED] = dict(_digest(os.path.join(tmp, KEYED)), rows=keyed.num_rows)
-    hooks.trigger("savepoint_writing", tmp, KEYED)
+    files = {KEYED: _write_table(tmp, KEYED, keyed),
+             LATEST: _write_table(tmp, LATEST, pa.table({}) if latest is None else latest)}
     files[OPERATOR_STATE] = _write(os.path.join(tmp, OPERATOR_STATE), json.dumps(operator_state).encode())
     hooks.trigger("savepoint_writing", tmp, OPERATOR_STATE)
     files[MANIFEST] = _write(os.path.join(tmp, MANIFEST), json.dumps(manifest).encode())
@@ -181,24 +196,26 @@ def load_savepoint(path) -> Savepoint:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise SavepointError(f"savepoint {directory} has format {got!r}; accepted: {FORMAT!r}")
-    if type(doc.get("version")) is not int or doc["version"] != VERSION:
+    if type(doc.get("version")) is not int or doc["version"] not in READABLE:
         newer = " (written by a newer fw-magics; upgrade to read it)" if type(doc.get("version")) is int \
             and doc["version"] > VERSION else ""
-        raise SavepointError(f"savepoint {directory} has version {doc.get('version')!r}{newer}; accepted: {VERSION}")
+        raise SavepointError(f"savepoint {directory} has version {doc.get('version')!r}{newer}; accepted: "
+                             f"{', '.join(map(str, READABLE))}")
     needed = {"job", "graph", "parallelism", "source", "watermark", "key_names", "files"}
     missing = sorted(needed - set(doc))
     if missing:
         raise SavepointError(f"savepoint document {directory} lacks {', '.join(missing)}")
     if type(doc["parallelism"]) is not int or doc["parallelism"] < 1:
         raise SavepointError(f"savepoint {directory} has parallelism {doc['parallelism']!r}; accepted: an int >= 1")
-    files = doc["files"]
-    if not isinstance(files, dict) or set(files) != set(FILES):
+    files, expected = doc["files"], FILES_OF[doc["version"]]
+    if not isinstance(files, dict) or set(files) != set(expected):
         raise SavepointError(f"savepoint {directory} lists files {sorted(files) if isinstance(files, dict) else files!r}"
-                             f"; accepted: exactly {', '.join(FILES)}")
-    for name in FILES:
-        recorded = files[name]
-        actual = _digest(_inside(directory, name))
-        if not isinstance(recorded, dict) or any(recorded.get(k) != actual[k] for k in ("size", "sha256")):
+                             f"; accepted: exactly {', '.join(expected)}")
+    for name in expected:
+        recorded, path = files[name], _inside(directory, name)
+        # the size first: a file of the wrong size is refused without reading it
+        if (not isinstance(recorded, dict) or recorded.get("size") != os.path.getsize(path)
+                or recorded.get("sha256") != _digest(path)["sha256"]):
             raise SavepointError(f"savepoint file {name!r} in {directory} does not match its recorded size and "
                                  "SHA-256; the savepoint is damaged")
     try:
@@ -207,7 +224,8 @@ def load_savepoint(path) -> Savepoint:
         raise SavepointError(f"savepoint {directory}: {error}") from None
     manifest = _read_json(_inside(directory, MANIFEST), "source manifest")
     _check_manifest(manifest, directory)
-    return Savepoint(directory, doc, operators, manifest, os.path.join(directory, KEYED))
+    latest = os.path.join(directory, LATEST) if LATEST in expected else None
+    return Savepoint(directory, doc, operators, manifest, os.path.join(directory, KEYED), latest)
 
 
 def _check_manifest(manifest, directory: str) -> None:

@@ -25,7 +25,7 @@ from pyspark.sql.window import Window
 
 from ..errors import FullWindowError
 from ..recovery.filesystem import Storage
-from .changelog import BACKLOG_BATCH, BATCH, KIND, SEQ
+from .changelog import BACKLOG_BATCH, BATCH, KIND, RESTORED_BATCH, SEQ
 
 CHANGELOG = "changelog"
 MARKER = "_fw_committed"
@@ -92,12 +92,15 @@ def committed_batches(root: str) -> list[int]:
     return sorted(found)
 
 
-def changelog_frame(spark, root: str, output, backlog=None):
-    """Every committed changelog row: the output columns, kind, sequence and batch (-1: backlog)."""
+def changelog_frame(spark, root: str, output, backlog=None, restored=None):
+    """Every committed changelog row: the output columns, kind, sequence and batch (-1: backlog,
+    -2: the latest rows of the savepoint a job was restored from)."""
     from .changelog import changelog_schema
 
     schema = changelog_schema(output)
     parts = []
+    if restored is not None:
+        parts.append(restored.withColumn(BATCH, F.lit(RESTORED_BATCH).cast("long")))
     if backlog is not None:
         parts.append(backlog.withColumn(BATCH, F.lit(BACKLOG_BATCH).cast("long")))
     batches = committed_batches(root)
@@ -114,8 +117,13 @@ def changelog_frame(spark, root: str, output, backlog=None):
     return frame
 
 
-def latest_frame(changelog, key_names):
-    """One row per key: its last changelog row (by batch, then sequence)."""
+def latest_rows(changelog, key_names):
+    """One row per key: its last changelog row (by batch, then sequence), every column kept."""
     order = Window.partitionBy(*[F.col(f"`{k}`") for k in key_names]).orderBy(F.col(BATCH).desc(), F.col(SEQ).desc())
     return changelog.withColumn("__fw_rank", F.row_number().over(order)).where(F.col("__fw_rank") == 1) \
-        .drop("__fw_rank", KIND, SEQ, BATCH)
+        .drop("__fw_rank")
+
+
+def latest_frame(changelog, key_names):
+    """One row per key: its last changelog row's output columns."""
+    return latest_rows(changelog, key_names).drop(KIND, SEQ, BATCH)

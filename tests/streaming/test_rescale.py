@@ -30,6 +30,21 @@ def _stream(area, name):
                          watermark_delay="0 milliseconds")
 
 
+def forge(path: str, name: str, data: bytes) -> None:
+    """Replace a savepoint file and recompute its size and SHA-256 in the document: a forgery, not damage."""
+    import hashlib
+    import json
+
+    with open(os.path.join(path, name), "wb") as f:
+        f.write(data)
+    doc_path = os.path.join(path, "savepoint.json")
+    with open(doc_path) as f:
+        doc = json.load(f)
+    doc["files"][name].update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    with open(doc_path, "w") as f:
+        json.dump(doc, f)
+
+
 def _merge(rows: dict, job) -> None:
     rows.update(latest_rows(job))
 
@@ -53,6 +68,19 @@ def test_a_changed_parallelism_on_a_plain_restart_and_a_wrong_savepoint_are_refu
         other.start(job_dir=area.jobs, job_name="r-other", from_savepoint=path)
     assert not os.path.exists(os.path.join(area.jobs, "r-other", "checkpoint"))
     assert list_savepoints(os.path.join(area.jobs, "r")) == [path]
+    # a savepoint whose manifest names another folder (its digest recomputed) would read that folder
+    import json
+    import shutil
+
+    forged = os.path.join(area.jobs, "forged")
+    shutil.copytree(path, forged)
+    with open(os.path.join(forged, "source-manifest.json")) as f:
+        manifest = json.load(f)
+    decoy = area.source("decoy")
+    forge(forged, "source-manifest.json", json.dumps(dict(manifest, directory=decoy)).encode())
+    with pytest.raises(ResumeError, match=f"lists the files of '{decoy}', not of the job's source"):
+        op.start(job_dir=area.jobs, job_name="r-forged", from_savepoint=forged)
+    assert not os.path.exists(os.path.join(area.jobs, "r-forged", "checkpoint"))
     with open(os.path.join(path, "operator-state.json"), "ab") as f:
         f.write(b" ")
     with pytest.raises(SavepointError, match="does not match its recorded size and SHA-256"):
@@ -81,9 +109,16 @@ def test_a_savepoint_restores_at_three_with_every_record_counted_once(area):
         restored.process_all_available()
         area.write(FRESH[1], "c")
         restored.process_all_available()
-        _merge(got, restored)
+        mine = latest_rows(restored)
+        changelog = restored.changelog()
     finally:
         restored.stop()
-    assert got == expected_latest(model(KIND, 0, BACKLOG, FRESH[:2]), KIND)
+    _merge(got, restored)
+    expected = expected_latest(model(KIND, 0, BACKLOG, FRESH[:2]), KIND)
+    assert got == expected
+    # the restored job alone lists every key: keys 1, 2, 4 and 5 saw no fresh record after the restore
+    assert mine == expected
+    from_savepoint = changelog[changelog["batch"] == -2]
+    assert sorted(from_savepoint["k"]) == [1, 2, 3, 4, 5]  # each key's latest row in the savepoint, once
     splits = load_savepoint(path).operator_state
     assert [len(s["splits"]["units"]) for s in next(iter(splits.values()))] == [2, 1]

@@ -107,9 +107,16 @@ def test_a_savepoint_reads_back_and_a_damaged_or_foreign_one_is_refused(tmp_path
     assert list_savepoints(root) == [first, second]
     doc_path = os.path.join(second, "savepoint.json")
     doc = json.load(open(doc_path))
-    json.dump(dict(doc, version=2), open(doc_path, "w"))
-    with pytest.raises(SavepointError, match=r"version 2 \(written by a newer fw-magics.*accepted: 1"):
+    json.dump(dict(doc, version=3), open(doc_path, "w"))
+    with pytest.raises(SavepointError, match=r"version 3 \(written by a newer fw-magics.*accepted: 1, 2"):
         load_savepoint(second)
+    json.dump(dict(doc, version=1), open(doc_path, "w"))  # version 1 had no latest rows
+    with pytest.raises(SavepointError, match="lists files"):
+        load_savepoint(second)
+    os.remove(os.path.join(second, "latest.parquet"))
+    json.dump(dict(doc, version=1, files={k: v for k, v in doc["files"].items() if k != "latest.parquet"}),
+              open(doc_path, "w"))
+    assert load_savepoint(second).latest_path is None
     json.dump(dict(doc, files=dict(doc["files"], extra={"size": 1})), open(doc_path, "w"))
     with pytest.raises(SavepointError, match="lists files"):
         load_savepoint(second)
