@@ -8,13 +8,13 @@ STAMP   = $(VENV)/.fw-installed
 
 .PHONY: demo test test-extended test-cluster test-all lint tutorials bench bench-flink deps clean
 
-# Bytecode in the pyspark.zip Spark's Python processes import (fw_magics/pyspark_bytecode.py: each starts
-# ~0.6 s sooner; ~6 s once), then Spark's classes in a class-data-sharing archive (fw_magics/jvm_archive.py:
+# Bytecode in the pyspark.zip Spark's Python processes import (fw_magics/spark/pyspark_bytecode.py: each starts
+# ~0.6 s sooner; ~6 s once), then Spark's classes in a class-data-sharing archive (fw_magics/spark/jvm_archive.py:
 # an embedded Spark starts about 6 s sooner; ~90 s once per Java and Spark, ~/.cache/fw-magics). Each is
 # done once (later runs only check it); Spark works without them.
 deps: $(STAMP)
-	-@$(PY) -m fw_magics.pyspark_bytecode
-	-@$(PY) -m fw_magics.jvm_archive
+	-@$(PY) -m fw_magics.spark.pyspark_bytecode
+	-@$(PY) -m fw_magics.spark.jvm_archive
 
 $(STAMP): pyproject.toml setup.py scripts/system-deps.sh
 	bash scripts/system-deps.sh

@@ -146,7 +146,7 @@ def _fresh_results(stateful, runner: _Runner, source: str, first_file: int, fres
 
 def _first_batch_after(job, land) -> float:
     """Seconds from ``land()`` starting to the first micro-batch with input rows ending."""
-    from fw_magics.runtime import hooks
+    from fw_magics import hooks
 
     seen = threading.Event()
     handle = hooks.register("micro_batch", lambda j, info: seen.set() if j is job and info["input_rows"] else None)

@@ -188,7 +188,7 @@ def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 3, spark=None) -
     from pyspark.sql import functions as F
 
     import fw_magics as fw
-    from fw_magics.runtime import hooks
+    from fw_magics import hooks
 
     spark = spark or fw.get_spark()
     df = spark.range(0, rows, 1, partitions).select(

@@ -28,7 +28,7 @@ from .state import CheckpointedFunction
 #: first use (``fw.from_records``...), so ``import fw_magics`` and its pure subpackages
 #: (graph, state, failover, recovery) start without loading Spark.
 _LAZY = {
-    "AggregateFunction": "functions", "Order": "functions", "Record": "records", "get_spark": "session",
+    "AggregateFunction": "functions", "Order": "functions", "Record": "records", "get_spark": "spark.session",
     "DataStream": "streams", "KeyedPartitionWindowedStream": "streams", "KeyedStream": "streams",
     "PartitionWindowedStream": "streams", "StatefulStream": "streams", "OperatorStream": "streams", "from_dataframe": "streams",
     "from_files": "streams", "from_pandas": "streams", "from_records": "streams",
@@ -38,7 +38,7 @@ _LAZY = {
 if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
     from .functions import AggregateFunction, Order
     from .records import Record
-    from .session import get_spark
+    from .spark.session import get_spark
     from .streaming.savepoint_files import load_savepoint
     from .streams import (
         DataStream,

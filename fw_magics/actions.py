@@ -41,19 +41,14 @@ from collections.abc import Callable
 
 from .cancel_marks import mark
 from .errors import FullWindowError, Interrupted
+from .spark.flavour import flavour_of
 
 _FW_ERROR = re.compile(r"FullWindowError: (.+)")
-_GROUP = "spark.jobGroup.id"
-_INTERRUPT = "spark.job.interruptOnCancel"
 CANCEL_WAIT = 10.0  # seconds the cancel may take before the interrupt goes ahead anyway
 
 _local = threading.local()  # .scopes: the Scopes this thread is inside, innermost last
 _lock = threading.Lock()
 _main_actions: list[_Action] = []  # actions running in the main thread (what SIGINT cancels)
-
-
-def _is_connect(spark) -> bool:
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def _active_session():
@@ -70,41 +65,24 @@ def _active_session():
 
 
 class _Action:
-    """One running action: its tag, and how to cancel and count its Spark jobs."""
+    """One running action: its tag, and how to cancel and count its Spark jobs (the session's flavour's)."""
 
     def __init__(self, spark):
         self.spark = spark
+        self.flavour = flavour_of(spark)
         self.tag = f"fw-magics-{uuid.uuid4().hex[:12]}"
         self.cancelled = False
         self.count: int | None = None  # Spark jobs (classic) or operations (Connect) cancelled
         self._canceller: threading.Thread | None = None
-        self._restore: list[tuple[str, str | None]] = []
-        self._group: str | None = None
-        self._known: set[int] = set()
+        self._saved: dict = {}
 
     # -- around the action -----------------------------------------------------------------
 
     def start(self) -> None:
-        spark = self.spark
-        if _is_connect(spark):
-            spark.addTag(self.tag)
-            return
-        context = spark.sparkContext
-        context.addJobTag(self.tag)
-        self._group = context.getLocalProperty(_GROUP)  # None: no group, as most notebooks run
-        self._known = set(context.statusTracker().getActiveJobsIds())  # not this action's
-        self._restore.append((_INTERRUPT, context.getLocalProperty(_INTERRUPT)))
-        context.setLocalProperty(_INTERRUPT, "true")
+        self._saved = self.flavour.tag(self.spark, self.tag)
 
     def finish(self) -> None:
-        spark = self.spark
-        if _is_connect(spark):
-            spark.removeTag(self.tag)
-            return
-        context = spark.sparkContext
-        context.removeJobTag(self.tag)
-        for key, value in reversed(self._restore):
-            context.setLocalProperty(key, value)
+        self.flavour.untag(self.spark, self.tag, self._saved)
 
     # -- cancelling ------------------------------------------------------------------------------
 
@@ -122,18 +100,8 @@ class _Action:
             thread.join(wait)
 
     def _cancel(self) -> None:
-        spark = self.spark
         try:
-            if _is_connect(spark):
-                self.count = len(set(spark.interruptTag(self.tag) or ()))
-            else:
-                context = spark.sparkContext
-                tracker = context.statusTracker()
-                running = set(tracker.getActiveJobsIds()) - self._known
-                if running:
-                    running &= set(tracker.getJobIdsForGroup(self._group))
-                context.cancelJobsWithTag(self.tag)
-                self.count = len(running)
+            self.count = self.flavour.cancel(self.spark, self.tag, self._saved)
         except Exception:  # the session is gone: there is nothing left to cancel
             self.count = self.count or 0
         mark(self.tag)  # for the workers Spark's monitor misses (cancel_marks)
@@ -141,7 +109,7 @@ class _Action:
     def interrupted(self) -> Interrupted:
         if self._canceller is not None:
             self._canceller.join(CANCEL_WAIT)
-        return Interrupted.cancelled(self.count or 0, "operation" if _is_connect(self.spark) else "job")
+        return Interrupted.cancelled(self.count or 0, self.flavour.unit)
 
 
 class Scope:

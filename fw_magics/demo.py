@@ -33,11 +33,11 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     import fw_magics as fw
+    from fw_magics.spark.flavour import flavour_of
 
     started = time.time()
     spark = fw.get_spark()
-    flavour = "Spark Connect" if "connect" in type(spark).__module__ else "classic"
-    print(f"Spark {spark.version} ({flavour}) ready in {time.time() - started:.1f}s")
+    print(f"Spark {spark.version} ({flavour_of(spark).name}) ready in {time.time() - started:.1f}s")
 
     ds = fw.from_records(orders(), "order_id long, customer string, product string, price double, qty int",
                          partitions=3, name="orders")

@@ -143,9 +143,9 @@ def kill_driver_on_event(event_type: str, **match):
     """Kill this process with SIGKILL right after an event of ``event_type`` is durable.
 
     ``match`` narrows it (e.g. ``vertex="v1"``). Returns the hook's handle
-    (``fw_magics.runtime.hooks``): ``handle.unregister()`` removes it.
+    (``fw_magics.hooks``): ``handle.unregister()`` removes it.
     """
-    from .runtime import hooks
+    from . import hooks
 
     def hook(store, event):
         if event.get("type") == event_type and all(event.get(k) == v for k, v in match.items()):

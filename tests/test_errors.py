@@ -49,7 +49,7 @@ def test_one_family_under_fw_magics_error_exported_from_the_package():
 def test_the_old_import_places_still_give_the_same_classes():
     from fw_magics import errors
     from fw_magics.recovery import JobLockedError
-    from fw_magics.session import SparkUnavailableError
+    from fw_magics.spark.session import SparkUnavailableError
 
     assert JobLockedError is errors.JobLockedError and SparkUnavailableError is errors.SparkUnavailableError
 

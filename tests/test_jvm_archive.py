@@ -1,6 +1,6 @@
 """The JVM class archive: keyed by Java and Spark's jars, used by an embedded Spark, skipped quietly.
 
-The archive itself is written by ``make``'s deps (``python -m fw_magics.jvm_archive``) before
+The archive itself is written by ``make``'s deps (``python -m fw_magics.spark.jvm_archive``) before
 the suite runs; the last test checks that a fresh embedded Spark maps it.
 """
 
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from fw_magics import jvm_archive, session
+from fw_magics.spark import jvm_archive, session
 
 JAVA = session.java_binary()
 BANNER = session.java_version()[1] if JAVA else None
@@ -64,7 +64,7 @@ def test_an_archive_the_jvm_cannot_use_is_skipped_without_a_word(tmp_path):
 @pytest.mark.slow
 def test_a_fresh_embedded_spark_maps_the_archive_make_wrote(tmp_path):
     path = jvm_archive.archive_path(JAVA, BANNER)
-    assert os.path.isfile(path), f"no archive at {path}: `make deps` writes it (python -m fw_magics.jvm_archive)"
+    assert os.path.isfile(path), f"no archive at {path}: `make deps` writes it (python -m fw_magics.spark.jvm_archive)"
     log = tmp_path / "classes.log"
     code = ("import fw_magics as fw; import sys\n"
             f"spark = fw.get_spark({{'spark.driver.extraJavaOptions': '-Xlog:class+load=info:file={log}'}})\n"

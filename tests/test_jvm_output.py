@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fw_magics import jvm_archive, jvm_output, session
+from fw_magics.spark import jvm_archive, jvm_output, session
 
 DAEMON_RESET = """Traceback (most recent call last):
   File "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/daemon.py", line 264, in manager

@@ -23,8 +23,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: package itself (``fw_magics/__init__.py``, the public facade) and the helpers for
 #: notebooks and tests sit on top.
 LAYERS = {
-    "fw_magics.errors": 1, "fw_magics.actions": 1, "fw_magics.cancel_marks": 1, "fw_magics.jvm_output": 1, "fw_magics.jvm_archive": 1, "fw_magics.java": 1, "fw_magics.pyspark_bytecode": 1, "fw_magics.options": 1,
-    "fw_magics.records": 1, "fw_magics.convert": 1, "fw_magics.session": 1,
+    "fw_magics.errors": 1, "fw_magics.actions": 1, "fw_magics.cancel_marks": 1, "fw_magics.hooks": 1,
+    "fw_magics.spark": 1, "fw_magics.options": 1, "fw_magics.records": 1, "fw_magics.convert": 1,
     "fw_magics.schema": 1, "fw_magics.functions": 1, "fw_magics.keycodec": 1, "fw_magics.fingerprint": 1,
     "fw_magics.keyed_process": 1, "fw_magics.process_function": 1, "fw_magics.watermarks": 1, "fw_magics.shipping": 1,
     "fw_magics.graph": 2, "fw_magics.state": 2,

@@ -61,4 +61,4 @@ def test_every_package_data_file_sits_in_a_listed_package(monkeypatch):
                 owner = ".".join([package, *relative])
                 assert owner in packages, f"{path.relative_to(ROOT)} is data of {owner!r}, absent from packages"
                 shipped.add(path.relative_to(ROOT).as_posix())
-    assert {"widgets/static/graph.js", "widgets/static/graph.css", "fw_magics/log4j2.properties"} <= shipped
+    assert {"widgets/static/graph.js", "widgets/static/graph.css", "fw_magics/spark/log4j2.properties"} <= shipped

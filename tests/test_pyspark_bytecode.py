@@ -1,6 +1,6 @@
 """Bytecode in the zips Spark's Python processes import: added after the sources, used, checked.
 
-``make``'s deps compiles the real pyspark.zip (``python -m fw_magics.pyspark_bytecode``) before
+``make``'s deps compiles the real pyspark.zip (``python -m fw_magics.spark.pyspark_bytecode``) before
 the suite runs; the last test checks that Spark's Python workers import pyspark's bytecode.
 """
 
@@ -11,7 +11,7 @@ import subprocess
 import sys
 import zipfile
 
-from fw_magics import pyspark_bytecode as pb
+from fw_magics.spark import pyspark_bytecode as pb
 
 SOURCES = {"pkg/__init__.py": b"", "pkg/mod.py": b"VALUE = 42\ndef where():\n    pass\n", "pkg/data.txt": b"not python",
            "pkg/broken.py": b"def (:\n"}
@@ -88,8 +88,8 @@ def test_the_zips_are_the_ones_spark_puts_on_its_python_path(tmp_path):
 
 
 def test_spark_python_workers_import_pyspark_from_its_bytecode(spark):
-    """Needs ``make deps`` (or ``python -m fw_magics.pyspark_bytecode``) to have run, as both README commands do."""
-    assert all(pb.has_bytecode(z) for z in pb.worker_zips()), "run: python -m fw_magics.pyspark_bytecode"
+    """Needs ``make deps`` (or ``python -m fw_magics.spark.pyspark_bytecode``) to have run, as both README commands do."""
+    assert all(pb.has_bytecode(z) for z in pb.worker_zips()), "run: python -m fw_magics.spark.pyspark_bytecode"
 
     def where(batches):
         import pandas as pd

@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from fw_magics.session import SparkUnavailableError, check_java, java_version
+from fw_magics.spark.session import SparkUnavailableError, check_java, java_version
 
 
 def fake_java(tmp_path, banner):
@@ -49,7 +49,7 @@ def test_this_machine_has_a_usable_java():
 
 
 def test_task_attempts_come_from_the_environment(monkeypatch):
-    from fw_magics.session import EMBEDDED_MASTER, embedded_master
+    from fw_magics.spark.session import EMBEDDED_MASTER, embedded_master
 
     monkeypatch.delenv("FW_SPARK_TASK_ATTEMPTS", raising=False)
     assert embedded_master() == EMBEDDED_MASTER == "local[*,4]"

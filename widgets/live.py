@@ -1,7 +1,7 @@
 """Live state: graph views follow every execute() of their graph in this kernel, and every
 streaming job of their graph (``start()``): its phase, backlog progress, switch and micro-batches.
 
-One set of runtime hooks (fw_magics.runtime.hooks) feeds all views. A view is held weakly,
+One set of runtime hooks (fw_magics.hooks) feeds all views. A view is held weakly,
 but ipywidgets itself keeps every widget alive until it is closed: ``view.close()`` is what
 makes a view stop following.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 import weakref
 
-from fw_magics.runtime import hooks
+from fw_magics import hooks
 
 _views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # view -> its graph's fingerprint
 _hooks: list = []  # the handles of the one set of hooks all views share

@@ -27,6 +27,7 @@ import sys
 import time
 import warnings
 
+from .. import hooks
 from ..actions import run_action
 from ..errors import (
     FullWindowError,
@@ -51,10 +52,11 @@ from ..recovery.filesystem import Storage, UnsafeFile
 from ..recovery.integrity import file_intact
 from ..recovery.paths import RESULTS, default_job_name, job_directory
 from ..schema import arrow_schema
+from ..spark import progress
+from ..spark.flavour import flavour_of
 from ..streams.arrow_calls import map_in_arrow
 from ..streams.content import job_content
 from ..streams.job_graph import build_graph
-from . import hooks, progress
 from .job_result import JobResult
 from .result_files import META_SCHEMA, committed, folder_in_the_way, read_results, write_partition
 from .shared_dir import check_shared
@@ -529,15 +531,7 @@ class _Run:
 
 def _cores(spark) -> int | None:
     """The cores Spark runs tasks on (its default parallelism), or None when it does not say."""
-    try:
-        return int(spark.sparkContext.defaultParallelism)  # classic
-    except Exception:  # Spark Connect has no SparkContext here
-        pass
-    try:
-        value = spark.conf.get("spark.default.parallelism", None)
-        return int(value) if value else None
-    except Exception:
-        return None
+    return flavour_of(spark).cores(spark)
 
 
 def _current_cell() -> str | None:

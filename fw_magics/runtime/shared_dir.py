@@ -30,6 +30,7 @@ import uuid
 
 from ..errors import JobDirNotSharedError
 from ..recovery.filesystem import Storage
+from ..spark.flavour import flavour_of
 
 PROBE_DIR = ".fw-probe"
 #: Probe tasks under Spark Connect when the server does not set spark.default.parallelism.
@@ -71,9 +72,7 @@ def _probe_task(root: str, name: str, token: str, batches):
 
 
 def local_master(spark) -> bool:
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
-        return False  # the Connect server may run anywhere: its executors are not this process
-    return spark.sparkContext.master.startswith("local")
+    return flavour_of(spark).runs_here(spark)
 
 
 def probed(spark, root: str) -> bool:
@@ -88,14 +87,7 @@ def reached(spark, root: str) -> list[str]:
 
 def probe_tasks(spark) -> int:
     """How many probe tasks: the application's cores (``defaultParallelism``), so every executor gets one."""
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
-        try:
-            value = spark.conf.get("spark.default.parallelism", None)
-        except Exception:  # a server that refuses to say: the default
-            value = None
-        cores = int(value) if value is not None and str(value).strip().isdigit() else CONNECT_TASKS
-    else:
-        cores = spark.sparkContext.defaultParallelism
+    cores = flavour_of(spark).cores(spark) or CONNECT_TASKS
     return max(1, min(int(cores), MAX_TASKS))
 
 

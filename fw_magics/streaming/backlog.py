@@ -27,9 +27,9 @@ from pyspark.sql import functions as F
 
 from ..keyed_process import KeyedOperatorSpec
 from ..records import batch_records
-from ..runtime import progress
 from ..runtime.result_files import META_SCHEMA, read_results, write_partition
 from ..schema import arrow_schema
+from ..spark import progress
 from ..streams.arrow_calls import map_in_arrow
 from .changelog import OUT, ROW, STATE, STATE_ROW, ChangelogWriter, backlog_schema
 from .processors import KeyedCore

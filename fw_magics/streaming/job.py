@@ -27,6 +27,7 @@ import threading
 import uuid
 import warnings
 
+from .. import hooks
 from ..errors import FullWindowError, JobStorageError, ResumeError, error_summary
 from ..graph import JobGraph
 from ..keyed_process import MIN_WATERMARK
@@ -34,7 +35,6 @@ from ..process_function import OPERATOR
 from ..recovery import JobEventStore, JobLock, events, safe_job_path
 from ..recovery.filesystem import Storage
 from ..recovery.integrity import file_intact
-from ..runtime import hooks
 from ..runtime.job import default_job_dir
 from ..runtime.result_files import committed, folder_in_the_way
 from ..streams.job_graph import SINK

@@ -33,8 +33,8 @@ import re
 import uuid
 from dataclasses import dataclass
 
+from .. import hooks
 from ..errors import FullWindowError
-from ..runtime import hooks
 from ..state import parse_operator_state
 
 FORMAT = "fw-magics/savepoint"

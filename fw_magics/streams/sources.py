@@ -14,7 +14,7 @@ from ..convert import RowWriter
 from ..errors import FullWindowError, did_you_mean
 from ..fingerprint import rows_digest
 from ..schema import arrow_schema, parse_schema
-from ..session import get_spark
+from ..spark.session import get_spark
 from ..watermarks import parse_delay
 from . import workers
 from .datastream import DataStream

@@ -135,7 +135,7 @@ def main() -> None:
                     store.flush()
                     os.kill(os.getpid(), 9)
 
-        from fw_magics.runtime import hooks
+        from fw_magics import hooks
 
         hooks.register("event_written", counting)
     if mode == "kill-last":

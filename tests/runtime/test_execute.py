@@ -48,7 +48,7 @@ def test_clean_run_equals_the_stream_and_records_events(spark, dirs):
 
 @pytest.mark.core
 def test_spark_task_progress_is_reported_while_each_vertex_runs(spark, dirs):
-    from fw_magics.runtime import hooks
+    from fw_magics import hooks
 
     job_dir, markers = dirs
     reports = []
@@ -73,7 +73,8 @@ def test_under_connect_progress_is_reported_at_the_poll_pace_while_a_view_follow
     # vertex was often never reported on. Set for the block only, then put back.
     if not is_connect(spark):
         pytest.skip("Spark Connect's progress reports only")
-    from fw_magics.runtime import hooks, progress
+    from fw_magics import hooks
+    from fw_magics.spark import progress
 
     key = "spark.connect.progress.reportInterval"
     before = spark.conf.get(key, None)

@@ -8,8 +8,8 @@ import logging
 import pytest
 
 import fw_magics as fw
+from fw_magics import hooks
 from fw_magics.errors import FullWindowError
-from fw_magics.runtime import hooks
 
 
 @pytest.fixture

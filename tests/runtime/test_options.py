@@ -6,8 +6,8 @@ import re
 import pytest
 
 import fw_magics as fw
+from fw_magics import hooks
 from fw_magics.failover import FixedDelayRestart
-from fw_magics.runtime import hooks
 
 from . import jobs
 

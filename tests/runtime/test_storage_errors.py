@@ -17,9 +17,8 @@ import uuid
 import pytest
 
 import fw_magics as fw
-from fw_magics import testing
+from fw_magics import hooks, testing
 from fw_magics.failover import FixedDelayRestart
-from fw_magics.runtime import hooks
 
 from . import jobs
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 import fw_magics as fw
-from fw_magics.runtime import hooks
+from fw_magics import hooks
 
 from . import functions
 from .files import Area

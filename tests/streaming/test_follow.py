@@ -10,7 +10,7 @@ import time
 import pytest
 
 import fw_magics as fw
-from fw_magics.runtime import hooks
+from fw_magics import hooks
 
 from . import functions
 from .files import TRIGGER, operator

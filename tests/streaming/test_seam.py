@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import fw_magics as fw
-from fw_magics.runtime import hooks
+from fw_magics import hooks
 
 from . import functions
 from .files import BASE, TRIGGER, expected_latest, fired_timers, latest_rows, model, model_timers, operator

@@ -136,7 +136,7 @@ def test_kill_9_while_writing_a_savepoint_leaves_the_previous_one_valid(tmp_path
     child = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {os.path.dirname(os.path.dirname(__file__))!r})
-        from fw_magics.runtime import hooks
+        from fw_magics import hooks
         from test_splits_and_savepoints import _write
         def kill(directory, step):
             if step == {step!r}:

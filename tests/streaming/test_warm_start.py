@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import fw_magics as fw
-from fw_magics.runtime import hooks
+from fw_magics import hooks
 from fw_magics.streaming.savepoint import keyed_state_frame
 
 from . import functions

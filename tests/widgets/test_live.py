@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from fw_magics import hooks
 from fw_magics.graph import JobGraph
 from fw_magics.recovery import events
-from fw_magics.runtime import hooks
 from fw_magics.widgets import GraphView
 
 from .graphs import finished, four_operators

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from fw_magics import hooks
 from fw_magics.graph import JobGraph
 from fw_magics.recovery import events
-from fw_magics.runtime import hooks
 from fw_magics.widgets import GraphView
 from fw_magics.widgets.stream_status import moment, operator_states, panel_html, stream_status
 

@@ -5,8 +5,8 @@ import os
 import pytest
 
 import fw_magics as fw
+from fw_magics import hooks
 from fw_magics.failover import FixedDelayRestart
-from fw_magics.runtime import hooks
 from fw_magics.widgets import GraphView, RecoveryPanel
 
 from ..runtime import jobs

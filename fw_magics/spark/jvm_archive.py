@@ -10,7 +10,7 @@ AppCDS keeps those classes, parsed and verified, in a file a JVM maps at start
 ``-XX:ArchiveClassesAtExit`` exits.
 
 Writing it takes about 90 s (the jobs, then the JVM's exit), so never in a user's kernel:
-``python -m fw_magics.jvm_archive`` (run by ``make``'s ``deps``, so by both README commands)
+``python -m fw_magics.spark.jvm_archive`` (run by ``make``'s ``deps``, so by both README commands)
 starts Spark in a child process, runs a small job of each kind fw-magics runs (full window,
 keyed, Parquet, a mixed stream), stops it, waits for the JVM to write the archive and moves it
 into place. An embedded session (``session.embedded_conf``, classic or the in-process Spark
@@ -146,7 +146,7 @@ def build(java: str, banner: str, force: bool = False) -> tuple[str, float | Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fw_magics.jvm_archive", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m fw_magics.spark.jvm_archive", description=__doc__.split("\n")[0])
     parser.add_argument("--force", action="store_true", help="write it again even if it is there")
     args = parser.parse_args(argv)
     java, found = java_binary(), java_version()

@@ -9,7 +9,7 @@ importing what a streaming source process needs took 1.2 CPU-seconds from the zi
 backlog runs (the Python data source's streaming runner and ``transformWithState``'s planning
 process), and every session starts a worker daemon and three data-source planners.
 
-``python -m fw_magics.pyspark_bytecode`` (run by ``make``'s ``deps``, so by both README commands)
+``python -m fw_magics.spark.pyspark_bytecode`` (run by ``make``'s ``deps``, so by both README commands)
 adds a ``.pyc`` beside every ``.py`` in those zips, for the Python that runs it: checked-hash
 bytecode (PEP 552), so Python compares each with its source and falls back to the source when
 they differ, and a Python of another version ignores it (another magic number). The original
@@ -107,7 +107,7 @@ def _copy_sources(path: str, target: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fw_magics.pyspark_bytecode", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m fw_magics.spark.pyspark_bytecode", description=__doc__.split("\n")[0])
     parser.parse_args(argv)
     zips = worker_zips()
     if not zips:

@@ -40,7 +40,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ..errors import FullWindowError, did_you_mean
+from .errors import FullWindowError, did_you_mean
 
 _log = logging.getLogger("fw_magics.hooks")
 _lock = threading.Lock()

@@ -15,8 +15,8 @@ import json
 import os
 import sys
 
+from ..errors import SparkUnavailableError
 from . import jvm_archive, jvm_output
-from .errors import SparkUnavailableError
 from .java import java_binary, java_version
 
 #: Embedded sessions allow each task 4 attempts (``local[N,F]`` syntax), so a task

@@ -17,7 +17,7 @@ import contextlib
 import threading
 import uuid
 
-from . import hooks
+from .. import hooks
 
 POLL_SECONDS = 0.25
 _GROUP = "spark.jobGroup.id"
@@ -29,27 +29,29 @@ def reporting(spark, vertex_name: str):
     """Report ``hooks.vertex_progress(vertex_name, done, total)`` while the block runs."""
     if not hooks.registered("vertex_progress"):
         yield
-    elif type(spark).__module__.startswith("pyspark.sql.connect"):
-        with _connect_handler(spark, vertex_name):
-            yield
-    else:
-        with _classic_poller(spark, vertex_name):
-            yield
+        return
+    from .flavour import flavour_of
+
+    with flavour_of(spark).progress(spark, lambda done, total: hooks.vertex_progress(vertex_name, done, total)):
+        yield
 
 
 class _Reporter:
-    def __init__(self, vertex_name: str):
-        self.vertex_name, self.last = vertex_name, None
+    """Passes a (done, total) on when it changed and there is something to count."""
+
+    def __init__(self, report):
+        self.forward, self.last = report, None
 
     def report(self, done: int, total: int) -> None:
         if total > 0 and (done, total) != self.last:
             self.last = (done, total)
-            hooks.vertex_progress(self.vertex_name, done, total)
+            self.forward(done, total)
 
 
 @contextlib.contextmanager
-def _connect_handler(spark, vertex_name: str):
-    reporter = _Reporter(vertex_name)
+def connect_handler(spark, report):
+    """Under Spark Connect: ``report(done, total)`` from the server's progress handler."""
+    reporter = _Reporter(report)
 
     def handler(stages=None, inflight_tasks=0, operation_id=None, done=False):
         # The server lists stages adaptive execution skipped too; they never complete a task.
@@ -87,11 +89,12 @@ def _set_conf(spark, key: str, value: str | None):
 
 
 @contextlib.contextmanager
-def _classic_poller(spark, vertex_name: str):
+def classic_poller(spark, report):
+    """On classic Spark: ``report(done, total)`` from a status-tracker poll of the block's job group."""
     context = spark.sparkContext
     tracker = context.statusTracker()
-    group = f"fw-magics {vertex_name} {uuid.uuid4().hex[:8]}"
-    reporter = _Reporter(vertex_name)
+    group = f"fw-magics progress {uuid.uuid4().hex[:12]}"
+    reporter = _Reporter(report)
     stop = threading.Event()
 
     def poll():
@@ -115,7 +118,7 @@ def _classic_poller(spark, vertex_name: str):
 
     previous = context.getLocalProperty(_GROUP)
     context.setLocalProperty(_GROUP, group)
-    thread = threading.Thread(target=run, name=f"fw-magics progress {vertex_name}", daemon=True)
+    thread = threading.Thread(target=run, name="fw-magics progress", daemon=True)
     thread.start()
     try:
         yield
