@@ -7,6 +7,7 @@
 
 from typing import TYPE_CHECKING
 
+from . import verbs
 from .errors import (
     FullWindowError,
     FwMagicsError,
@@ -79,7 +80,22 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
     ``job_dir/<job_name>/results``, job events go to ``job_dir/<job_name>/events``; after a
     kernel or driver restart the same call resumes without recomputing finished work.
     """
-    return stream.execute(job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
+    from .runtime.job import execute as run
+
+    return run(stream, job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
+
+
+def _start(operator, **options):
+    """``start()`` of a running keyed operator or an operator with operator state (fw_magics.streaming)."""
+    from .streaming.start import start
+
+    return start(operator, **options)
+
+
+# The verbs a stream offers that run it, provided from up here (fw_magics.verbs): the streams
+# layer names them without reaching up to the runtime or the streaming side.
+verbs.provide("execute", execute)
+verbs.provide("start", _start)
 
 __all__ = [
     "AggregateFunction", "CheckpointedFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",

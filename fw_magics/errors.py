@@ -30,7 +30,6 @@ Internal errors are not in the family either: they keep their traceback.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
 
 
 class FwMagicsError(Exception):
@@ -135,9 +134,3 @@ def error_summary(error: BaseException, limit: int = 500) -> str:
             return f"{type(error).__name__}: {raised.strip()}"[:limit]
     return f"{type(error).__name__}: {lines[0] if lines else ''}"[:limit]
 
-
-def run_action(action: Callable, spark=None):
-    """Run a Spark action tagged, cancellable, with worker FullWindowErrors as one line (``fw_magics.actions``)."""
-    from .actions import run_action as run
-
-    return run(action, spark)

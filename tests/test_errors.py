@@ -77,7 +77,8 @@ def test_did_you_mean_names_the_closest_choice_whatever_its_case():
 def test_a_full_window_error_raised_in_a_worker_comes_back_as_one_line():
     import pytest
 
-    from fw_magics.errors import FullWindowError, run_action
+    from fw_magics.actions import run_action
+    from fw_magics.errors import FullWindowError
 
     def action():
         raise PythonException(WRAPPED.replace("fw_magics.testing.InjectedFailure", "fw_magics.errors.FullWindowError"))

@@ -2,11 +2,12 @@
 
 from . import events
 from .event_store import JobEventStore
+from .job_log import JobLog
 from .lock import JobLock, JobLockedError, JobLockLostError
 from .paths import safe_job_path
 from .replay import JobState, ResumeDecision, decide_resume, replay, subtask_attempts
 
 __all__ = [
-    "JobEventStore", "JobLock", "JobLockedError", "JobLockLostError", "JobState", "ResumeDecision", "events",
+    "JobEventStore", "JobLock", "JobLog", "JobLockedError", "JobLockLostError", "JobState", "ResumeDecision", "events",
     "decide_resume", "replay", "safe_job_path", "subtask_attempts",
 ]

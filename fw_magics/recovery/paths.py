@@ -1,11 +1,22 @@
 """Where things live in a job directory: a job's folder (its name can never escape the
-directory) and, inside it, the result file of each job-vertex subtask.
+directory) and every name inside it, named once here for both kinds of job.
 
+    <job_dir>/<job_name>/LOCK                              the live process running the job (lock.py)
     <job_dir>/<job_name>/events/events.0, events.1, ...   the event log
     <job_dir>/<job_name>/results/v0/0.arrow, 0.json, ...   subtask 0 of job vertex v0 and its sidecar
+                                                           (a streaming job's backlog subtasks too)
+    a streaming job's own (fw_magics.streaming):
+    <job_dir>/<job_name>/source/manifest.json              the files its source has seen; the backlog
+    <job_dir>/<job_name>/backlog/watermark.json            W, the backlog's watermark
+    <job_dir>/<job_name>/backlog/handover.json             the backlog's state handed to the stream
+    <job_dir>/<job_name>/checkpoint/                       Spark's checkpoint of the streaming query
+    <job_dir>/<job_name>/changelog/batch=<id>/             each micro-batch's output rows
+    <job_dir>/<job_name>/restored/...                      what a job restored from a savepoint starts from
+    <job_dir>/<job_name>/savepoints/savepoint-NNNNNN/      its savepoints
 
 The vertex names are ``fw_magics.graph.vertex_name``'s; these paths are an on-disk contract
-that a resumed run reads back.
+that a resumed run reads back. Every file a job reads back is read through
+``Storage.open_inside`` (no link, regular files only, bounded).
 """
 
 from __future__ import annotations
@@ -60,7 +71,20 @@ def safe_job_path(job_dir: str, job_name) -> str:
     return f"{str(job_dir).rstrip('/')}/{job_name}"
 
 
+LOCK = "LOCK"
+EVENTS = "events"
 RESULTS = "results"  # the folder of the result files, inside the job's folder
+SOURCE_MANIFEST = "source/manifest.json"
+WATERMARK = "backlog/watermark.json"
+HANDOVER = "backlog/handover.json"
+CHECKPOINT = "checkpoint"
+CHANGELOG = "changelog"
+RESTORED_KEYED = "restored/keyed-state.parquet"
+RESTORED_LATEST = "restored/latest.parquet"
+RESTORED_OPERATOR = "restored/operator-state.json"
+SAVEPOINTS = "savepoints"
+#: What a streaming job's restart with ``reset=True`` removes: all it recorded but its savepoints.
+STREAM_RECORDS = (EVENTS, RESULTS, "source", "backlog", CHECKPOINT, CHANGELOG, "restored")
 
 
 def result_file(vertex: str, subtask: int) -> str:

@@ -22,8 +22,6 @@ import errno
 import functools
 import math
 import os
-import stat
-import sys
 import time
 import warnings
 
@@ -46,11 +44,12 @@ from ..failover import (
     RestartPipelinedRegionStrategy,
 )
 from ..graph import JobGraph, subtask_inputs
-from ..recovery import JobEventStore, JobLock, decide_resume, events, index, replay, safe_job_path, subtask_attempts
+from ..recovery import JobLock, decide_resume, events, replay, safe_job_path, subtask_attempts
 from ..recovery.content import affected_vertices, compare
-from ..recovery.filesystem import Storage, UnsafeFile
+from ..recovery.filesystem import UnsafeFile
 from ..recovery.integrity import file_intact
-from ..recovery.paths import RESULTS, default_job_name, job_directory
+from ..recovery.job_log import JobLog
+from ..recovery.paths import EVENTS, RESULTS, default_job_name, job_directory
 from ..schema import arrow_schema
 from ..spark import progress
 from ..spark.flavour import flavour_of
@@ -87,24 +86,21 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
     graph = build_graph(stream)
     if job_name is None:
         job_name = default_job_name(stream.name, graph.fingerprint())
-    root = safe_job_path(job_dir, job_name)
-    _refuse_linked_folder(root)
-    run = _Run(stream, graph, root, job_name, failover, restart)
-    lock = JobLock(root)
+    log = JobLog(safe_job_path(job_dir, job_name), job_name)
+    run = _Run(stream, graph, log, failover, restart)
     try:
-        lock.acquire()
+        log.acquire()  # %fw_recover finds it again after a restart, wherever it ran
     except OSError as error:
-        if error.errno not in _CANNOT_WRITE or not run.storage.local:
+        if error.errno not in _CANNOT_WRITE or not log.storage.local:
             raise
         return run.read_back(resume, error)
-    index.register(root, job_name)  # %fw_recover finds it again after a restart, wherever it ran
     try:
-        check_shared(stream.spark, root)  # on a cluster: before anything is written or run
+        check_shared(stream.spark, log.root)  # on a cluster: before anything is written or run
         result = run.execute(resume)
-    except BaseException:
-        lock.__exit__(*sys.exc_info())  # releases; a lost lock only warns: the job's own error says more
+    except BaseException as error:
+        log.close(failure=error)  # a lost lock or a storage error only warns: the job's own error says more
         raise
-    lock.release()
+    log.close()
     return result
 
 
@@ -134,20 +130,6 @@ def restart_strategy(restart) -> RestartBackoffTimeStrategy:
     return restart
 
 
-def _refuse_linked_folder(root: str) -> None:
-    storage = Storage(root)
-    if not storage.local:
-        return
-    try:
-        mode = os.lstat(storage.base).st_mode
-    except OSError:
-        return
-    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
-        what = "a symbolic link" if stat.S_ISLNK(mode) else "not a folder"
-        raise JobStorageError(f"the job folder {storage.base} is {what}; fw-magics never follows links in a job "
-                              "directory: remove it, or choose another job_name")
-
-
 def _both(job_name: str, error: BaseException, storage: BaseException) -> str:
     """One line with both causes: the job's own failure and the job directory's."""
     cause = storage.__cause__ if storage.__cause__ is not None else storage
@@ -157,18 +139,18 @@ def _both(job_name: str, error: BaseException, storage: BaseException) -> str:
 
 
 class _Run:
-    def __init__(self, stream, graph: JobGraph, root: str, job_name: str, failover: str,
-                 restart: RestartBackoffTimeStrategy):
-        self.stream, self.graph, self.root, self.job_name = stream, graph, root, job_name
+    def __init__(self, stream, graph: JobGraph, log: JobLog, failover: str, restart: RestartBackoffTimeStrategy):
+        self.stream, self.graph, self.log = stream, graph, log
+        self.root, self.job_name = log.root, log.job_name
         self.spark = stream.spark
-        self.storage = Storage(root)
+        self.storage = log.storage
         self.vertices = spark_vertices(stream, graph)
         self.subtasks, self.inputs = subtask_inputs(graph)
         self.chain_of = {op: v for v in self.vertices for op in v.operators}
         self.strategy: FailoverStrategy = (
             RestartPipelinedRegionStrategy if failover == "region" else RestartAllStrategy)(graph)
         self.restart = restart
-        self.store = JobEventStore(self.storage.path("events"))
+        self.store = log.store  # the live view follows a run by its store
         self.ran: set[tuple[str, int]] = set()
         self.regions_run: list[frozenset] = []
         self.attempts = 0  # Spark jobs run by this call (the sidecars' "attempt": what this call committed)
@@ -185,7 +167,7 @@ class _Run:
     # -- the job ---------------------------------------------------------------------------
 
     def execute(self, resume: str) -> JobResult:
-        previous = [] if resume == "never" else self.store.read_events()
+        previous = [] if resume == "never" else self.log.read()
         if resume == "never":
             self._clear()
         if resume in ("require", "repair") and not previous:
@@ -206,13 +188,11 @@ class _Run:
             resubmit = resubmit or action == "resubmit"
         todo = self._todo(state)
         recovered = {(v, i) for v in self.vertices for i in range(v.parallelism) if i not in todo.get(v.index, set())}
-        self.store.start()
+        self.log.begin()
         hooks.job_started(self, {(v.name, i) for v, i in recovered})
-        failure: BaseException | None = None
         try:
             if state is None or resubmit:
-                self._emit(events.job_submitted(self.job_name, self.graph.to_json(), self.graph.fingerprint(),
-                                                cell=_current_cell(), content=self.content))
+                self.log.submitted(self.graph, self.content)
             if state is None:
                 for v in self.vertices:
                     self._emit(events.vertex_initialized(v.name, v.parallelism, v.inputs))
@@ -222,31 +202,22 @@ class _Run:
                         if (v.name, i) in state.finished:
                             self._emit(events.subtask_reset(v.name, i, "result missing or corrupt"))
             self._run_all(todo)
-            self._emit(events.job_finished())
-            self.store.flush()
+            self.log.end(events.job_finished())
+            self.log.flush()
         except KeyboardInterrupt as error:
             # A stop the user chose (Kernel > Interrupt, a Stop button): the job is cancelled,
             # not failed, and resumes like an interrupted one.
-            failure = error
-            self._emit(events.job_cancelled(str(error) or "interrupted"))
+            self.log.cancelled(str(error) or "interrupted")
             if isinstance(error, Interrupted):
                 raise
             raise Interrupted.cancelled(0) from None
         except BaseException as error:
-            failure = error
-            if not isinstance(error, KeyboardInterrupt):
-                try:
-                    self._emit(events.job_failed(error_summary(error)))
-                except JobStorageError as storage:
-                    if not isinstance(error, JobStorageError):
-                        raise JobStorageError(_both(self.job_name, error, storage)) from error
-            raise
-        finally:
             try:
-                self.store.stop()
-            except JobStorageError:
-                if failure is None:
-                    raise
+                self.log.failed(error)
+            except JobStorageError as storage:
+                if not isinstance(error, JobStorageError):
+                    raise JobStorageError(_both(self.job_name, error, storage)) from error
+            raise
         sink = self.vertices[-1]
         return JobResult(
             stream=self.stream, graph=self.graph, root=self.root, job_name=self.job_name,
@@ -258,8 +229,7 @@ class _Run:
 
     def _clear(self) -> None:
         """Set the recorded run aside: its results, then its event log."""
-        self.storage.remove_tree(self.storage.path(RESULTS))
-        self.storage.remove_tree(self.storage.path("events"))
+        self.log.clear(RESULTS, EVENTS)
 
     # -- what a resume may keep ------------------------------------------------------------------
 
@@ -341,7 +311,7 @@ class _Run:
         reason = error.strerror or str(error)
         if resume == "never":
             raise JobStorageError(f"{self.where} cannot start afresh: its folder cannot be written ({reason})")
-        previous = self.store.read_events()
+        previous = self.log.read()
         if not previous:
             raise JobStorageError(f"{self.where}: nothing recorded to read back, and its folder cannot be written "
                                   f"({reason}); choose a writable job_dir")
@@ -525,22 +495,9 @@ class _Run:
         return frame, vertex.steps[-1].detail["schema"]
 
     def _emit(self, event: dict) -> None:
-        self.store.write_event(event)
-        hooks.event_written(self.store, event)
+        self.log.emit(event)
 
 
 def _cores(spark) -> int | None:
     """The cores Spark runs tasks on (its default parallelism), or None when it does not say."""
     return flavour_of(spark).cores(spark)
-
-
-def _current_cell() -> str | None:
-    """The source of the notebook cell running now, when inside IPython."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    shell = get_ipython()
-    history = shell.user_ns.get("_ih") if shell is not None else None
-    return history[-1] if history else None
-

@@ -18,9 +18,13 @@ between the two kinds; code elsewhere asks that object and never tests the sessi
 from __future__ import annotations
 
 import contextlib
+import threading
+import uuid
 
 _GROUP = "spark.jobGroup.id"
 _INTERRUPT = "spark.job.interruptOnCancel"
+POLL_SECONDS = 0.25  # how often classic progress is polled, and Connect's server asked to report
+_CONNECT_INTERVAL = "spark.connect.progress.reportInterval"
 
 
 class Flavour:
@@ -87,8 +91,6 @@ class Classic(Flavour):
         return len(running)
 
     def progress(self, spark, report):
-        from .progress import classic_poller
-
         return classic_poller(spark, report)
 
 
@@ -118,8 +120,6 @@ class Connect(Flavour):
         return len(set(spark.interruptTag(tag) or ()))
 
     def progress(self, spark, report):
-        from .progress import connect_handler
-
         return connect_handler(spark, report)
 
 
@@ -147,3 +147,98 @@ def tagged(spark, tag: str):
             flavour.untag(spark, tag, saved)
         except Exception:  # the session is gone: nothing carries the tag any more
             pass
+
+
+# -- task progress, each flavour's way -------------------------------------------------------------
+
+class _Reporter:
+    """Passes a (done, total) on when it changed and there is something to count."""
+
+    def __init__(self, report):
+        self.forward, self.last = report, None
+
+    def report(self, done: int, total: int) -> None:
+        if total > 0 and (done, total) != self.last:
+            self.last = (done, total)
+            self.forward(done, total)
+
+
+@contextlib.contextmanager
+def connect_handler(spark, report):
+    """Under Spark Connect: ``report(done, total)`` from the server's progress handler."""
+    reporter = _Reporter(report)
+
+    def handler(stages=None, inflight_tasks=0, operation_id=None, done=False):
+        # The server lists stages adaptive execution skipped too; they never complete a task.
+        started = {s.stage_id: s for s in stages or () if s.num_completed_tasks > 0}.values()
+        reporter.report(sum(s.num_completed_tasks for s in started), sum(s.num_tasks for s in started))
+
+    previous = _set_conf(spark, _CONNECT_INTERVAL, f"{int(POLL_SECONDS * 1000)}ms")
+    spark.registerProgressHandler(handler)
+    try:
+        yield
+    finally:
+        spark.removeProgressHandler(handler)
+        if previous is not _REFUSED:
+            _set_conf(spark, _CONNECT_INTERVAL, previous)
+    if reporter.last:
+        # The block returned, so every stage reported as started has run all of its tasks; the
+        # server's last report, sent when it chooses, can predate the last of them (seen: 2 of 3).
+        reporter.report(reporter.last[1], reporter.last[1])
+
+
+_REFUSED = object()
+
+
+def _set_conf(spark, key: str, value: str | None):
+    """Set (None: unset) a session conf; its value before, or ``_REFUSED`` if the server refused."""
+    try:
+        before = spark.conf.get(key, None)
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
+        return before
+    except Exception:  # a server that will not change it reports at its own pace: progress is only a hint
+        return _REFUSED
+
+
+@contextlib.contextmanager
+def classic_poller(spark, report):
+    """On classic Spark: ``report(done, total)`` from a status-tracker poll of the block's job group."""
+    context = spark.sparkContext
+    tracker = context.statusTracker()
+    group = f"fw-magics progress {uuid.uuid4().hex[:12]}"
+    reporter = _Reporter(report)
+    stop = threading.Event()
+
+    def poll():
+        # Stages that have started: a stage adaptive execution already ran as a job of its
+        # own shows up again in the next job as a stage that is skipped, never started.
+        stages = {}
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            for stage in (info.stageIds if info else ()):
+                s = tracker.getStageInfo(stage)
+                if s is not None and s.numActiveTasks + s.numCompletedTasks + s.numFailedTasks > 0:
+                    stages[stage] = s
+        reporter.report(sum(s.numCompletedTasks for s in stages.values()), sum(s.numTasks for s in stages.values()))
+
+    def run():
+        while not stop.wait(POLL_SECONDS):
+            try:
+                poll()
+            except Exception:  # the session went away under us: progress is only a hint
+                return
+
+    previous = context.getLocalProperty(_GROUP)
+    context.setLocalProperty(_GROUP, group)
+    thread = threading.Thread(target=run, name="fw-magics progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        context.setLocalProperty(_GROUP, previous)
+        poll()  # the end state, however short the job was

@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .. import verbs
 from ..actions import run_action
 from ..errors import FullWindowError
 from ..records import Record, batch_records
@@ -179,9 +180,8 @@ class DataStream:
 
     def execute(self, job_dir=None, job_name=None, failover="region", restart=None, resume="auto"):
         """Run as a recoverable batch job in ``job_dir`` (default ``.fw-jobs/``); see fw.execute."""
-        from ..runtime import execute
-
-        return execute(self, job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
+        return verbs.call("execute", self, job_dir=job_dir, job_name=job_name, failover=failover, restart=restart,
+                          resume=resume)
 
     def require_bounded(self, what: str) -> None:
         """Refuse, in one line, a full-window ``what`` on a streaming (unbounded) source."""

@@ -61,13 +61,11 @@ def build_streaming_graph(stateful) -> JobGraph:
 def _parallelisms(stream, steps: list[Step]) -> list[int]:
     """Each step's parallelism; a DataFrame source of unknown layout is read from its plan when
     the plan fixes it, else counted once (one job)."""
-    from .datastream import DataStream
-
     known = [s.parallelism for s in steps]
     if known[0] is None:
         source = steps[0]
         if "partitions" not in source.detail:
-            counter = DataStream(lambda: source.transform(None, None), stream.spark, source)
+            counter = stream.derive(lambda: source.transform(None, None), source)
             source.detail["partitions"] = counter.num_partitions()  # the plan's count, else a job
         known[0] = source.detail["partitions"]
     out: list[int] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -26,8 +27,10 @@ from .arguments import (
     writer_for,
 )
 from .arrow_calls import apply_in_arrow, map_in_arrow
-from .datastream import DataStream
 from .lineage import Step
+
+if TYPE_CHECKING:  # for the annotations only: a DataStream makes these, not the other way round
+    from .datastream import DataStream
 
 
 class KeyedStream:

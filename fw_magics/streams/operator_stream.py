@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
+from .. import verbs
 from ..errors import FullWindowError
 from ..process_function import OperatorSpec, check_process_function
 from ..schema import nullable, parse_schema
@@ -98,11 +99,9 @@ class OperatorStream:
         returned: a new job (new job name) starts from its operator state and source positions,
         at ``parallelism`` (any N >= 1; default the savepoint's).
         """
-        from ..streaming import start
-
-        return start(self, job_dir=job_dir, job_name=job_name, mode="stream", sink=sink, trigger=trigger,
-                     max_files_per_trigger=max_files_per_trigger, from_savepoint=from_savepoint,
-                     parallelism=parallelism)
+        return verbs.call("start", self, job_dir=job_dir, job_name=job_name, mode="stream", sink=sink,
+                          trigger=trigger, max_files_per_trigger=max_files_per_trigger,
+                          from_savepoint=from_savepoint, parallelism=parallelism)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)

@@ -3,8 +3,8 @@
 ``key_by(...).reduce(fn)``, ``.aggregate(agg)`` and ``.process(fn)`` (no full window) give a
 :class:`StatefulStream`: the operator is checked and described here, before anything runs
 (its state types parsed, its output schema known), and ``start()`` runs it as a job of
-``fw_magics.streaming`` (the one late import upward, as ``execute()`` does), in mixed,
-stream or batch mode. Its output is a changelog per key: a reduce emits the reduced record, an
+``fw_magics.streaming`` (through ``fw_magics.verbs``: the streaming side provides it), in
+mixed, stream or batch mode. Its output is a changelog per key: a reduce emits the reduced record, an
 aggregate and a process function emit the key column(s) followed by their result columns.
 """
 
@@ -14,6 +14,7 @@ import copy
 
 from pyspark.sql import types as T
 
+from .. import verbs
 from ..errors import FullWindowError
 from ..functions import AggregateFunction, as_aggregate_function
 from ..keyed_process import DescriptorProbe, KeyedOperatorSpec, KeyedProcessFunction, StateType, is_field_list
@@ -101,11 +102,9 @@ class StatefulStream:
         from its state and source positions, at ``parallelism`` (any N >= 1; default the
         savepoint's). See docs/state.md.
         """
-        from ..streaming import start
-
-        return start(self, job_dir=job_dir, job_name=job_name, mode=mode, sink=sink, trigger=trigger,
-                     max_files_per_trigger=max_files_per_trigger, from_savepoint=from_savepoint,
-                     parallelism=parallelism)
+        return verbs.call("start", self, job_dir=job_dir, job_name=job_name, mode=mode, sink=sink,
+                          trigger=trigger, max_files_per_trigger=max_files_per_trigger,
+                          from_savepoint=from_savepoint, parallelism=parallelism)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)

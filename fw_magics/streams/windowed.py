@@ -7,6 +7,7 @@ partitions, and output partition ``i`` comes only from input partition ``i``.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -30,9 +31,11 @@ from .arguments import (
     writer_for,
 )
 from .arrow_calls import map_in_arrow
-from .datastream import DataStream
 from .layout import partition_keys
 from .lineage import Step
+
+if TYPE_CHECKING:  # for the annotations only: a DataStream makes these, not the other way round
+    from .datastream import DataStream
 
 
 class PartitionWindowedStream:
