@@ -87,7 +87,7 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 def _start(operator, **options):
     """``start()`` of a running keyed operator or an operator with operator state (fw_magics.streaming)."""
-    from .streaming.start import start
+    from .streaming import start
 
     return start(operator, **options)
 
