@@ -14,6 +14,7 @@ from .errors import (
     GraphvizNotFound,
     Interrupted,
     JobDirNotSharedError,
+    JobFailedError,
     JobLockedError,
     JobLockLostError,
     JobStorageError,
@@ -87,7 +88,7 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
 def _start(operator, **options):
     """``start()`` of a running keyed operator or an operator with operator state (fw_magics.streaming)."""
-    from .streaming import start
+    from .streaming.start import start
 
     return start(operator, **options)
 
@@ -99,7 +100,7 @@ verbs.provide("start", _start)
 
 __all__ = [
     "AggregateFunction", "CheckpointedFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
-    "Interrupted", "JobDirNotSharedError", "JobLockedError", "JobLockLostError", "JobStorageError",
+    "Interrupted", "JobDirNotSharedError", "JobFailedError", "JobLockedError", "JobLockLostError", "JobStorageError",
     "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor",
     "OperatorStream", "Order", "PartitionWindowedStream", "ProcessFunction", "Record",
     "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe",

@@ -9,12 +9,15 @@ names the culprit; the ``%%fullwindow`` magic turns any of them into one ``Usage
   log to resume, a log recorded for another graph): a state conflict, not a misuse;
 * ``JobLockedError``: another live process is running the job;
 * ``JobStorageError``: the job directory cannot be written (a full disk, a read-only
-  folder); when a job's own failure came first, the message names both;
+  folder) or holds what fw-magics did not write; when a job's own failure came first, the
+  message names both;
+* ``JobFailedError``: a running (streaming) job failed; the cause is chained to it;
+* ``JobDirNotSharedError``: Spark's executors cannot reach the job directory (a cluster);
 * ``SparkUnavailableError``: Spark cannot start on this machine (no or wrong Java);
 * ``GraphvizNotFound``: Graphviz's ``dot`` is not installed (as the graphviz package's
   ``ExecutableNotFound``).
 
-The last five are also ``RuntimeError``, as they were before the family existed.
+All but ``FullWindowError`` are also ``RuntimeError``, as they were before the family existed.
 
 ``Interrupted`` is outside the family on purpose: it is a ``KeyboardInterrupt`` (the user
 stopped Spark work fw-magics started, and its Spark jobs were cancelled: see
@@ -60,6 +63,10 @@ class JobLockLostError(JobLockedError):
 
 class JobStorageError(FwMagicsError, RuntimeError):
     """The job directory cannot be written or read as a run needs (a full disk, a read-only folder)."""
+
+
+class JobFailedError(FwMagicsError, RuntimeError):
+    """A running job failed; the message says why in one line, and the failure itself is chained to it."""
 
 
 class JobDirNotSharedError(FwMagicsError, RuntimeError):

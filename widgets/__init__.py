@@ -38,9 +38,10 @@ def show_graph(value, title: str | None = None) -> GraphView:
 
 
 def _is_streaming_job(value) -> bool:
-    """A StreamingJob (or its OperatorJob), recognised without importing the streaming side."""
-    return any(cls.__name__ == "StreamingJob" and cls.__module__ == "fw_magics.streaming.job"
-               for cls in type(value).__mro__)
+    """A StreamingJob (or its OperatorJob)."""
+    from fw_magics.streaming.job import StreamingJob
+
+    return isinstance(value, StreamingJob)
 
 
 def _streaming_view(job, title) -> GraphView:
@@ -52,7 +53,7 @@ def _streaming_view(job, title) -> GraphView:
 
     view = GraphView(job.graph, title=title or f"streaming job {job.job_name!r}")
     view.show_stream(stream_status(job.events()), graph=job.job_graph())
-    restored = job.log.restored_from
+    restored = job.restored_from
     view.offer_savepoints(([restored] if restored else []) + list_savepoints(job.storage.base), job.parallelism)
     if restored and os.path.isdir(restored):
         view.rescale_savepoint(restored, job.parallelism, restored=True)

@@ -25,6 +25,7 @@ import tempfile
 import time
 
 from .filesystem import Storage, is_local
+from .paths import EVENTS
 
 MAX_ENTRIES = 200
 _here: dict[str, str] = {}  # root -> job name, in the order this process ran them
@@ -48,7 +49,7 @@ def has_event_log(root: str) -> bool:
     """Whether ``root`` still holds a job: a non-empty event-log folder."""
     try:
         storage = Storage(root)
-        return bool(storage.listdir(storage.path("events")))
+        return bool(storage.listdir(storage.path(EVENTS)))
     except Exception:  # an unreachable file system: nothing to show from here
         return False
 

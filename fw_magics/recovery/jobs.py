@@ -22,6 +22,7 @@ from .event_store import JobEventStore
 from .filesystem import Storage, relative_parts
 from .integrity import file_intact
 from .lock import JobLock
+from .paths import EVENTS, SAVEPOINTS
 from .replay import JobState, decide_resume, replay
 
 #: What the recovery panel lists of a job (``Job.overview``): rows of the first subtasks of each of
@@ -30,7 +31,6 @@ from .replay import JobState, decide_resume, replay
 ROWS_PER_VERTEX = 10
 MAX_VERTICES = 20
 STATUSES = ("finished", "failed", "running", "interrupted", "damaged")
-SAVEPOINTS = "savepoints"  # a streaming job's savepoints (written by fw_magics.streaming.savepoint_files)
 _SAVEPOINT = re.compile(r"savepoint-\d{6}")
 
 
@@ -243,7 +243,7 @@ def read_job(root: str, name: str) -> Job:
     events: list = []
     skipped = 0
     if damage is None:
-        store = JobEventStore(Storage(root).path("events"))
+        store = JobEventStore(Storage(root).path(EVENTS))
         try:
             events = store.read_events()
         except (OSError, ValueError) as error:
@@ -280,7 +280,7 @@ def list_jobs(job_dir: str) -> list[Job]:
                 continue
             if not stat.S_ISDIR(mode) or not _has_event_folder(root):
                 continue
-        elif not storage.exists(Storage(root).path("events")):
+        elif not storage.exists(Storage(root).path(EVENTS)):
             continue
         jobs.append(read_job(root, name))
     return jobs
@@ -314,7 +314,7 @@ def find_jobs(job_dir: str, elsewhere: bool = True) -> Found:
 
 def _has_event_folder(root: str) -> bool:
     try:
-        return os.path.lexists(os.path.join(root, "events"))
+        return os.path.lexists(os.path.join(root, EVENTS))
     except OSError:
         return False
 

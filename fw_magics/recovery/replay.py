@@ -1,4 +1,8 @@
-"""Replaying a job's event log, and deciding what a resumed run must do (FLIP-383). No Spark."""
+"""Replaying a job's event log, and deciding what a resumed run must do (FLIP-383). No Spark.
+
+One replay for both kinds of job: ``execute()``'s events and a streaming job's (its starts, its
+backlog, the switch, its micro-batches and phases) fold into one ``JobState``.
+"""
 
 from __future__ import annotations
 
@@ -20,9 +24,34 @@ class JobState:
     content: dict | None = None  # what the results depend on, per operator; None: not recorded
     parallelism: dict = field(default_factory=dict)
     finished: dict = field(default_factory=dict)  # (vertex, subtask) -> its subtask_finished event
-    status: str = "running"  # running | finished | failed | cancelled
+    status: str = "running"  # running | finished | failed | cancelled | stopped
     attempts: int = 0
     timeline: list = field(default_factory=list)  # every valid event, in order
+    # a streaming job's (fw_magics.streaming):
+    mode: str | None = None  # from its first start
+    source: dict | None = None  # the source's description, from its first start
+    runs: int = 0  # its starts
+    stream_parallelism: int | None = None  # from its first start
+    backlog: dict | None = None  # the recorded backlog position (files: count, bytes)
+    switched: bool = False
+    watermark: int | None = None  # W, from the switch
+    state_writes: int | None = None  # the backlog's state writes, from the switch
+    restored_from: str | None = None  # the savepoint a restored job started from
+    streaming: bool = False  # a micro-batch committed after the switch (or in stream mode)
+    batches: dict = field(default_factory=dict)  # batch id -> its micro_batch event
+    phase: str | None = None  # the last phase recorded
+
+    @property
+    def started(self) -> bool:
+        """Whether the log holds a job (its first event was read)."""
+        return self.job is not None
+
+    def finished_of(self, vertex: str) -> dict:
+        """Subtask -> its ``subtask_finished`` event, for one job vertex (a streaming job's backlog)."""
+        return {i: e for (v, i), e in self.finished.items() if v == vertex}
+
+
+_ENDED_PHASES = ("finished", "stopped", "failed")
 
 
 def replay(events: Iterable[dict]) -> JobState:
@@ -51,6 +80,27 @@ def replay(events: Iterable[dict]) -> JobState:
             state.status = "failed"
         elif kind == "job_cancelled":
             state.status = "cancelled"
+        elif kind == "stream_started":
+            state.runs += 1
+            state.mode = state.mode or event["mode"]
+            state.source = state.source or event.get("source")
+            state.stream_parallelism = state.stream_parallelism or event.get("parallelism")
+            state.status = "running"
+        elif kind == "backlog_recorded":
+            state.backlog = event["position"]
+        elif kind == "switch":
+            state.switched, state.watermark = True, event["watermark"]
+            state.state_writes = event.get("state_writes")
+            state.restored_from = event.get("restored_from")
+        elif kind == "micro_batch":
+            state.streaming = True
+            state.batches[event["batch"]] = event
+        elif kind == "phase_changed":
+            state.phase = event["phase"]
+            if event["phase"] == "stream":
+                state.streaming = True
+            if event["phase"] in _ENDED_PHASES and state.status == "running":
+                state.status = event["phase"]
     return state
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..recovery.paths import result_file
+from ..recovery.paths import EVENTS, result_file
 from ..streams.datastream import DataStream
 from ..streams.lineage import Step
 from .result_files import read_results
@@ -64,7 +64,7 @@ class JobResult:
         from ..recovery import JobEventStore
         from ..recovery.filesystem import Storage
 
-        return JobEventStore(Storage(self.job_dir).path("events")).read_events()
+        return JobEventStore(Storage(self.job_dir).path(EVENTS)).read_events()
 
     def __repr__(self) -> str:
         extra = ([f"ran afresh: {self.afresh}"] if self.afresh else []) + list(self.notes)

@@ -1,25 +1,11 @@
-"""The streaming side of fw-magics: keyed operators over a source with a backlog (FLIP-327).
+"""The streaming side of fw-magics: keyed operators over a source with a backlog (FLIP-327), and
+operators with operator state (FLIP-8).
 
-``fw.from_files(...).key_by(...).reduce/aggregate/process(...).start(mode=...)`` runs here:
-the backlog as one sorted batch job (``backlog``), the switch (``switch``), then a Structured
-Streaming query with ``transformWithState`` (``query``), the changelog (``sink``), all driven by
-a :class:`StreamingJob` (``job``) that records its phases in the job's event log and resumes
-after a restart. The per-key core (``processors``) is the same Python code in every mode.
+``fw.from_files(...).key_by(...).reduce/aggregate/process(...).start(mode=...)`` runs here
+(``start.py``: the options, the job's log and its plan): the backlog as one sorted batch job
+(``backlog``, ``backlog_run``), the switch with the backlog's state handed over one named way
+(``handover``), then a Structured Streaming query with ``transformWithState`` (``query``) followed
+by ``follower``, the changelog (``sink``), all driven by a :class:`~.job.StreamingJob` (``job``):
+its phases (``phases``), its restarts, its savepoints (``savepoints``, ``savepoint_files``). The
+per-key core (``processors``) is the same Python code in every mode.
 """
-
-__all__ = ["StreamingJob", "start"]
-
-
-def start(stateful, **options):
-    """Start (or continue) the job of a StatefulStream; see ``StatefulStream.start``."""
-    from .job import start as start_job
-
-    return start_job(stateful, **options)
-
-
-def __getattr__(name):
-    if name == "StreamingJob":
-        from .job import StreamingJob
-
-        return StreamingJob
-    raise AttributeError(name)

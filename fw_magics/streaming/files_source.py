@@ -1,7 +1,8 @@
 """``fw_files``: a Python data source over a directory that reads only what the manifest says.
 
 Registered with ``spark.dataSource.register`` (classic and Spark Connect alike). Options:
-``manifest`` (the manifest's path), ``format`` (parquet, json, csv), ``maxFilesPerTrigger``,
+``root`` (the job's folder) and ``manifest`` (the manifest's place in it, ``source/manifest.json``
+unless said), ``format`` (parquet, json, csv), ``maxFilesPerTrigger``,
 ``backlog`` ("true": a batch read of exactly the backlog files), ``parallelism`` (the source
 subtasks: a micro-batch reads its new files as one partition per owner subtask, see ``splits``;
 unset: one partition per file), ``subtaskColumns`` ("true", with ``parallelism``: every row
@@ -37,6 +38,7 @@ import time
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
 
+from ..recovery.paths import SOURCE_MANIFEST
 from .manifest import Manifest
 from .splits import partition_files, subtask_files
 
@@ -111,7 +113,7 @@ def _arrow_schema(schema):
 
 class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options, schema):
-        self.manifest = Manifest(options["manifest"])
+        self.manifest = Manifest(options["root"], options.get("manifest") or SOURCE_MANIFEST)
         self.format = options["format"]
         self.max_files = int(options.get("maxFilesPerTrigger") or 0)
         self.parallelism = int(options.get("parallelism") or 0)
@@ -193,7 +195,7 @@ class FilesBatchReader(DataSourceReader):
     """Exactly the backlog files, one partition each."""
 
     def __init__(self, options, schema):
-        self.manifest = Manifest(options["manifest"])
+        self.manifest = Manifest(options["root"], options.get("manifest") or SOURCE_MANIFEST)
         self.format = options["format"]
         self.schema = schema
 

@@ -14,7 +14,9 @@ Discovery lists the directory's regular files, skipping names that start with ".
 (where writers put files before renaming them into place, as Spark's file source expects),
 and orders the new ones by modification time, then name. The manifest is only ever replaced
 atomically (temporary file, fsync, rename), by one writer at a time: the job's driver at the
-first start, then the stream's source.
+first start, then the stream's source. It is read back as the job directory's other files are
+(``Storage.open_inside``: no link, a regular file, at most ``MAX_BYTES``) and checked whole: a
+damaged or planted manifest is one line, never a half-read source.
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ from __future__ import annotations
 import json
 import os
 
-from ..errors import FullWindowError
-from ..recovery.filesystem import Storage
+from ..errors import FullWindowError, JobStorageError
+from ..recovery.filesystem import Storage, UnsafeFile
+from ..recovery.paths import SOURCE_MANIFEST
 
 FORMAT = 1
+#: The largest manifest read back: about 300,000 files' entries.
+MAX_BYTES = 64 << 20
 
 
 def list_files(directory: str) -> list[dict]:
@@ -44,22 +49,50 @@ def list_files(directory: str) -> list[dict]:
     return found
 
 
-class Manifest:
-    """The manifest file at ``path`` (a local path in the job directory)."""
+def check_manifest(doc, where: str, error=JobStorageError) -> dict:
+    """``doc`` if it is a manifest fw-magics wrote (every field of the right type, every name a plain
+    file name, once); ``error`` with one line naming ``where`` otherwise."""
+    ok = (isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("directory"), str)
+          and type(doc.get("backlog")) is int and isinstance(doc.get("files"), list)
+          and 0 <= doc["backlog"] <= len(doc["files"]))
+    if ok:
+        names = set()
+        for f in doc["files"]:
+            name = f.get("name") if isinstance(f, dict) else None
+            if (not isinstance(name, str) or not name or len(name) > 255 or "/" in name or "\\" in name
+                    or "\x00" in name or name in (".", "..") or name in names
+                    or type(f.get("size")) is not int or type(f.get("mtime_ns")) is not int
+                    or ("subtask" in f and type(f["subtask"]) is not int)):
+                ok = False
+                break
+            names.add(name)
+    if not ok:
+        raise error(f"the source manifest {where} is not one fw-magics wrote (format {FORMAT})")
+    return doc
 
-    def __init__(self, path: str):
-        self.path = path
-        self._storage = Storage(os.path.dirname(path))
+
+class Manifest:
+    """The manifest of the job at ``root`` (``relative``: where in its folder; ``source/manifest.json``)."""
+
+    def __init__(self, root: str, relative: str = SOURCE_MANIFEST):
+        self.root, self.relative = root, relative
+        self._storage = Storage(root)
+        self.path = self._storage.path(relative)
 
     def exists(self) -> bool:
-        return os.path.exists(self.path)
+        return self._storage.size_inside(self.relative) is not None
 
     def read(self) -> dict:
-        with open(self.path, "rb") as f:
-            doc = json.loads(f.read())
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("files"), list):
-            raise FullWindowError(f"the source manifest {self.path} is not one fw-magics wrote (format {FORMAT})")
-        return doc
+        try:
+            with self._storage.open_inside(self.relative, MAX_BYTES) as f:
+                data = f.read()
+        except UnsafeFile as error:
+            raise JobStorageError(f"the source manifest {self.path} is not read: {error}") from None
+        try:
+            doc = json.loads(data)
+        except (ValueError, UnicodeDecodeError):
+            doc = None
+        return check_manifest(doc, self.path)
 
     def write(self, doc: dict) -> None:
         self._storage.write_bytes(self.path, json.dumps(doc, separators=(",", ":")).encode())

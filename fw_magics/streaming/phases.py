@@ -1,6 +1,7 @@
-"""A streaming job's phases and what its event log says about it (pure Python, no Spark).
+"""A streaming job's mode and phases (pure Python, no Spark).
 
-Phases (FLIP-327's ``isBacklog`` made visible)::
+The mode is chosen once, at ``start()``, and read as a ``Mode`` from then on. Phases (FLIP-327's
+``isBacklog`` made visible)::
 
     mixed:   backlog -> switching -> stream -> stopped | failed
     batch:   backlog -> finished | stopped | failed
@@ -10,120 +11,79 @@ Phases (FLIP-327's ``isBacklog`` made visible)::
 state write per key); ``switching``: the backlog's watermark W is emitted, its timers up to W
 have fired, the streaming query starts with the backlog's state; ``stream``: the query's first
 micro-batch has committed (its checkpoint holds the state), or, for a query that warmed up during
-the backlog, the handover is written (the state is in the backlog's files); fresh data flows. A restart begins
-where the log says the job got to (``resume_phase``): a job that had switched never runs its
-backlog again.
+the backlog, the handover is written (the state is in the backlog's files); fresh data flows. A
+restart begins where the log says the job got to (``resume_phase``): a job that had switched
+never runs its backlog again. What the log says is ``fw_magics.recovery.replay``'s ``JobState``.
 """
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass, field
+import enum
 
-from ..errors import FullWindowError
-from ..recovery.events import problem
+from ..errors import FullWindowError, did_you_mean
 
 PHASES = ("backlog", "switching", "stream", "finished", "stopped", "failed")
-MODES = ("mixed", "stream", "batch")
 ENDED = ("finished", "stopped", "failed")
 
+
+class Mode(enum.Enum):
+    """How a keyed job treats its source's backlog (FLIP-327)."""
+
+    MIXED = "mixed"  # the backlog as one batch job, the switch, then the stream
+    STREAM = "stream"  # Spark's file stream from the first file: the baseline without a backlog phase
+    BATCH = "batch"  # the backlog only
+
+    @classmethod
+    def of(cls, value) -> Mode:
+        """``value`` ("mixed", "stream", "batch" or a Mode) as a Mode; one line naming it otherwise."""
+        if isinstance(value, Mode):
+            return value
+        names = [m.value for m in cls]
+        if value not in names:
+            hint = did_you_mean(value, names) if isinstance(value, str) else ""
+            raise FullWindowError(f"unknown mode {value!r:.60}{hint}; accepted: {', '.join(names)}")
+        return cls(value)
+
+    @property
+    def has_backlog(self) -> bool:
+        """Whether the job runs its source's backlog as a batch job first."""
+        return self is not Mode.STREAM
+
+    @property
+    def has_stream(self) -> bool:
+        """Whether the job goes on as a streaming query."""
+        return self is not Mode.BATCH
+
+    @property
+    def first_phase(self) -> str:
+        return "backlog" if self.has_backlog else "stream"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+MODES = tuple(m.value for m in Mode)
+
 TRANSITIONS = {
-    "mixed": {"backlog": {"switching", "stopped", "failed"}, "switching": {"stream", "stopped", "failed"},
-              "stream": {"stopped", "failed"}},
-    "batch": {"backlog": {"finished", "stopped", "failed"}},
-    "stream": {"stream": {"stopped", "failed"}},
+    Mode.MIXED: {"backlog": {"switching", "stopped", "failed"}, "switching": {"stream", "stopped", "failed"},
+                 "stream": {"stopped", "failed"}},
+    Mode.BATCH: {"backlog": {"finished", "stopped", "failed"}},
+    Mode.STREAM: {"stream": {"stopped", "failed"}},
 }
 
 
-def check_mode(mode) -> str:
-    if mode not in MODES:
-        raise FullWindowError(f"unknown mode {mode!r}; accepted: {', '.join(MODES)}")
-    return mode
-
-
-def can_change(mode: str, old: str, new: str) -> bool:
+def can_change(mode: Mode, old: str, new: str) -> bool:
     """Whether a job in ``mode`` may go from phase ``old`` to ``new``."""
-    return new in TRANSITIONS[mode].get(old, ())
+    return new in TRANSITIONS[Mode.of(mode)].get(old, ())
 
 
-@dataclass
-class StreamLog:
-    """What a streaming job's event log says (``replay_stream``)."""
-
-    job: str | None = None
-    fingerprint: str | None = None
-    graph: str | None = None
-    mode: str | None = None
-    source: dict | None = None
-    runs: int = 0
-    backlog: dict | None = None  # the recorded backlog position (files: count, bytes)
-    finished: dict = field(default_factory=dict)  # backlog subtask -> its subtask_finished event
-    attempts: int = 0
-    switched: bool = False
-    watermark: int | None = None  # W, from the switch
-    state_writes: int | None = None  # the backlog's state writes, from the switch
-    streaming: bool = False  # a micro-batch committed after the switch (or in stream mode)
-    batches: dict = field(default_factory=dict)  # batch id -> its micro_batch event
-    phase: str | None = None  # the last phase recorded
-    parallelism: int | None = None  # from the first start
-    restored_from: str | None = None  # the savepoint a restored job started from
-    status: str = "running"  # running | finished | stopped | failed
-
-    @property
-    def started(self) -> bool:
-        return self.job is not None
-
-
-def replay_stream(events) -> StreamLog:
-    """Fold a streaming job's events (in write order) into a StreamLog; bad events are skipped with a warning."""
-    log = StreamLog()
-    for event in events:
-        why = problem(event)
-        if why is not None:
-            warnings.warn(f"job event skipped during replay: {why}")
-            continue
-        kind = event["type"]
-        if kind == "job_submitted":
-            log.job, log.graph, log.fingerprint = event["job"], event["graph"], event["fingerprint"]
-        elif kind == "stream_started":
-            log.runs += 1
-            log.mode = log.mode or event["mode"]
-            log.source = log.source or event.get("source")
-            log.parallelism = log.parallelism or event.get("parallelism")
-            log.status = "running"
-        elif kind == "backlog_recorded":
-            log.backlog = event["position"]
-        elif kind == "subtask_finished":
-            log.finished[event["subtask"]] = event
-            log.attempts = max(log.attempts, int(event["attempt"]))
-        elif kind == "subtask_reset":
-            log.finished.pop(event["subtask"], None)
-        elif kind == "switch":
-            log.switched, log.watermark = True, event["watermark"]
-            log.state_writes = event.get("state_writes")
-            log.restored_from = event.get("restored_from")
-        elif kind == "micro_batch":
-            log.streaming = True
-            log.batches[event["batch"]] = event
-        elif kind == "phase_changed":
-            log.phase = event["phase"]
-            if event["phase"] == "stream":
-                log.streaming = True
-            if event["phase"] in ENDED:
-                log.status = event["phase"]
-        elif kind == "job_finished":
-            log.status = "finished"
-        elif kind == "job_failed":
-            log.status = "failed"
-    return log
-
-
-def resume_phase(log: StreamLog, mode: str) -> str:
-    """The phase a (re)started job begins in."""
-    if mode == "stream":
+def resume_phase(state, mode: Mode) -> str:
+    """The phase a (re)started job begins in, from what its log says (a ``JobState``)."""
+    mode = Mode.of(mode)
+    if mode is Mode.STREAM:
         return "stream"
-    if mode == "batch":
-        return "finished" if log.status == "finished" else "backlog"
-    if log.streaming:
+    if mode is Mode.BATCH:
+        return "finished" if state.status == "finished" else "backlog"
+    if state.streaming:
         return "stream"
-    return "switching" if log.switched else "backlog"
+    return "switching" if state.switched else "backlog"

@@ -35,12 +35,13 @@ from dataclasses import dataclass
 
 from .. import hooks
 from ..errors import FullWindowError
+from ..recovery.paths import SAVEPOINTS
 from ..state import parse_operator_state
+from .manifest import check_manifest
 
 FORMAT = "fw-magics/savepoint"
 VERSION = 2
 READABLE = (1, 2)  # version 1 lacks latest.parquet
-DIRECTORY = "savepoints"
 DOCUMENT = "savepoint.json"
 OPERATOR_STATE = "operator-state.json"
 MANIFEST = "source-manifest.json"
@@ -106,7 +107,7 @@ def _digest(path: str) -> dict:
 
 
 def savepoints_dir(root: str) -> str:
-    return os.path.join(root, DIRECTORY)
+    return os.path.join(root, SAVEPOINTS)
 
 
 def list_savepoints(root: str) -> list[str]:
@@ -222,22 +223,7 @@ def load_savepoint(path) -> Savepoint:
         operators = parse_operator_state(_read_json(_inside(directory, OPERATOR_STATE), "operator state"))
     except FullWindowError as error:
         raise SavepointError(f"savepoint {directory}: {error}") from None
-    manifest = _read_json(_inside(directory, MANIFEST), "source manifest")
-    _check_manifest(manifest, directory)
+    manifest = check_manifest(_read_json(_inside(directory, MANIFEST), "source manifest"), f"of savepoint {directory}",
+                              SavepointError)
     latest = os.path.join(directory, LATEST) if LATEST in expected else None
     return Savepoint(directory, doc, operators, manifest, os.path.join(directory, KEYED), latest)
-
-
-def _check_manifest(manifest, directory: str) -> None:
-    ok = (isinstance(manifest, dict) and manifest.get("format") == 1 and isinstance(manifest.get("directory"), str)
-          and type(manifest.get("backlog")) is int and isinstance(manifest.get("files"), list)
-          and 0 <= manifest["backlog"] <= len(manifest["files"]))
-    if ok:
-        for f in manifest["files"]:
-            name = f.get("name") if isinstance(f, dict) else None
-            if (not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", "..")
-                    or type(f.get("size")) is not int or type(f.get("mtime_ns")) is not int):
-                ok = False
-                break
-    if not ok:
-        raise SavepointError(f"the source manifest of savepoint {directory} is not one fw-magics wrote")

@@ -37,15 +37,15 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from ..recovery.filesystem import Storage
+from ..recovery.paths import HANDOVER
 from .changelog import ROW, STATE, STATE_ROW
 
 #: A key's state once the stream cleared it, where the backlog had some: the store's word wins.
 TOMBSTONE = "{}"
 #: Backlog keys with state above which the state is handed over eagerly (a worker would hold too much).
 MAX_KEYS = 1_000_000
-#: In the job directory: the backlog's handover, ``{"seed": [{"path", "sha256"}, ...] | null}``;
-#: the fresh source reads nothing before it exists (``null``: the state went through initialState).
-HANDOVER = ("backlog", "handover.json")
+#: The largest handover file read back (it names one file per backlog subtask).
+MAX_HANDOVER_BYTES = 16 << 20
 
 _CACHE: OrderedDict = OrderedDict()  # (root, ((path, sha256), ...)) -> {key: state text}; the last few jobs
 
@@ -75,10 +75,30 @@ def _load(root: str, path: str, key_names: tuple) -> dict:
 
 
 def write_handover(root: str, files: list[dict] | None) -> None:
-    """Record the handover (atomically): the backlog's committed files for the lazy seed, or None."""
+    """Record the handover (atomically) in ``backlog/handover.json``: ``{"seed": [{"path", "sha256"},
+    ...] | null}``, the backlog's committed files for the lazy seed, or null (the state went through
+    initialState). A held query's fresh source reads nothing before it exists."""
     storage = Storage(root)
     seed = None if files is None else [{"path": f["path"], "sha256": f["sha256"]} for f in files]
-    storage.write_bytes(storage.path(*HANDOVER), json.dumps({"seed": seed}).encode())
+    storage.write_bytes(storage.path(HANDOVER), json.dumps({"seed": seed}).encode())
+
+
+def read_handover(root: str) -> list[tuple[str, str]]:
+    """The backlog's files the handover names, as (path, sha256); checked, one line when it is not
+    one fw-magics wrote (a job directory is untrusted)."""
+    from ..errors import JobStorageError
+
+    with Storage(root).open_inside(HANDOVER, MAX_HANDOVER_BYTES) as f:
+        try:
+            doc = json.loads(f.read())
+        except (ValueError, UnicodeDecodeError):
+            doc = None
+    files = doc.get("seed") if isinstance(doc, dict) else None
+    if not isinstance(files, list) or not all(
+            isinstance(d, dict) and isinstance(d.get("path"), str) and isinstance(d.get("sha256"), str) for d in files):
+        raise JobStorageError(f"{Storage(root).path(HANDOVER)} is not a handover fw-magics wrote (or the state went "
+                              "through initialState); the job directory is damaged")
+    return [(d["path"], d["sha256"]) for d in files]
 
 
 class BacklogSeed:
@@ -100,9 +120,7 @@ class BacklogSeed:
     def open(self) -> None:
         """Read the backlog's states, once per worker process."""
         if self.files is None:
-            storage = Storage(self.root)
-            with storage.open(storage.path(*HANDOVER)) as f:
-                self.files = [(d["path"], d["sha256"]) for d in json.loads(f.read())["seed"]]
+            self.files = read_handover(self.root)
         entry = (self.root, tuple(self.files))  # the digests tell a rewritten file apart
         states = _CACHE.get(entry)
         if states is None:

@@ -25,9 +25,9 @@ from pyspark.sql.window import Window
 
 from ..errors import FullWindowError
 from ..recovery.filesystem import Storage
+from ..recovery.paths import CHANGELOG
 from .changelog import BACKLOG_BATCH, BATCH, KIND, RESTORED_BATCH, SEQ
 
-CHANGELOG = "changelog"
 MARKER = "_fw_committed"
 BACKLOG_PART = "backlog"
 

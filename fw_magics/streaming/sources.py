@@ -1,6 +1,6 @@
 """Sources with a backlog (FLIP-327's ``isBacklog``): what the streaming runtime asks of a source.
 
-A source with a backlog answers five questions, all in JSON/DataFrames:
+A source with a backlog (``FilesSource``, the one there is) answers five questions, all in JSON/DataFrames:
 
 * ``describe()``: what it reads (recorded; a restart must describe the same source);
 * ``record_backlog(root)``: at the job's *first* start, fix the backlog (the positions it ends
@@ -31,28 +31,11 @@ start); ``full_stream``: ``startingOffsets="earliest"``; the value column parsed
 from __future__ import annotations
 
 import os
-from typing import Protocol
 
 from pyspark.sql import DataFrame
 
-from ..recovery.filesystem import Storage
 from . import files_source
 from .manifest import Manifest, backlog_summary
-
-MANIFEST = ("source", "manifest.json")
-
-
-class BacklogSource(Protocol):
-    def describe(self) -> dict: ...
-
-    def record_backlog(self, root: str) -> dict: ...
-
-    def backlog_frame(self, spark, root: str) -> DataFrame: ...
-
-    def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None,
-                     hold: str | None = None) -> DataFrame: ...
-
-    def full_stream(self, spark, max_files: int | None) -> DataFrame: ...
 
 
 class FilesSource:
@@ -70,7 +53,7 @@ class FilesSource:
                 "event_time": self.event_time, "delay_ms": self.delay_ms}
 
     def manifest(self, root: str) -> Manifest:
-        return Manifest(Storage(root).path(*MANIFEST))
+        return Manifest(root)
 
     def record_backlog(self, root: str) -> dict:
         return backlog_summary(self.manifest(root).record_backlog(self.directory))
@@ -93,13 +76,13 @@ class FilesSource:
             return spark.read.schema(self.schema).parquet(*paths)
         files_source.register(spark)  # CSV/JSON parsed as the fresh files will be (pyarrow)
         return (spark.read.format(files_source.NAME).schema(self.schema)
-                .option("manifest", self.manifest(root).path).option("format", self.format).load())
+                .option("root", root).option("format", self.format).load())
 
     def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None,
                      hold: str | None = None) -> DataFrame:
         files_source.register(spark)
         reader = (spark.readStream.format(files_source.NAME).schema(self.schema)
-                  .option("manifest", self.manifest(root).path).option("format", self.format))
+                  .option("root", root).option("format", self.format))
         if hold:  # no fresh file is read before this file exists (the backlog's handover)
             reader = reader.option("hold", hold)
         if parallelism:  # source subtasks: one partition per owner of new files (see splits)
@@ -117,7 +100,7 @@ class FilesSource:
         schema = T.StructType(list(self.schema.fields) + [T.StructField(files_source.SUBTASK, T.IntegerType()),
                                                           T.StructField(files_source.POSITION, T.LongType())])
         reader = (spark.readStream.format(files_source.NAME).schema(schema)
-                  .option("manifest", self.manifest(root).path).option("format", self.format)
+                  .option("root", root).option("format", self.format)
                   .option("parallelism", str(parallelism)).option("subtaskColumns", "true"))
         if max_files:
             reader = reader.option("maxFilesPerTrigger", str(max_files))

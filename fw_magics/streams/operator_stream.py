@@ -58,7 +58,8 @@ class OperatorStream:
         self.schema = schema
         self.parallelism = int(stream.step.detail["partitions"])
         self.step = Step(name=f"process({spec.label})", kind="process", parallelism=self.parallelism,
-                         parent=stream.step, detail={"schema": schema, "streaming": True})
+                         parent=stream.step,
+                         detail={"schema": schema, "streaming": True, "identity": {"function": spec.function}})
 
     @property
     def source(self):

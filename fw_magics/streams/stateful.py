@@ -55,7 +55,8 @@ class StatefulStream:
         self.step = Step(
             name=f"{spec.kind}({function_name(spec.function) if spec.kind == 'reduce' else spec.label})",
             kind=spec.kind, parallelism=keyed.parallelism, parent=source, keyed_by=tuple(keyed.names),
-            detail={"schema": schema, "streaming": True},
+            # what a job's content fingerprint covers (streams.content): its function's code and closure
+            detail={"schema": schema, "streaming": True, "identity": {"function": spec.function}},
         )
 
     @property

@@ -20,19 +20,27 @@ from . import functions
 
 
 class KillingCountSum(functions.CountSum):
-    """CountSum whose add() kills the driver from inside backlog subtask 1."""
+    """CountSum whose add() kills the driver from inside backlog subtask 1 while ``kill_file`` (holding
+    the driver's pid) exists. Every run of the job uses it, the test's last one too (without the
+    file): the same code each time, so a restart finds the content the job was recorded with."""
 
-    def __init__(self, driver_pid: int):
-        self.driver_pid = driver_pid
+    def __init__(self, kill_file: str):
+        self.kill_file = kill_file
 
     def add(self, value, accumulator):
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        if context is not None and context.partitionId() == 1:
-            os.kill(self.driver_pid, signal.SIGKILL)
+        if context is not None and context.partitionId() == 1 and os.path.exists(self.kill_file):
+            with open(self.kill_file) as f:
+                os.kill(int(f.read()), signal.SIGKILL)
             os._exit(1)  # this worker too: nothing may hold the test's pipes open
         return super().add(value, accumulator)
+
+
+def kill_file(jobs: str) -> str:
+    """Where the backlog's kill is armed (the driver's pid), beside the job's folder."""
+    return os.path.join(jobs, ".kill-in-backlog")
 
 
 def killing_sink(batch_to_kill: int | None):
@@ -46,11 +54,15 @@ def killing_sink(batch_to_kill: int | None):
 def main() -> None:
     source, jobs, point = sys.argv[1:4]
     fw.get_spark({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
-    agg = KillingCountSum(os.getpid()) if point == "backlog" else functions.CountSum()
+    armed = kill_file(jobs)
+    if point == "backlog":
+        os.makedirs(jobs, exist_ok=True)
+        with open(armed, "w") as f:
+            f.write(str(os.getpid()))
+    elif os.path.exists(armed):
+        os.remove(armed)
     stream = fw.from_files(source, "parquet", functions.SCHEMA, event_time="ts", watermark_delay="1 second")
-    # the graph names the aggregate by its class: the same graph for KillingCountSum and CountSum
-    agg.__class__.__name__ = "CountSum"
-    op = stream.key_by("k").aggregate(agg)
+    op = stream.key_by("k").aggregate(KillingCountSum(armed))
     sink = {"switch": killing_sink(None), "stream": killing_sink(2)}.get(point)
     job = op.start(job_dir=jobs, job_name="counts", sink=sink, max_files_per_trigger=1, trigger="100 milliseconds")
     job.process_all_available()

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import fw_magics as fw
-from fw_magics.streaming.savepoint import keyed_state_frame
 from fw_magics.streaming.savepoint_files import load_savepoint
+from fw_magics.streaming.savepoints import keyed_state_frame
 
 from . import functions
 from .files import TRIGGER, expected_latest, latest_rows, model, operator

@@ -57,10 +57,12 @@ def test_kill_before_during_and_after_the_switch_then_finish(area):
     for f in FRESH:
         area.write(f)
     kill_at(area, "stream")  # resumes from the checkpoint, killed in micro-batch 2
-    # the last run in this process (the same graph: CountSum keyed by k, two subtasks)
+    # the last run in this process (the same job: KillingCountSum, disarmed, keyed by k, two subtasks)
+    from .driver import KillingCountSum, kill_file
+
     stream = fw.from_files(area.source(), "parquet", functions.SCHEMA, event_time="ts", watermark_delay="1 second")
-    job = stream.key_by("k").aggregate(functions.CountSum()).start(job_dir=area.jobs, job_name="counts",
-                                                                   trigger="available_now")
+    job = stream.key_by("k").aggregate(KillingCountSum(kill_file(area.jobs))).start(
+        job_dir=area.jobs, job_name="counts", trigger="available_now")
     try:
         job.process_all_available()
         expected = expected_latest(model("aggregate", 1000, BACKLOG, [AT_SWITCH, *FRESH]), "aggregate")

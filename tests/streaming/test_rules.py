@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 import fw_magics as fw
 from fw_magics.keyed_process import MIN_WATERMARK, is_field_list
-from fw_magics.recovery import events
-from fw_magics.streaming.phases import PHASES, TRANSITIONS, can_change, replay_stream, resume_phase
+from fw_magics.recovery import events, replay
+from fw_magics.streaming.phases import PHASES, TRANSITIONS, Mode, can_change, resume_phase
 from fw_magics.watermarks import effective_watermark, event_time_ms, is_late, parse_delay, switch_watermark
 
 
@@ -62,7 +62,7 @@ def test_phase_transitions_follow_flip_327():
     assert not can_change("mixed", "backlog", "stream")  # never past the switch
     assert not can_change("mixed", "stream", "backlog")
     assert can_change("batch", "backlog", "finished") and not can_change("batch", "backlog", "switching")
-    assert set(TRANSITIONS["stream"]) == {"stream"}
+    assert set(TRANSITIONS[Mode.STREAM]) == {"stream"}
     for mode in TRANSITIONS:
         for old, news in TRANSITIONS[mode].items():
             assert old in PHASES and news <= set(PHASES)
@@ -71,25 +71,25 @@ def test_phase_transitions_follow_flip_327():
 def test_replay_and_resume_phase():
     log = [events.job_submitted("j", "{}", "abc"), events.stream_started("mixed", 1),
            events.backlog_recorded({"files": 3, "bytes": 100}), events.phase_changed("backlog")]
-    state = replay_stream(log)
+    state = replay(log)
     assert (state.mode, state.runs, state.backlog, resume_phase(state, "mixed")) == ("mixed", 1, {"files": 3, "bytes": 100},
                                                                                    "backlog")
     log += [events.subtask_finished("v1", 0, 1, None, 5, 10, 0.1, [{"path": "results/v1/0.arrow", "size": 1, "sha256": "x"}])]
-    assert set(replay_stream(log).finished) == {0}
+    assert set(replay(log).finished_of("v1")) == {0}
     log += [events.switch(7000, state_writes=4), events.phase_changed("switching")]
-    state = replay_stream(log)
+    state = replay(log)
     assert state.switched and state.watermark == 7000 and state.state_writes == 4
     assert resume_phase(state, "mixed") == "switching"
     log += [events.micro_batch(0, 0, 4, 7000), events.phase_changed("stream"), events.phase_changed("stopped"),
             events.stream_started("mixed", 2)]
-    state = replay_stream(log)
+    state = replay(log)
     assert resume_phase(state, "mixed") == "stream" and state.runs == 2 and state.status == "running"
-    assert resume_phase(replay_stream(log[:2] + [events.job_finished()]), "batch") == "finished"
+    assert resume_phase(replay(log[:2] + [events.job_finished()]), "batch") == "finished"
 
 
 def test_replay_skips_unknown_events_with_a_warning():
     with pytest.warns(UserWarning, match="unknown event type"):
-        state = replay_stream([{"type": "no_such_thing", "time": 1}, events.stream_started("stream", 1)])
+        state = replay([{"type": "no_such_thing", "time": 1}, events.stream_started("stream", 1)])
     assert state.mode == "stream"
 
 

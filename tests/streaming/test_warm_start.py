@@ -10,7 +10,7 @@ import pytest
 
 import fw_magics as fw
 from fw_magics import hooks
-from fw_magics.streaming.savepoint import keyed_state_frame
+from fw_magics.streaming.savepoints import keyed_state_frame
 
 from . import functions
 from .files import TRIGGER, expected_latest, latest_rows, model, operator
@@ -77,7 +77,7 @@ def test_the_query_starts_during_the_backlog_and_reads_fresh_files_only_after_th
 
 @pytest.mark.extended  # make test-extended (CI): a rare path; make test keeps the warm start's core case
 def test_more_keys_than_the_lazy_seed_holds_drop_the_warm_query_for_initial_state(area, monkeypatch):
-    monkeypatch.setattr("fw_magics.streaming.job.MAX_KEYS", 0)  # every backlog is "too many keys"
+    monkeypatch.setattr("fw_magics.streaming.seed.MAX_KEYS", 0)  # every backlog is "too many keys"
     job, seen = _run(area, "eager", "reduce")
     try:
         assert seen["query_at_switch"] is False  # the warm query was stopped and its checkpoint dropped

@@ -1,0 +1,128 @@
+"""Following a job's streaming query: each committed micro-batch into the job log, then its end.
+
+Polled (``recentProgress``, ``isActive``) from a daemon thread rather than heard through a
+``StreamingQueryListener``: under Spark Connect a client listener keeps a non-daemon thread
+that blocks the interpreter's exit for as long as the listener is registered, and removing it
+can hang (pyspark joins that thread while holding the lock it needs to deliver a pending
+event). A poll makes no Spark call once the follower is stopped.
+
+A follower is handed the query, the job's ``JobLog`` (each micro-batch is a ``micro_batch``
+event) and two callbacks: ``on_batch(info)`` after each batch is recorded, ``on_end(error)``
+when the query ends by itself (``error``: its exception, or None for ``availableNow``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+import warnings
+
+from ..errors import error_summary
+from ..keyed_process import MIN_WATERMARK
+from ..recovery import events
+from ..watermarks import effective_watermark
+
+PROGRESS_POLL_S = 0.2  # how often a running job reads its query's progress
+BACKLOG_POLL_S = 1.0  # ... while its backlog runs (a warm-up query has nothing to record; only a failure)
+
+
+def held(progress) -> bool:
+    """Whether a micro-batch ran while its source was held (the warm-up during the backlog)."""
+    sources = getattr(progress, "sources", None) or []
+    try:
+        return bool(sources) and bool(json.loads(sources[0].endOffset or "{}").get("held"))
+    except (ValueError, AttributeError):
+        return False
+
+
+def watermark_ms(progress) -> int | None:
+    """Spark's watermark of a progress report, in epoch ms (None when there is none yet)."""
+    text = (getattr(progress, "eventTime", None) or {}).get("watermark")
+    if not text:
+        return None
+    moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    value = (moment - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(milliseconds=1)
+    return value if value > 0 else None
+
+
+def batch_info(progress, event_time: str | None, switch_watermark: int | None) -> dict:
+    """What the log and the ``micro_batch`` hooks say of one committed micro-batch."""
+    operators = progress.stateOperators or []
+    watermark = None
+    if event_time is not None:
+        effective = effective_watermark(switch_watermark, watermark_ms(progress))
+        watermark = None if effective == MIN_WATERMARK else effective
+    return {
+        "batch": progress.batchId, "input_rows": progress.numInputRows,
+        "state_rows_updated": sum(op.numRowsUpdated for op in operators), "watermark": watermark,
+        "dropped_by_watermark": sum(op.numRowsDroppedByWatermark for op in operators),
+        "duration_ms": (progress.durationMs or {}).get("triggerExecution"),
+    }
+
+
+class Follower:
+    """Follows ``query`` from a daemon thread (see the module docstring)."""
+
+    def __init__(self, query, log, job_name: str, event_time: str | None, switch_watermark: int | None,
+                 recorded, on_batch, on_end, interval: float = PROGRESS_POLL_S):
+        self.query, self.log, self.job_name = query, log, job_name
+        self.event_time, self.switch_watermark = event_time, switch_watermark
+        self.recorded = set(recorded)
+        self.on_batch, self.on_end = on_batch, on_end
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name=f"fw-stream-progress {job_name}", daemon=True)
+
+    def start(self) -> Follower:
+        self._thread.start()
+        return self
+
+    def pace(self, interval: float) -> None:
+        """Poll every ``interval`` seconds from now on (the backlog's slower pace ends at the switch)."""
+        self.interval = interval
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Follow no more: no Spark call after this returns but the one in flight."""
+        self._stopped = True
+        self._wake.set()
+
+    def sync(self) -> None:
+        """Record every micro-batch the query has reported and not been recorded yet."""
+        for progress in self.query.recentProgress:
+            self._record(progress)
+
+    def _record(self, progress) -> None:
+        if held(progress):  # a warm-up batch (its source held) read nothing and is not one of the job's
+            return
+        with self._lock:
+            if progress.batchId in self.recorded or self._stopped:
+                return
+            self.recorded.add(progress.batchId)
+        info = batch_info(progress, self.event_time, self.switch_watermark)
+        self.log.emit(events.micro_batch(**info))
+        self.on_batch(info)
+
+    def _run(self) -> None:
+        query = self.query
+        while True:
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._stopped:
+                return
+            try:
+                self.sync()
+                if query.isActive:
+                    continue
+                exception = query.exception()
+            except Exception as error:  # the session went away under us: say so once, then stop following
+                if not self._stopped:
+                    warnings.warn(f"job {self.job_name!r}: stopped following its query ({error_summary(error)}); "
+                                  "process_all_available() still reads its progress", stacklevel=1)
+                return
+            if not self._stopped:
+                self.on_end(exception)
+            return

@@ -1,0 +1,179 @@
+"""``start()``: every option checked, the job's log opened, its plan decided once, and the job run.
+
+A streaming job keeps its folder as ``execute()`` does (``recovery.JobLog``: the lock, the event
+log, the per-user index that ``%fw_recover`` reads, the last word written once, an interruption
+recorded when the process exits under it), and a restart keeps the same promises:
+
+* what the job was recorded as must still be what it is: its graph (operators, parallelism),
+  its mode, its source (folder, format, schema, event time, watermark delay) and its content
+  fingerprint (each function's code and closure, the key, the schemas: ``streams.content``).
+  A change is refused in one line that names it and says how to go on: under another
+  ``job_name``, or ``start(..., reset=True)``, which discards what the job recorded (its events,
+  backlog results, checkpoint, changelog, manifest; never its savepoints) and starts afresh;
+* a restart continues where the log says the job got to (``phases.resume_phase``).
+
+Then the ``Plan`` (``plan.py``) is made: mode, trigger, sink, rate limit, parallelism, the
+session's flavour and the handover of backlog state (``handover.choose``), and the job runs.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+from ..errors import FullWindowError, ResumeError
+from ..graph import JobGraph
+from ..process_function import OPERATOR
+from ..recovery import JobLog, events, replay, safe_job_path
+from ..recovery.content import compare
+from ..recovery.paths import STREAM_RECORDS, job_directory
+from ..runtime.job import default_job_dir
+from ..spark.flavour import flavour_of
+from ..streams.content import job_content
+from . import handover as handovers
+from .backlog_run import Backlog, check_watermark
+from .job import StreamingJob
+from .operator_job import OperatorJob
+from .phases import Mode, resume_phase
+from .plan import Plan, Trigger, check_max_files, check_parallelism
+from .query import STATE_STORE
+from .savepoint_files import load_savepoint
+from .savepoints import check_restorable, graph_at, prepare_restore
+from .sink import check_sink
+from .sources import source_of
+
+
+def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None,
+          max_files_per_trigger=None, from_savepoint=None, parallelism=None, reset=False) -> StreamingJob:
+    """Start or continue the job of ``stateful`` (a StatefulStream or an OperatorStream); see their ``start``."""
+    operator = stateful.spec.kind == OPERATOR
+    mode = Mode.of(mode)
+    parallelism = check_parallelism(parallelism)
+    trigger = Trigger.of(trigger)
+    max_files = check_max_files(max_files_per_trigger)
+    check_sink(sink)
+    if not isinstance(reset, bool):
+        raise FullWindowError(f"reset {reset!r:.60}; accepted: False, or True to discard what the job recorded "
+                              "(never its savepoints) and start afresh")
+    if from_savepoint is not None and mode is not Mode.MIXED and not operator:
+        raise FullWindowError(f"from_savepoint restores a job in mode 'mixed'; got mode {mode.value!r}")
+    savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
+    source = source_of(stateful)
+    name = default_name(stateful) if job_name is None else job_name
+    log = JobLog(safe_job_path(job_directory(default_job_dir() if job_dir is None else job_dir), name), name)
+    content = job_content(stateful)
+    log.acquire()
+    try:
+        if reset:
+            log.clear(*STREAM_RECORDS)
+        job = _open(stateful, source, log, content, mode, trigger, sink, max_files, parallelism, savepoint)
+    except BaseException as error:
+        log.close(failure=error)
+        raise
+    return job
+
+
+def default_name(stateful) -> str:
+    """A job name from the source and the operator: "orders-reduce-add"."""
+    step = stateful.source.step.lineage()[0]
+    label = f"{step.detail.get('label', 'stream')}-{stateful.spec.kind}-{stateful.spec.label}"
+    return re.sub(r"[^A-Za-z0-9_.\- ]+", "_", label).strip(" .")[:200] or "stream"
+
+
+def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Trigger, sink, max_files,
+          parallelism, savepoint) -> StreamingJob:
+    state = replay(log.read())
+    if savepoint is not None and state.started and state.restored_from != savepoint.path:
+        raise ResumeError(f"job {log.job_name!r} in {log.root} already ran; restore a savepoint under a new "
+                          "job_name (a restore starts a new job)")
+    chosen = _parallelism(log, state, stateful, parallelism, savepoint)
+    graph = stateful.job_graph()
+    if chosen != graph.operators[0].parallelism:
+        graph = graph_at(graph, chosen)
+    if state.started:
+        _check_same(log, state, graph, mode, source.describe(), content)
+    kind = stateful.spec.kind
+    key_schema = None if kind == OPERATOR else stateful.spec.key.arrow_schema
+    restored = savepoint is not None or state.restored_from is not None
+    plan = Plan(mode=mode, trigger=trigger, sink=sink, max_files=max_files, parallelism=chosen,
+                handover=handovers.choose(mode, kind, key_schema, restored, state.state_writes),
+                flavour=flavour_of(stateful.spark))
+    job = (OperatorJob if kind == OPERATOR else StreamingJob)(stateful, source, log, plan, graph)
+    job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
+    if mode.has_backlog:
+        job.backlog = Backlog(job, state.finished_of(job.vertex), state.attempts)
+        if state.state_writes is not None:
+            job.backlog.state_writes = state.state_writes
+    job.spark.conf.set(*STATE_STORE)
+    log.begin()
+    run = state.runs + 1
+    if not state.started and savepoint is not None:
+        _restore(job, savepoint, content, run)
+        state.switched = True
+    elif not state.started:
+        summary = source.record_backlog(log.root) if mode.has_backlog else None
+        log.submitted(graph, content)
+        log.emit(events.stream_started(mode.value, run, source.describe(), chosen))
+        if summary is not None:
+            log.emit(events.backlog_recorded(summary))
+            state.backlog = summary
+    else:
+        if state.content is None:  # recorded by an older fw-magics: from now on, with what the job is
+            log.submitted(graph, content)
+        log.emit(events.stream_started(mode.value, run, source.describe(), chosen))
+    if job.backlog is not None:
+        job.backlog.recorded = state.backlog
+    phase = resume_phase(state, mode)
+    log.flush()
+    job.run(phase)
+    return job
+
+
+def _parallelism(log: JobLog, state, stateful, parallelism: int | None, savepoint) -> int:
+    """The job's parallelism: the recorded one on a restart (a change is refused: Spark would keep the
+    checkpoint's partitions without a word), else ``parallelism``, the savepoint's, or the stream's."""
+    recorded = state.stream_parallelism if state.started else None
+    if recorded is not None and parallelism is not None and parallelism != recorded:
+        raise ResumeError(
+            f"job {log.job_name!r} runs at parallelism {recorded}; a restart keeps its checkpoint's state "
+            f"partitions (Spark ignores a new spark.sql.shuffle.partitions): take p = job.savepoint() and "
+            f"start(..., from_savepoint=p, parallelism={parallelism}) under a new job_name")
+    restored = savepoint.parallelism if savepoint is not None and not state.started else None
+    return recorded or parallelism or restored or stateful.parallelism
+
+
+_WAY_OUT = "start it under another job_name, or with reset=True to discard what it recorded and start afresh"
+
+
+def _check_same(log: JobLog, state, graph: JobGraph, mode: Mode, source: dict, content: dict) -> None:
+    """Refuse, in one line, a job whose recorded graph, mode, source or content differs."""
+    where = log.where
+    if state.fingerprint != graph.fingerprint():
+        changes = JobGraph.from_json(state.graph).diff(graph) if state.graph else ["unknown graph"]
+        raise ResumeError(f"{where} was recorded for a different graph ({'; '.join(changes)}); {_WAY_OUT}")
+    if state.mode != mode.value:
+        raise ResumeError(f"{where} was started in mode {state.mode!r}, not {mode.value!r}; start it with "
+                          f"mode={state.mode!r}, or under another job_name")
+    recorded = state.source or {}
+    changed = [k for k in source if recorded.get(k) != source[k]]
+    if changed:
+        k = changed[0]
+        raise ResumeError(f"{where} was recorded for another source: its {k} was {recorded.get(k)!r}, "
+                          f"now {source[k]!r}; {_WAY_OUT}")
+    comparison = compare(state.content, content)
+    if comparison.changed:
+        raise ResumeError(f"{where} changed since it was recorded ({comparison.summary()}): its state was built by "
+                          f"the code it had then; {_WAY_OUT}")
+    if comparison.unknown and state.content is not None:
+        warnings.warn(f"{where}: resumed without checking " + "; ".join(comparison.unknown[:3]), stacklevel=4)
+
+
+def _restore(job: StreamingJob, savepoint, content: dict, run: int) -> None:
+    """The first start of a job restored from ``savepoint``: its source, state and W, then the stream."""
+    check_restorable(savepoint, job.graph, job.source.describe(), job.spec.key_names, job.parallelism)
+    detail = prepare_restore(savepoint, job)
+    job.watermark = check_watermark(savepoint.document["watermark"], f"savepoint {savepoint.path}")
+    job.restored_from = savepoint.path
+    job.log.submitted(job.graph, content)
+    job.log.emit(events.stream_started(job.mode, run, job.source.describe(), job.parallelism))
+    job.log.emit(events.switch(job.watermark, **detail))
