@@ -126,3 +126,24 @@ class Follower:
             if not self._stopped:
                 self.on_end(exception)
             return
+
+
+def wait_in_thread(wait) -> None:
+    """Run the blocking ``wait()`` (a Py4J or gRPC call) in a helper thread, so that Kernel > Interrupt
+    stops this thread's wait at once, in Python, not inside the call (no Py4J frames)."""
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def run():
+        try:
+            wait()
+        except BaseException as error:
+            failure.append(error)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="fw-stream-wait", daemon=True).start()
+    while not done.wait(0.2):
+        pass
+    if failure:
+        raise failure[0]

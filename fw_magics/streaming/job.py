@@ -1,20 +1,12 @@
 """StreamingJob: one keyed job over a source with a backlog, in mixed, stream or batch mode.
 
-``start()`` (``start.py``) opens the job's log, decides its ``Plan`` and says in which phase it
-continues; the job is then a facade over the parts that do the work, plus its phase machine:
-
-* a driver thread runs what is left: the backlog (``backlog_run.Backlog``, only its unfinished
-  subtasks), the switch, and the streaming query, which Spark runs in the background from then
-  on; with the ``HELD`` handover (``handover``) the query starts while the backlog runs, its
-  fresh source held until the handover file, so Spark's ~7 s of planning and starting it cost
-  nothing at the switch;
-* a ``follower.Follower`` records each committed micro-batch and notices the query's end;
-* ``savepoints`` takes savepoints; ``sink`` and ``changelog`` are where the results go.
-
-Everything the job does is an event in ``<job_dir>/<job_name>/events`` (through the ``JobLog`` it
-shares with ``execute()``); the same events and the backlog's progress go to the runtime's hooks
-(``stream_phase``, ``backlog_progress``, ``micro_batch``) for the widgets. ``start()`` returns
-at once with the running job; ``process_all_available()`` waits for it.
+``start()`` (``start.py``) opens the job's log, decides its ``Plan`` and the phase it continues in;
+the job is a facade over the parts that do the work, plus its phase machine. A driver thread runs
+what is left: the backlog (``backlog_run``), the switch, and the streaming query (``launch``; with
+the ``HELD`` handover it starts while the backlog runs, its fresh source held until the handover),
+which a ``follower`` follows. Everything is an event in the ``JobLog`` it shares with ``execute()``
+and goes to the hooks (``stream_phase``, ``backlog_progress``, ``micro_batch``) for the widgets.
+``start()`` returns at once; ``process_all_available()`` waits.
 """
 
 from __future__ import annotations
@@ -26,26 +18,23 @@ from .. import hooks
 from ..errors import FwMagicsError, Interrupted, JobFailedError, error_summary
 from ..graph import JobGraph
 from ..recovery import events
-from ..recovery.event_store import JobEventStore
-from ..recovery.paths import CHECKPOINT, EVENTS
+from ..recovery.paths import CHECKPOINT
 from ..spark.flavour import tagged
-from ..streams.job_graph import SINK
 from . import savepoints
-from .changelog import BACKLOG_BATCH, BATCH, KIND, SEQ
-from .follower import BACKLOG_POLL_S, PROGRESS_POLL_S, Follower
+from .changelog import BACKLOG_BATCH
+from .follower import BACKLOG_POLL_S, PROGRESS_POLL_S, Follower, wait_in_thread
+from .launch import keyed_job_frame, launch
 from .phases import ENDED, Mode, can_change
-from .query import keyed_query_frame
-from .sink import ChangelogSink, changelog_frame, deliver, latest_frame
+from .results import JobResults
+from .sink import deliver
 
 
-class StreamingJob:
+class StreamingJob(JobResults):
     """A running (or finished) keyed streaming job; ``start()`` makes one.
 
-    ``phase``: "backlog", "switching", "stream", "finished", "stopped" or "failed";
-    ``watermark``: W, the backlog's greatest watermark (None before the backlog ran, or without
-    event time); ``backlog_state_writes``: state writes made while in backlog (one per key with
-    state, at most); ``query``: Spark's StreamingQuery once started; ``plan``: what was decided
-    at start (mode, trigger, parallelism, handover).
+    ``phase``: "backlog", "switching", "stream", "finished", "stopped" or "failed"; ``watermark``: W
+    (None before the backlog ran, or without event time); ``query``: Spark's StreamingQuery once
+    started; ``plan``: what was decided at start (mode, trigger, parallelism, handover).
     """
 
     state_kind = savepoints.KEYED
@@ -72,24 +61,11 @@ class StreamingJob:
         self._cancel = None  # how the driver thread's Spark jobs are cancelled, once tagged
 
     @property
-    def mode(self) -> str:
-        return self.plan.mode.value
-
-    @property
-    def parallelism(self) -> int:
-        return self.plan.parallelism
-
-    @property
     def phase(self) -> str | None:
         return self._phase
 
     @property
-    def backlog_state_writes(self) -> int:
-        return 0 if self.backlog is None else self.backlog.state_writes
-
-    @property
-    def exception(self) -> BaseException | None:
-        """The error that failed the job, if it failed."""
+    def exception(self) -> BaseException | None:  # the error that failed the job, if it failed
         return self._error
 
     # -- the phase machine -------------------------------------------------------------------------
@@ -125,13 +101,13 @@ class StreamingJob:
                     if self._stopping or self._ended:  # stopped, or the warm query failed
                         return
                     if self.plan.mode is Mode.BATCH:
-                        deliver(self.plan.sink, self._backlog_outputs(), BACKLOG_BATCH)
+                        deliver(self.plan.sink, self.backlog_outputs(), BACKLOG_BATCH)
                         self.log.end(events.job_finished())
                         self._end("finished")
                         return
                     self._switch()
                 if self._phase == "switching":
-                    deliver(self.plan.sink, self._backlog_outputs(), BACKLOG_BATCH)  # again after a restart: idempotent
+                    deliver(self.plan.sink, self.backlog_outputs(), BACKLOG_BATCH)  # again after a restart: idempotent
                 if self.backlog is not None and self.backlog.complete:
                     self.plan.handover.hand_over(self.storage, self.backlog.files())
                 if not self._stopping:
@@ -164,7 +140,7 @@ class StreamingJob:
         except Exception:
             pass
         if self._stopping or self._ended:  # stopped or failed meanwhile: leave nothing running
-            self._stop_query()
+            self._halt()
 
     def _switch(self) -> None:
         handover = self.plan.handover.at_switch(self.backlog.state_writes)
@@ -177,8 +153,7 @@ class StreamingJob:
         self.log.flush()
 
     def _discard_warm_query(self) -> None:
-        """Stop the query started during the backlog and drop its checkpoint (offsets and an empty
-        warm-up batch, no state): a fresh query takes the backlog's state through initialState."""
+        """Drop the warm query and its checkpoint (no state in it): a fresh one takes initialState."""
         query, follower, self.query, self.follower = self.query, self.follower, None, None
         follower.stop()
         query.stop()
@@ -188,28 +163,10 @@ class StreamingJob:
 
     def _query_frame(self, warm: bool = False):
         """The streaming DataFrame of changelog rows the query writes (``warm``: started during the backlog)."""
-        if self.plan.mode is not Mode.MIXED:
-            return keyed_query_frame(self.source.full_stream(self.spark, self.plan.max_files), self.spec, self.output,
-                                     self.source.delay_ms, None)
-        restored = savepoints.restored_keyed_state(self.spark, self.storage)
-        initial, seed = self.plan.handover.query_state(self.spark, self.backlog, restored, warm)
-        stream = self.source.fresh_stream(self.spark, self.root, self.plan.max_files, self.parallelism,
-                                          self.plan.handover.hold(self.storage))
-        return keyed_query_frame(stream, self.spec, self.output, self.source.delay_ms, self.watermark, initial, seed)
+        return keyed_job_frame(self, warm)
 
     def _start_query(self, warm: bool = False) -> None:
-        frame = self._query_frame(warm)
-        sink = ChangelogSink(self.root, self.output.names, self.plan.sink, self.plan.handover.hold(self.storage))
-        writer = self.plan.trigger.apply(frame.writeStream.foreachBatch(sink)
-                                         .option("checkpointLocation", self.storage.path(CHECKPOINT))
-                                         .queryName(f"fw-{self.job_name}-{uuid.uuid4().hex[:8]}"))
-        partitions = "spark.sql.shuffle.partitions"
-        before = self.spark.conf.get(partitions)
-        self.spark.conf.set(partitions, str(self.parallelism))  # the state partitions of a fresh checkpoint
-        try:
-            query = writer.start()
-        finally:
-            self.spark.conf.set(partitions, before)
+        query = launch(self, self._query_frame(warm))
         switch_w = self.watermark if self.plan.mode is Mode.MIXED else None
         follower = Follower(query, self.log, self.job_name, self.spec.event_time, switch_w, self.recorded,
                             self._batch_committed, self._terminated,
@@ -234,11 +191,13 @@ class StreamingJob:
             self.follower.sync()
             self._end("stopped")
 
-    def _stop_query(self) -> None:
-        if self.query is not None:
+    def _halt(self, backlog: bool = False) -> None:
+        """Stop the query, and (``backlog``) cancel the driver thread's Spark jobs (the backlog's)."""
+        cancel = self._cancel if backlog and self._thread is not threading.current_thread() else None
+        for stop in filter(None, (self.query and self.query.stop, cancel)):
             try:
-                self.query.stop()
-            except Exception:
+                stop()
+            except Exception:  # already stopped, or the session is gone
                 pass
 
     # -- waiting and stopping ----------------------------------------------------------------------
@@ -263,7 +222,7 @@ class StreamingJob:
             query = self.query
             if query is not None and self._phase not in ENDED:
                 try:
-                    _wait_in_thread(query.awaitTermination if self.plan.trigger.available_now
+                    wait_in_thread(query.awaitTermination if self.plan.trigger.available_now
                                     else query.processAllAvailable)
                 except Exception as error:
                     self._fail(error)
@@ -293,16 +252,10 @@ class StreamingJob:
         if self._ended:
             return
         self._stopping = True
-        self._stop_query()
-        cancel = self._cancel
-        if cancel is not None and self._thread is not None and self._thread.is_alive():
-            try:
-                cancel()
-            except Exception:
-                pass
+        self._halt(backlog=True)
         if self._thread is not None:
             self._thread.join()
-        self._stop_query()  # a thread started it while we were stopping
+        self._halt()  # a thread started it while we were stopping
         if self.follower is not None:
             self.follower.sync()
         self._end("stopped")
@@ -312,13 +265,7 @@ class StreamingJob:
             if self._ended or self._error is not None:
                 return  # the first failure is the job's: a second one never replaces it
             self._error = error
-        self._stop_query()
-        cancel = self._cancel
-        if cancel is not None and self._thread is not threading.current_thread():
-            try:  # the backlog, when its warm query failed
-                cancel()
-            except Exception:
-                pass
+        self._halt(backlog=True)  # the backlog too, when its warm query failed
         self.log.failed(error)
         self._end("failed", cause=error_summary(error))
 
@@ -338,38 +285,6 @@ class StreamingJob:
             self._cond.notify_all()
         hooks.trigger("stream_phase", self, phase, detail)
 
-    # -- reading ---------------------------------------------------------------------------------
-
-    def events(self) -> list[dict]:
-        """The job's event log, in write order."""
-        if not self._ended:
-            self.log.flush()
-        return JobEventStore(self.storage.path(EVENTS)).read_events()
-
-    def _backlog_outputs(self):
-        outputs = None if self.backlog is None else self.backlog.outputs()
-        return None if outputs is None else outputs.select(*[f"`{c}`" for c in self.output.names])
-
-    def changelog_frame(self):
-        """Every committed changelog row as a Spark DataFrame (the output columns, kind, seq, batch)."""
-        restored = savepoints.restored_latest(self.spark, self.storage, self.output)
-        backlog = None if self.backlog is None else self.backlog.outputs()
-        return changelog_frame(self.spark, self.root, self.output, backlog, restored)
-
-    def changelog(self):
-        """The changelog as pandas: the output columns, then kind ("element"/"timer") and batch (-1: backlog;
-        -2: a restored job's rows from its savepoint, each key's latest there)."""
-        keys = [f"`{k}`" for k in self.spec.key_names]
-        pdf = self.changelog_frame().orderBy(BATCH, *keys, SEQ).toPandas()
-        return pdf.drop(columns=[SEQ]).rename(columns={KIND: "kind", BATCH: "batch"})
-
-    def latest(self):
-        """One row per key, its latest result: the key column(s) first, then the result's columns
-        (for a reduce, the reduced record's columns), sorted by key."""
-        frame = latest_frame(self.changelog_frame(), self.spec.key_names)
-        pdf = frame.select(*[f"`{c}`" for c in self.output.names]).toPandas()
-        return pdf.sort_values(list(self.spec.key_names), kind="stable").reset_index(drop=True)
-
     def savepoint(self) -> str:
         """Write a savepoint after the last committed micro-batch (the job keeps running); returns its path.
 
@@ -377,44 +292,9 @@ class StreamingJob:
         """
         return savepoints.take(self)
 
-    def job_graph(self) -> JobGraph:
-        """The job graph with the source's backlog status and the job's phase as notes."""
-        graph = JobGraph.from_json(self.graph.to_json())
-        recorded = self.backlog.recorded if self.backlog is not None else None
-        graph.annotate(graph.operators[0].name, backlog="true" if self._phase == "backlog" else "false",
-                       backlog_files=(recorded or {}).get("files") if self.plan.mode.has_backlog else None)
-        graph.annotate(self.stateful.step.name, phase=self._phase, mode=self.mode, watermark=self.watermark)
-        graph.annotate(SINK, micro_batches=len(self.recorded) or None)
-        return graph
-
-    def __repr__(self) -> str:
-        w = "" if self.watermark is None else f", W={self.watermark}"
-        return (f"StreamingJob({self.job_name!r}, {self.mode}: phase {self._phase}, "
-                f"{len(self.recorded)} micro-batches{w})")
-
     def __enter__(self) -> StreamingJob:
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
-
-def _wait_in_thread(wait) -> None:
-    """Run the blocking ``wait()`` (a Py4J or gRPC call) in a helper thread, so that Kernel > Interrupt
-    stops this thread's wait at once, in Python, not inside the call (no Py4J frames)."""
-    done = threading.Event()
-    failure: list[BaseException] = []
-
-    def run():
-        try:
-            wait()
-        except BaseException as error:
-            failure.append(error)
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="fw-stream-wait", daemon=True).start()
-    while not done.wait(0.2):
-        pass
-    if failure:
-        raise failure[0]

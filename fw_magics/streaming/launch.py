@@ -1,0 +1,45 @@
+"""Starting a job's streaming query: a keyed job's frame, its changelog sink, checkpoint, trigger and state partitions.
+
+``spark.sql.shuffle.partitions`` fixes the state partitions of a fresh checkpoint (Spark keeps the
+checkpoint's on a restart): it is set to the job's parallelism around ``start()`` and put back.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from ..recovery.paths import CHECKPOINT
+from .phases import Mode
+from .query import keyed_query_frame
+from .savepoints import restored_keyed_state
+from .sink import ChangelogSink
+
+PARTITIONS = "spark.sql.shuffle.partitions"
+
+
+def launch(job, frame):
+    """Start ``frame`` (the job's changelog rows, a streaming DataFrame) as ``job``'s query; returns it."""
+    plan = job.plan
+    sink = ChangelogSink(job.root, job.output.names, plan.sink, plan.handover.hold(job.storage))
+    writer = plan.trigger.apply(frame.writeStream.foreachBatch(sink)
+                                .option("checkpointLocation", job.storage.path(CHECKPOINT))
+                                .queryName(f"fw-{job.job_name}-{uuid.uuid4().hex[:8]}"))
+    spark = job.spark
+    before = spark.conf.get(PARTITIONS)
+    spark.conf.set(PARTITIONS, str(plan.parallelism))
+    try:
+        return writer.start()
+    finally:
+        spark.conf.set(PARTITIONS, before)
+
+
+def keyed_job_frame(job, warm: bool = False):
+    """A keyed job's query (``warm``: started during the backlog): in mixed mode over the fresh files,
+    from the state its handover gives (``handover``), with W; else Spark's file stream from the first file."""
+    plan, source, spark = job.plan, job.source, job.spark
+    if plan.mode is not Mode.MIXED:
+        return keyed_query_frame(source.full_stream(spark, plan.max_files), job.spec, job.output, source.delay_ms, None)
+    restored = restored_keyed_state(spark, job.storage)
+    initial, seed = plan.handover.query_state(spark, job.backlog, restored, warm)
+    stream = source.fresh_stream(spark, job.root, plan.max_files, plan.parallelism, plan.handover.hold(job.storage))
+    return keyed_query_frame(stream, job.spec, job.output, source.delay_ms, job.watermark, initial, seed)

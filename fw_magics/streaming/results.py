@@ -1,0 +1,80 @@
+"""What a streaming job shows: its events, its changelog, each key's latest row, its annotated graph.
+
+``StreamingJob`` offers these (``JobResults`` is its base): they read only committed files --
+the event log, the backlog's committed results (batch -1), a restored job's latest rows from its
+savepoint (batch -2) and each micro-batch's changelog part with its commit marker -- so they give
+the same answer while the job runs, after it stopped, and in another process.
+"""
+
+from __future__ import annotations
+
+from ..graph import JobGraph
+from ..recovery.event_store import JobEventStore
+from ..recovery.paths import EVENTS
+from ..streams.job_graph import SINK
+from . import savepoints
+from .changelog import BATCH, KIND, SEQ
+from .sink import changelog_frame, latest_frame
+
+
+class JobResults:
+    """The reading half of a streaming job (``log``, ``spark``, ``storage``, ``output``, ``spec``,
+    ``backlog``, ``plan`` and its phase are the job's)."""
+
+    @property
+    def mode(self) -> str:
+        return self.plan.mode.value
+
+    @property
+    def parallelism(self) -> int:
+        return self.plan.parallelism
+
+    @property
+    def backlog_state_writes(self) -> int:
+        """State writes made while in backlog (one per key with state, at most)."""
+        return 0 if self.backlog is None else self.backlog.state_writes
+
+    def events(self) -> list[dict]:
+        """The job's event log, in write order."""
+        self.log.flush()
+        return JobEventStore(self.storage.path(EVENTS)).read_events()
+
+    def changelog_frame(self):
+        """Every committed changelog row as a Spark DataFrame (the output columns, kind, seq, batch)."""
+        restored = savepoints.restored_latest(self.spark, self.storage, self.output)
+        backlog = None if self.backlog is None else self.backlog.outputs()
+        return changelog_frame(self.spark, self.root, self.output, backlog, restored)
+
+    def changelog(self):
+        """The changelog as pandas: the output columns, then kind ("element"/"timer") and batch (-1: backlog;
+        -2: a restored job's rows from its savepoint, each key's latest there)."""
+        keys = [f"`{k}`" for k in self.spec.key_names]
+        pdf = self.changelog_frame().orderBy(BATCH, *keys, SEQ).toPandas()
+        return pdf.drop(columns=[SEQ]).rename(columns={KIND: "kind", BATCH: "batch"})
+
+    def latest(self):
+        """One row per key, its latest result: the key column(s) first, then the result's columns
+        (for a reduce, the reduced record's columns), sorted by key."""
+        frame = latest_frame(self.changelog_frame(), self.spec.key_names)
+        pdf = frame.select(*[f"`{c}`" for c in self.output.names]).toPandas()
+        return pdf.sort_values(list(self.spec.key_names), kind="stable").reset_index(drop=True)
+
+    def backlog_outputs(self):
+        """The rows the backlog emitted (the output columns), or None: what a sink gets as batch -1."""
+        outputs = None if self.backlog is None else self.backlog.outputs()
+        return None if outputs is None else outputs.select(*[f"`{c}`" for c in self.output.names])
+
+    def job_graph(self) -> JobGraph:
+        """The job graph with the source's backlog status and the job's phase as notes."""
+        graph = JobGraph.from_json(self.graph.to_json())
+        recorded = self.backlog.recorded if self.backlog is not None else None
+        graph.annotate(graph.operators[0].name, backlog="true" if self.phase == "backlog" else "false",
+                       backlog_files=(recorded or {}).get("files") if self.plan.mode.has_backlog else None)
+        graph.annotate(self.stateful.step.name, phase=self.phase, mode=self.mode, watermark=self.watermark)
+        graph.annotate(SINK, micro_batches=len(self.recorded) or None)
+        return graph
+
+    def __repr__(self) -> str:
+        w = "" if self.watermark is None else f", W={self.watermark}"
+        return (f"StreamingJob({self.job_name!r}, {self.mode}: phase {self.phase}, "
+                f"{len(self.recorded)} micro-batches{w})")
