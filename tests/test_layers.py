@@ -215,11 +215,10 @@ def test_importing_the_package_and_its_pure_parts_loads_no_spark_nor_arrow():
     assert out.stdout.split("\n")[:2] == ["[]", "True []"], out.stdout + out.stderr
 
 
-#: Private names a module may take from a sibling: ``stream_grammar`` is ``grammar``'s second
-#: parser and shares its tokenizer and word rules (a known debt: they belong in a module of
-#: their own with public names). Anything else private stays in its module.
-SHARED_PRIVATE = {("fw_magics.magics.stream_grammar", name) for name in (
-    "_IDENTIFIER", "_PIPE", "_function", "_key_columns", "_once", "_quote", "_unknown", "_unquote")}
+#: Private names a module may take from a sibling, as (module, name): none. (What the two
+#: magics' grammars share is ``fw_magics.magics.words``, with public names.) Anything private
+#: stays in its module.
+SHARED_PRIVATE: set[tuple[str, str]] = set()
 #: Underscore names that are public API elsewhere (namedtuple's).
 PUBLIC_UNDERSCORED = {"_fields", "_replace", "_asdict", "_make"}
 

@@ -16,7 +16,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from .tutorial_solutions import SOLUTIONS
+from .tutorial_solutions import SOLUTIONS, WRONG
 
 ROOT = pathlib.Path(__file__).parent.parent.resolve()
 TUTORIALS = sorted((ROOT / "tutorials").glob("*.ipynb"))
@@ -59,10 +59,20 @@ def test_tutorial_runs_with_its_exercises_solved(path, tmp_path, request):
     cells = tagged(nb)
     for tag, source in SOLUTIONS.get(path.stem, {}).items():
         cells[tag].source = source
+    tries = {}  # a wrong answer first, with its check, in the same kernel: the check must say "not quite"
+    for tag, source in WRONG.get(path.stem, {}).items():
+        check = cells["check" + tag[len("exercise"):]]
+        tries[tag] = nbformat.v4.new_code_cell(check.source, metadata={"tags": ["raises-exception"]})
+        at = nb.cells.index(cells[tag])
+        nb.cells[at:at] = [nbformat.v4.new_code_cell(source), tries[tag]]
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
+    errors = [o for c in nb.cells if c.cell_type == "code" and c not in tries.values()
+              for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
+    for tag, cell in tries.items():
+        (error,) = [o for o in cell.outputs if o.output_type == "error"]
+        assert error.ename == "AssertionError" and "not quite" in error.evalue, f"{path.name} {tag}: {error}"
     for tag, cell in cells.items():
         if tag.startswith("check"):
             assert "Correct!" in output_text(cell), f"{path.name} {tag}: {output_text(cell)!r}"

@@ -70,3 +70,28 @@ class Spread(fw.AggregateFunction):
         ),
     },
 }
+
+#: Wrong answers a learner might try first: the test runs each (with its check, which must say
+#: "not quite") before the right one, in the same kernel, and the right one must then pass. For
+#: tutorial 6 this is the case the job log's content fingerprint is about: the same job name
+#: started again with changed code (the check cell starts it with reset=True).
+WRONG = {
+    "06_backlog_then_stream": {
+        "exercise": '''\
+class Spread(fw.AggregateFunction):  # swapped: the highest reading as low, the lowest as high
+    schema = "low long, high long"
+
+    def create_accumulator(self):
+        return [None, None]
+
+    def add(self, value, accumulator):
+        low, high = accumulator
+        return [value.reading if low is None else max(low, value.reading),
+                value.reading if high is None else min(high, value.reading)]
+
+    def get_result(self, accumulator):
+        return tuple(accumulator)
+''',
+    },
+}
+

@@ -195,7 +195,9 @@ class RecoveryPanel(W.VBox):
             "failed": "failed (its last event is job_failed)",
             "running": f"running now in pid {job.holder.get('pid') if job.holder else '?'}",
             "interrupted": "interrupted: the process running it died before the job ended",
-            "cancelled": "cancelled: stopped by the user (Kernel > Interrupt or Stop) before it ended",
+            "cancelled": "cancelled: stopped by the user (Kernel > Interrupt or Stop), or its process exited (a "
+                         "kernel restart), before it ended",
+            "stopped": "stopped: job.stop(), or the end of an available_now run; start() continues it",
             "damaged": f"damaged: {job.problem}",
         }[job.status]
         stream = ""
@@ -261,7 +263,7 @@ class RecoveryPanel(W.VBox):
 
     def _update_resume(self) -> None:
         job = self.job
-        self.stream = find_stream(self.namespace, job) if job.status in RESUMABLE else None
+        self.stream = find_stream(self.namespace, job) if job.status in RESUMABLE and not job.streaming else None
         if self._worker is None:
             self.resume_button.disabled = self.stream is None
         if job.status in ("finished", "running"):
@@ -271,6 +273,12 @@ class RecoveryPanel(W.VBox):
                 f"The panel cannot resume this job: {job.problem}. Run the cell that builds its DataStream with "
                 f"execute(job_name={job.name!r}, resume='repair') to re-derive the graph from it and keep the "
                 "finished work, or with resume='never' (or Discard) to start afresh.")
+        elif job.streaming:
+            cell = job.cell
+            where = (f" It was started from the cell:<pre>{html.escape(cell.strip()[:600])}</pre>" if cell else "")
+            self.message.value = (f"A streaming job continues where it got to when its <code>start()</code> runs again "
+                                  f"with job_name={html.escape(repr(job.name))} (a changed function is refused; "
+                                  f"reset=True, or Discard, starts it afresh).{where}")
         elif self.stream is None:
             cell = job.cell
             where = (f" It was submitted from the cell:<pre>{html.escape(cell.strip()[:600])}</pre>" if cell else "")

@@ -23,7 +23,8 @@ from ..errors import did_you_mean
 from ..functions import Order
 from ..schema import resolve_field
 from ..streams import DataStream, from_dataframe, from_pandas
-from .grammar import Aggregate, AggregateCalls, Call, Command, Function, Map, Reduce, Sort, Stage, quoted, shortened
+from .grammar import Aggregate, AggregateCalls, Call, Command, Map, Reduce, Sort, Stage
+from .words import Function, quoted, shortened
 
 ACCEPTED_INPUT = "a Spark DataFrame, a pandas DataFrame or a DataStream"
 

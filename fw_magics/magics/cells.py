@@ -1,9 +1,10 @@
-"""What the cell magics share: run a cell's body in the notebook, and report errors the magic way.
+"""What the magics share: find their input, run a cell's body in the notebook, report errors the magic way.
 
 ``%%fullwindow`` and ``%%fwstream`` both take their input from the value of the cell's last
-expression (:func:`run_body`), and both turn fw-magics' one-line errors into one
-``UsageError`` line while the user's own errors keep their traceback, trimmed of our frames
-(:func:`user_errors`).
+expression (:func:`run_body`) or, in the line form, from the variable ``--in NAME`` names
+(:func:`magic_input`); every magic that names a variable finds it with :func:`variable`. Both
+turn fw-magics' one-line errors into one ``UsageError`` line while the user's own errors keep
+their traceback, trimmed of our frames (:func:`user_errors`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,35 @@ import contextlib
 from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
 
-from ..errors import FwMagicsError
+from ..errors import FwMagicsError, did_you_mean
 from . import tracebacks
+from .words import shortened
+
+
+def variable(shell, name: str, what: str):
+    """The value of the notebook's variable ``name``, or the one-line UsageError
+    "WHAT NAME: no such variable", with the closest of the notebook's own names (no ``_`` ones)."""
+    if name not in shell.user_ns:
+        names = [n for n in shell.user_ns if not n.startswith("_")]
+        raise UsageError(f"{what} {shortened(name)}: no such variable" + did_you_mean(name, names))
+    return shell.user_ns[name]
+
+
+def magic_input(shell, magic: str, name: str | None, cell: str | None, needs: str):
+    """The input of ``%MAGIC ... --in NAME`` (the variable) or of a ``%%MAGIC`` cell (its last
+    expression): ``(value, expression, quiet)`` as :func:`run_body` gives them, ``quiet`` False
+    in the line form. ``needs`` is the message for a cell that does not end in an expression.
+    """
+    if cell is None:
+        if name is None:
+            raise UsageError(f"%{magic} needs --in NAME (the variable holding the input), or use %%{magic} "
+                             "with the input as the cell's last expression")
+        return variable(shell, name, "--in"), name, False
+    if name is not None:
+        raise UsageError(f"--in {shortened(name)} is for the line form %{magic}; in a %%{magic} cell the last "
+                         "expression is the input")
+    with user_errors(shell):
+        return run_body(shell, cell, needs)
 
 
 def run_body(shell, cell: str, needs: str):

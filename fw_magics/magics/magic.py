@@ -8,10 +8,10 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.display import display
 
-from ..errors import did_you_mean
 from ..streams import preview
 from . import build, grammar
-from .cells import cell_number, run_body, user_errors
+from .cells import cell_number, magic_input, user_errors, variable
+from .words import quoted, shortened
 
 
 @magics_class
@@ -100,21 +100,10 @@ class FullWindowMagics(Magics):
         """
         command = grammar.parse(line)
         shell = self.shell
-        if cell is None:
-            if command.input is None:
-                raise UsageError("%fullwindow needs --in NAME (the variable holding the input), or use %%fullwindow with the input as the cell's last expression")
-            if command.input not in shell.user_ns:
-                names = [n for n in shell.user_ns if not n.startswith("_")]
-                raise UsageError(f"--in {grammar.shortened(command.input)}: no such variable"
-                                 + did_you_mean(command.input, names))
-            value, expression, silent = shell.user_ns[command.input], command.input, command.silent
-        else:
-            if command.input is not None:
-                raise UsageError(f"--in {command.input} is for the line form %fullwindow; in a %%fullwindow cell the last expression is the input")
-            with user_errors(shell):
-                value, expression, quiet = run_body(
-                    shell, cell, f"the %%fullwindow cell must end with an expression giving the input ({build.ACCEPTED_INPUT})")
-            silent = command.silent or quiet
+        value, expression, quiet = magic_input(
+            shell, "fullwindow", command.input, cell,
+            f"the %%fullwindow cell must end with an expression giving the input ({build.ACCEPTED_INPUT})")
+        silent = command.silent or quiet
         what = f"--in {command.input}" if cell is None else f"the cell's last expression ({expression})"
         with user_errors(shell):
             source = build.as_stream(value, what)
@@ -144,12 +133,10 @@ class FullWindowMagics(Magics):
         """
         name = line.strip()
         if not name.isidentifier():
-            raise UsageError(f"%fw_graph needs one variable name; got {line.strip()!r}")
-        if name not in self.shell.user_ns:
-            names = [n for n in self.shell.user_ns if not n.startswith("_")]
-            raise UsageError(f"%fw_graph {name}: no such variable" + did_you_mean(name, names))
+            raise UsageError(f"%fw_graph needs one variable name; got {quoted(name)}")
+        value = variable(self.shell, name, "%fw_graph")
         with user_errors(self.shell):
-            return _graph_view(self.shell.user_ns[name])
+            return _graph_view(value)
 
     @line_magic
     def fw_savepoint(self, line: str):
@@ -165,14 +152,11 @@ class FullWindowMagics(Magics):
 
         name = line.strip()
         if not name.isidentifier():
-            raise UsageError(f"%fw_savepoint needs one variable name (a running streaming job); got {name!r}")
-        if name not in self.shell.user_ns:
-            names = [n for n in self.shell.user_ns if not n.startswith("_")]
-            raise UsageError(f"%fw_savepoint {name}: no such variable" + did_you_mean(name, names))
-        job = self.shell.user_ns[name]
+            raise UsageError(f"%fw_savepoint needs one variable name (a running streaming job); got {quoted(name)}")
+        job = variable(self.shell, name, "%fw_savepoint")
         if not isinstance(job, StreamingJob):
-            raise UsageError(f"%fw_savepoint {name}: a {type(job).__name__}, not a streaming job (what .start() "
-                             "returns)")
+            raise UsageError(f"%fw_savepoint {shortened(name)}: a {type(job).__name__}, not a streaming job (what "
+                             ".start() returns)")
         with user_errors(self.shell):
             return job.savepoint()
 
@@ -216,8 +200,8 @@ def _graph_view(value):
 
 
 def load_ipython_extension(shell) -> None:
-    """``%load_ext fw_magics``: register %fullwindow / %%fullwindow, %fwstream / %%fwstream, %fw_graph
-    and %fw_recover."""
+    """``%load_ext fw_magics``: register %fullwindow / %%fullwindow, %fwstream / %%fwstream, %fw_graph,
+    %fw_savepoint and %fw_recover."""
     from .stream_magic import StreamMagics
 
     shell.register_magics(FullWindowMagics)
@@ -225,14 +209,16 @@ def load_ipython_extension(shell) -> None:
 
 
 def unload_ipython_extension(shell) -> None:
-    """``%unload_ext fw_magics``: remove what load_ipython_extension registered."""
+    """``%unload_ext fw_magics``: remove what load_ipython_extension registered: every magic in the
+    tables ``@magics_class`` built for our classes (a magic another extension registered since
+    under the same name stays)."""
     from .stream_magic import StreamMagics
 
     manager = shell.magics_manager
-    for kind in ("line", "cell"):
-        for name in ("fullwindow", "fw_graph", "fw_recover", "fwstream"):
-            registered = manager.magics[kind].get(name)
-            if isinstance(getattr(registered, "__self__", None), (FullWindowMagics, StreamMagics)):
-                del manager.magics[kind][name]
-    manager.registry.pop(FullWindowMagics.__name__, None)
-    manager.registry.pop(StreamMagics.__name__, None)
+    for magics in (FullWindowMagics, StreamMagics):
+        for kind, names in magics.magics.items():
+            for name in names:
+                registered = manager.magics[kind].get(name)
+                if isinstance(getattr(registered, "__self__", None), magics):
+                    del manager.magics[kind][name]
+        manager.registry.pop(magics.__name__, None)

@@ -1,47 +1,109 @@
 """The ``%%fwstream`` grammar: a pure parser from the magic's line to a StreamCommand.
 
-The same style as ``%%fullwindow`` (``grammar.py``: its tokenizer and its word rules), for a
-running keyed operator over a source with a backlog (FLIP-327). No Spark and no user namespace
-here; every problem is a one-line ``UsageError`` naming the bad token, raised before anything runs.
+Made of the same words as ``%%fullwindow``'s (``words.py``: the tokenizer, names, functions, the
+option table), for a running keyed operator over a source with a backlog (FLIP-327). No Spark and
+no user namespace here; every problem is a one-line ``UsageError`` naming the bad token, raised
+before anything runs. The option values follow the streaming API's own rules: the modes are
+``phases.Mode``'s, the trigger is what ``plan.Trigger`` takes, a job name what
+``recovery.paths.safe_job_path`` takes (without spaces).
 
     line      := operation fn=FN key=COL[,COL...] [option ...] [';']     options may stand anywhere
     operation := reduce | aggregate | process
     option    := --mode mixed|stream|batch | --job NAME | --job-dir DIR | --trigger T
-               | --max-files N | -o NAME | --show N | --graph | --no-wait | --in NAME
+               | --max-files N | -o NAME | --show N | --graph | --no-wait | --reset | --in NAME
 """
 
 from __future__ import annotations
 
-import keyword
-import re
 from dataclasses import dataclass
 
 from IPython.core.error import UsageError
 
-from .grammar import _IDENTIFIER, _PIPE, Function, _function, _key_columns, _once, _quote, _unknown, _unquote, tokenize
+from ..errors import FullWindowError
+from ..recovery.paths import safe_job_path
+from ..streaming.phases import MODES, Mode
+from ..streaming.plan import AVAILABLE_NOW, Trigger
+from .words import (
+    Function,
+    Option,
+    Refused,
+    function,
+    key_text,
+    option_words,
+    quoted,
+    read_options,
+    shortened,
+    split_semicolon,
+    tokenize,
+    unknown,
+    unquoted,
+    variable_name,
+    whole_number,
+)
 
 OPERATIONS = ("reduce", "aggregate", "process")
-MODES = ("mixed", "stream", "batch")
-OPTIONS = ("--mode", "--job", "--job-dir", "--trigger", "--max-files", "-o", "--show", "--graph", "--no-wait",
-           "--in")
-FLAGS = ("--graph", "--no-wait")
-DEFAULT_SHOW = 5
-AVAILABLE_NOW = "available_now"
-_INTERVAL = re.compile(r"\d+(\.\d+)?\s*(millisecond|second|minute|hour)s?\Z", re.IGNORECASE)
-_JOB_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
-_OPTION_VALUE = {
-    "--mode": "one of " + ", ".join(MODES),
-    "--job": "a job name (letters, digits, _ . -)",
-    "--job-dir": "a directory (quote it if it has spaces)",
-    "--trigger": f'a processing-time interval ("5 seconds") or {AVAILABLE_NOW}',
-    "--max-files": "a whole number of files per micro-batch, 1 or more",
-    "-o": "a Python variable name",
-    "--show": "how many keys' latest values to show (a whole number, 0 or more)",
-    "--in": "the name of a variable holding the input",
-}
+DEFAULT_MODE = Mode.MIXED.value
+DEFAULT_SHOW = 5  # keys whose latest values the status shows
 #: what each operation's fn= is
 FN_KINDS = {"reduce": "FN(a, b) -> record", "aggregate": "an fw.AggregateFunction instance or class",
             "process": "an fw.KeyedProcessFunction instance or class"}
+
+
+def mode(text: str) -> str:
+    """``--mode M``: one of phases.MODES (``Mode.of`` decides), the closest named when it is not."""
+    try:
+        return Mode.of(text).value
+    except FullWindowError:
+        raise unknown(f"--mode {quoted(text)}", text, MODES, f"accepted: {', '.join(MODES)}") from None
+
+
+def trigger(text: str) -> str:
+    """``--trigger T``: what ``plan.Trigger.of`` takes (an interval such as "5 seconds", or available_now)."""
+    try:
+        Trigger.of(text)
+    except FullWindowError:
+        raise Refused from None
+    return text.strip()
+
+
+def job_name(text: str) -> str:
+    """``--job NAME``: a name ``safe_job_path`` takes for a job's folder, without spaces (a line
+    would have to quote them)."""
+    if " " in text:
+        raise Refused
+    try:
+        safe_job_path("/jobs", text)
+    except FullWindowError:
+        raise Refused from None
+    return text
+
+
+def directory(text: str) -> str:
+    """``--job-dir DIR``: any path; ``start()`` checks it."""
+    if not text.strip():
+        raise Refused
+    return text
+
+
+#: The options of a ``%%fwstream`` line (besides ``key=``), in the order messages list them. A
+#: value may be quoted: ``--trigger "5 seconds"``, ``--job-dir "my jobs"``.
+OPTION_TABLE = (
+    Option("--mode", "one of " + ", ".join(MODES), unquoted(mode)),
+    Option("--job", "a job name (up to 200 letters, digits, _ . -)", unquoted(job_name)),
+    Option("--job-dir", "a directory (quote it if it has spaces)", unquoted(directory)),
+    Option("--trigger", f'a processing-time interval ("5 seconds") or {AVAILABLE_NOW}', unquoted(trigger)),
+    Option("--max-files", "a whole number of files per micro-batch, 1 or more",
+           unquoted(whole_number("--max-files", least=1))),
+    Option("-o", "a Python variable name", unquoted(variable_name)),
+    Option("--show", "how many keys' latest values to show (a whole number, 0 or more)",
+           unquoted(whole_number("--show"))),
+    Option("--graph"),
+    Option("--no-wait"),
+    Option("--reset"),
+    Option("--in", "the name of a variable holding the input", unquoted(variable_name)),
+)
+OPTIONS = tuple(option.name for option in OPTION_TABLE)
+FLAGS = tuple(option.name for option in OPTION_TABLE if option.flag)
 
 
 @dataclass(frozen=True)
@@ -51,7 +113,7 @@ class StreamCommand:
     operation: str
     fn: Function
     key: tuple[str, ...]
-    mode: str = "mixed"
+    mode: str = DEFAULT_MODE
     job: str | None = None
     job_dir: str | None = None
     trigger: str | None = None
@@ -60,78 +122,35 @@ class StreamCommand:
     show: int = DEFAULT_SHOW
     graph: bool = False
     wait: bool = True
+    reset: bool = False  # start(reset=True): discard what the job recorded (never its savepoints), start afresh
     input: str | None = None
     silent: bool = False
 
     def __str__(self) -> str:
-        parts = [f"{self.operation} fn={self.fn}", "key=" + ",".join(self.key)]
-        if self.mode != "mixed":
-            parts.append(f"--mode {self.mode}")
-        for flag, value in (("--job", self.job), ("--job-dir", self.job_dir), ("--trigger", self.trigger)):
-            if value is not None:
-                parts.append(f"{flag} {value if _JOB_NAME.match(value) else _quote(value)}")
-        if self.max_files is not None:
-            parts.append(f"--max-files {self.max_files}")
-        if self.output is not None:
-            parts.append(f"-o {self.output}")
-        if self.show != DEFAULT_SHOW:
-            parts.append(f"--show {self.show}")
-        if self.graph:
-            parts.append("--graph")
-        if not self.wait:
-            parts.append("--no-wait")
-        if self.input is not None:
-            parts.append(f"--in {self.input}")
+        parts = [f"{self.operation} fn={self.fn}", key_text(self.key)]
+        parts += option_words(OPTION_TABLE, [
+            ("--mode", None if self.mode == DEFAULT_MODE else self.mode), ("--job", self.job),
+            ("--job-dir", self.job_dir), ("--trigger", self.trigger), ("--max-files", self.max_files),
+            ("-o", self.output), ("--show", None if self.show == DEFAULT_SHOW else self.show),
+            ("--graph", self.graph), ("--no-wait", not self.wait), ("--reset", self.reset), ("--in", self.input),
+        ])
         return " ".join(parts) + (";" if self.silent else "")
 
 
 def parse(line: str) -> StreamCommand:
     """The StreamCommand for a ``%%fwstream`` line, or a one-line UsageError naming the bad token."""
-    text = line.strip()
-    silent = text.endswith(";")
-    if silent:
-        text = text[:-1]
-    tokens = tokenize(text)
-    options: dict = {}
-    words: list[str] = []
-    position = 0
-    while position < len(tokens):
-        token = tokens[position]
-        position += 1
-        if token is _PIPE:
-            raise UsageError("%%fwstream runs one keyed operation; '|' pipes are for %%fullwindow")
-        if token.startswith("key="):
-            _once(options, "key", token)
-            options["key"] = _key_columns(token[4:])
-        elif token.startswith("-"):
-            name, equals, inline = token.partition("=")
-            if name not in OPTIONS:
-                raise _unknown(f"unknown option {token!r}", name, OPTIONS, "options are: key=COL, " + ", ".join(OPTIONS))
-            _once(options, name, token)
-            if name in FLAGS:
-                if equals:
-                    raise UsageError(f"{name} takes no value; got {token!r}")
-                options[name] = True
-                continue
-            if inline:
-                value = inline
-            elif position < len(tokens) and tokens[position] is not _PIPE:
-                value = tokens[position]
-                position += 1
-            else:
-                raise UsageError(f"{name} needs a value: {_OPTION_VALUE[name]}")
-            options[name] = _option_value(name, value)
-        else:
-            words.append(token)
+    text, silent = split_semicolon(line)
+    options, words = read_options(tokenize(text), OPTION_TABLE,
+                                  pipe="%%fwstream runs one keyed operation; '|' pipes are for %%fullwindow")
     operation, fn = _operation(words)
     if "key" not in options:
         raise UsageError(f"%%fwstream {operation} needs key=COL[,COL...]: a running {operation} keeps state per key")
     return StreamCommand(
-        operation=operation, fn=fn, key=options["key"], mode=options.get("--mode", "mixed"),
+        operation=operation, fn=fn, key=options["key"], mode=options.get("--mode", DEFAULT_MODE),
         job=options.get("--job"), job_dir=options.get("--job-dir"), trigger=options.get("--trigger"),
         max_files=options.get("--max-files"), output=options.get("-o"), show=options.get("--show", DEFAULT_SHOW),
-        graph=options.get("--graph", False), wait=not options.get("--no-wait", False), input=options.get("--in"),
-        silent=silent,
+        graph=options.get("--graph", False), wait=not options.get("--no-wait", False),
+        reset=options.get("--reset", False), input=options.get("--in"), silent=silent,
     )
 
 
@@ -140,46 +159,19 @@ def _operation(words: list[str]) -> tuple[str, Function]:
         raise UsageError("%%fwstream needs an operation: " + ", ".join(f"{op} fn=FN" for op in OPERATIONS))
     head, *arguments = words
     if head not in OPERATIONS:
-        raise _unknown(f"unknown operation {head!r}", head, OPERATIONS, "operations are: " + ", ".join(OPERATIONS))
+        raise unknown(f"unknown operation {quoted(head)}", head, OPERATIONS, "operations are: " + ", ".join(OPERATIONS))
     fn = None
     for word in arguments:
-        name, equals, value = word.partition("=")
-        if name != "fn" or not equals:
-            raise UsageError(f"{head}: unexpected {word!r}; {head} takes fn=FN ({FN_KINDS[head]})")
+        keyword, equals, value = word.partition("=")
+        if keyword != "fn" or not equals:
+            raise UsageError(f"{head}: unexpected {quoted(word)}; {head} takes fn=FN ({FN_KINDS[head]})")
         if fn is not None:
             raise UsageError(f"{head}: fn= given twice")
         if not value:
             raise UsageError(f"{head}: fn= needs a value ({FN_KINDS[head]})")
-        fn = _function(value)
+        fn = function(value)
     if fn is None:
         raise UsageError(f"{head} needs fn=FN ({FN_KINDS[head]})")
     if fn.is_lambda and head != "reduce":
-        raise UsageError(f"{head} fn={fn}: a lambda cannot be {FN_KINDS[head]}; define a class in the cell")
+        raise UsageError(f"{head} fn={shortened(fn)}: a lambda cannot be {FN_KINDS[head]}; define a class in the cell")
     return head, fn
-
-
-def _option_value(name: str, value: str) -> str | int:
-    text, _ = _unquote(value)
-    if name == "--mode":
-        if text not in MODES:
-            raise _unknown(f"--mode {value!r}", text, MODES, f"accepted: {', '.join(MODES)}")
-        return text
-    if name in ("--show", "--max-files"):
-        if not (text.isascii() and text.isdigit()) or (name == "--max-files" and int(text) < 1):
-            raise UsageError(f"{name} takes {_OPTION_VALUE[name]}; got {value!r}")
-        return int(text)
-    if name == "--trigger":
-        if text != AVAILABLE_NOW and not _INTERVAL.match(text.strip()):
-            raise UsageError(f"--trigger takes {_OPTION_VALUE[name]}; got {value!r}")
-        return text.strip()
-    if name == "--job":
-        if not _JOB_NAME.match(text):
-            raise UsageError(f"--job takes {_OPTION_VALUE[name]}; got {value!r}")
-        return text
-    if name == "--job-dir":
-        if not text.strip():
-            raise UsageError(f"--job-dir takes {_OPTION_VALUE[name]}; got {value!r}")
-        return text
-    if not _IDENTIFIER.match(text) or keyword.iskeyword(text):
-        raise UsageError(f"{name} takes {_OPTION_VALUE[name]}; got {value!r}")
-    return text

@@ -8,10 +8,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 
-from ..errors import did_you_mean
 from . import stream_grammar
 from .build import lookup
-from .cells import cell_number, run_body, user_errors
+from .cells import cell_number, magic_input, user_errors
 
 #: the variable that always holds the job the last %%fwstream started
 LAST_JOB = "_fwstream"
@@ -58,6 +57,8 @@ class StreamMagics(Magics):
             --show N                show N keys' latest values (default 5; 0: the status only)
             --graph                 also show the job graph, following the job live
             --no-wait               return at once (default: wait until every file present is processed)
+            --reset                 start the job afresh: discard what it recorded (events, backlog results,
+                                    checkpoint, changelog; never its savepoints), e.g. after changing FN
             --in NAME               the line form's input: a variable
 
         The cell shows the job's phase (backlog, switching, stream; finished or stopped), the
@@ -97,21 +98,8 @@ class StreamMagics(Magics):
         """
         command = stream_grammar.parse(line)  # before anything runs
         shell = self.shell
-        if cell is None:
-            if command.input is None:
-                raise UsageError("%fwstream needs --in NAME (the variable holding the input), or use %%fwstream "
-                                 "with the input as the cell's last expression")
-            if command.input not in shell.user_ns:
-                names = [n for n in shell.user_ns if not n.startswith("_")]
-                raise UsageError(f"--in {command.input}: no such variable" + did_you_mean(command.input, names))
-            value = shell.user_ns[command.input]
-        else:
-            if command.input is not None:
-                raise UsageError(f"--in {command.input} is for the line form %fwstream; in a %%fwstream cell the "
-                                 "last expression is the input")
-            with user_errors(shell):
-                value, _, _ = run_body(shell, cell, "the %%fwstream cell must end with an expression giving the "
-                                                    "input: a DataStream over files (fw.from_files(...))")
+        value, _, _ = magic_input(shell, "fwstream", command.input, cell, "the %%fwstream cell must end with an "
+                                  "expression giving the input: a DataStream over files (fw.from_files(...))")
         with user_errors(shell):
             job = self._start(command, value)
         shell.user_ns[LAST_JOB] = job
@@ -139,7 +127,8 @@ class StreamMagics(Magics):
             view = GraphView(stateful.job_graph(), title=f"streaming job {command.job or ''}".strip())
             display(view)
         job = stateful.start(job_dir=command.job_dir, job_name=command.job, mode=command.mode,
-                             trigger=command.trigger, max_files_per_trigger=command.max_files)
+                             trigger=command.trigger, max_files_per_trigger=command.max_files,
+                             reset=command.reset)
         if command.wait:
             try:
                 job.process_all_available()

@@ -10,10 +10,12 @@ kernel restart, whatever directory it was run in:
   at most ``MAX_ENTRIES`` of them, written atomically (a temporary file renamed into
   place) under an exclusive ``flock`` where the system has one.
 
-Reading is tolerant: a missing, unreadable or damaged index reads as empty (the next
-registration writes a good one), malformed entries are skipped, and entries whose job
-folder has vanished (no event log any more) are dropped quietly. The index only points at
-job folders; everything about a job is read from its own event log.
+Both ``execute()`` and every streaming job register (``recovery.JobLog.acquire``). Reading is
+tolerant: a missing, unreadable or damaged index reads as empty (the next registration writes a
+good one), malformed entries are skipped, and entries whose job folder is gone or cannot be read
+(no event log any more: a deleted temporary folder, say) are pruned from the index quietly, with
+no warning. The index only points at job folders; everything about a job is read from its own
+event log.
 """
 
 from __future__ import annotations
@@ -76,8 +78,26 @@ def ran_here() -> list[tuple[str, str]]:
 
 
 def registered() -> list[tuple[str, str]]:
-    """(root, name) of the jobs in the user's index whose folders still exist, oldest first."""
-    return [(e["root"], e["name"]) for e in _read(index_path()) if has_event_log(e["root"])]
+    """(root, name) of the jobs in the user's index whose folders still exist, oldest first; the
+    others are pruned from the index."""
+    path = index_path()
+    entries = _read(path)
+    live = [e for e in entries if has_event_log(e["root"])]
+    if len(live) < len(entries):
+        _prune(path, {e["root"] for e in entries} - {e["root"] for e in live})
+    return [(e["root"], e["name"]) for e in live]
+
+
+def _prune(path: str, dead: set[str]) -> None:
+    """Remove the entries of ``dead`` job folders from the index (never fails: it is only tidying)."""
+    try:
+        with _exclusive(path):
+            entries = _read(path)  # again, under the lock: a job registered meanwhile stays
+            kept = [e for e in entries if e["root"] not in dead]
+            if len(kept) < len(entries):
+                _write(path, kept)
+    except OSError:
+        pass
 
 
 def _read(path: str) -> list[dict]:

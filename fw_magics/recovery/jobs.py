@@ -13,6 +13,7 @@ import functools
 import os
 import re
 import stat
+import warnings
 from dataclasses import dataclass
 
 from ..errors import FwMagicsError, JobLockedError, error_summary
@@ -30,7 +31,7 @@ from .replay import JobState, decide_resume, replay
 #: ``JobGraph.from_json`` has about a million subtasks: listing each made a 100 MB table.
 ROWS_PER_VERTEX = 10
 MAX_VERTICES = 20
-STATUSES = ("finished", "failed", "running", "interrupted", "damaged")
+STATUSES = ("finished", "failed", "running", "interrupted", "cancelled", "stopped", "damaged")
 _SAVEPOINT = re.compile(r"savepoint-\d{6}")
 
 
@@ -69,8 +70,9 @@ class Job:
 
     @property
     def status(self) -> str:
-        """finished | failed | cancelled (stopped by the user) | running | interrupted (the process
-        died without a last word) | damaged."""
+        """finished | failed | cancelled (stopped by the user, or its process exited under it) |
+        stopped (a streaming job's stop()) | running | interrupted (the process died without a last
+        word) | damaged."""
         if self.holder is not None:
             return "running"
         if self.problem is not None:
@@ -96,13 +98,23 @@ class Job:
         names = sorted(n for n in storage.listdir(base) if _SAVEPOINT.fullmatch(n))
         return [storage.path(SAVEPOINTS, n) for n in names if storage.exists(storage.path(SAVEPOINTS, n, "savepoint.json"))]
 
+    @property
+    def streaming(self) -> bool:
+        """Whether it is a streaming job (``start()``), not one of ``execute()``."""
+        return self.state.mode is not None
+
     def label(self) -> str:
         graph = self.graph
         if graph is None:
             return f"{self.name}: damaged ({self.problem})"
-        total = sum(v.parallelism for v in graph.job_vertices())
         skipped = f", {self.skipped} bad record{'s' if self.skipped != 1 else ''} skipped" if self.skipped else ""
-        text = f"{self.name}: {self.status}, {len(self.state.finished)}/{total} subtasks finished{skipped}"
+        if self.streaming:
+            state = self.state
+            text = (f"{self.name}: {self.status}, streaming job in mode {state.mode}, phase {state.phase}, "
+                    f"{len(state.batches)} micro-batches{skipped}")
+        else:
+            total = sum(v.parallelism for v in graph.job_vertices())
+            text = f"{self.name}: {self.status}, {len(self.state.finished)}/{total} subtasks finished{skipped}"
         savepoints = self.savepoints
         if savepoints:
             latest = savepoints[-1].replace("\\", "/").rsplit("/", 1)[-1]
@@ -238,7 +250,15 @@ def _folder_problem(root: str) -> str | None:
 
 
 def read_job(root: str, name: str) -> Job:
-    """The job in the folder ``root``: its events replayed, its lock's holder; damaged rather than an error."""
+    """The job in the folder ``root``: its events replayed, its lock's holder; damaged rather than an error.
+
+    Quiet: records skipped as torn or malformed are counted (``Job.skipped``), not warned about."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _read_job(root, name)
+
+
+def _read_job(root: str, name: str) -> Job:
     damage = _folder_problem(root)
     events: list = []
     skipped = 0

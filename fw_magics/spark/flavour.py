@@ -13,6 +13,14 @@ between the two kinds; code elsewhere asks that object and never tests the sessi
 * ``progress(spark, report)``: a context manager calling ``report(done, total)`` with Spark's task
   progress while its block runs (a status-tracker poll on classic, the server's progress handler
   under Connect; ``fw_magics.spark.progress``).
+
+``interruption(error, spark)`` tells an error that is not the job's own apart: its Spark jobs
+were cancelled from outside (PySpark's SIGINT handler cancels every job of the session), or the
+session went away under it -- a kernel restart or shutdown terminates the kernel's child
+processes, Spark's JVM among them, before the Python process exits, so the job's Spark call
+fails with whatever a dying JVM answers. When the error's text does not say, the session is asked
+(one tiny job): if it no longer answers, the error was the session's end. A job records such an
+end as an interruption, not a failure.
 """
 
 from __future__ import annotations
@@ -124,6 +132,42 @@ class Connect(Flavour):
 
 
 CLASSIC, CONNECT = Classic(), Connect()
+
+#: What an error says when its Spark work was cancelled, or the session went away, rather than failed.
+_INTERRUPTED = (
+    ("SPARK_JOB_CANCELLED", "its Spark jobs were cancelled (Kernel > Interrupt, or the kernel shutting down)"),
+    ("cancellation of all jobs", "its Spark jobs were cancelled (Kernel > Interrupt, or the kernel shutting down)"),
+    ("SparkContext was shut down", "the Spark session was stopped"),
+    ("OPERATION_CANCELED", "its Spark operations were interrupted"),
+    ("Py4JNetworkError", "the Spark session's JVM went away (a kernel restart or shutdown)"),
+    ("Answer from Java side is empty", "the Spark session's JVM went away (a kernel restart or shutdown)"),
+    ("ConnectionRefusedError", "the Spark session went away (a kernel restart or shutdown)"),
+)
+
+
+_GONE = "the Spark session went away under it (a kernel restart or shutdown stops Spark's JVM first)"
+
+
+def interruption(error: BaseException, spark=None) -> str | None:
+    """Why ``error`` is an interruption of the work, not its failure (see the module docstring), or None."""
+    if isinstance(error, KeyboardInterrupt):
+        return "the process was interrupted (Kernel > Interrupt, or the kernel shutting down)"
+    if isinstance(error, ConnectionRefusedError):
+        return _GONE
+    text = f"{type(error).__name__}: {error}"
+    why = next((why for mark, why in _INTERRUPTED if mark in text), None)
+    if why is None and spark is not None and not answers(spark):
+        why = _GONE
+    return why
+
+
+def answers(spark) -> bool:
+    """Whether the session still runs a Spark job (a one-row count), classic or Connect alike."""
+    try:
+        spark.range(1).count()
+        return True
+    except Exception:
+        return False
 
 
 def flavour_of(spark) -> Flavour:

@@ -19,7 +19,7 @@ from ..errors import FwMagicsError, Interrupted, JobFailedError, error_summary
 from ..graph import JobGraph
 from ..recovery import events
 from ..recovery.paths import CHECKPOINT
-from ..spark.flavour import tagged
+from ..spark.flavour import interruption, tagged
 from . import savepoints
 from .changelog import BACKLOG_BATCH
 from .follower import BACKLOG_POLL_S, PROGRESS_POLL_S, Follower, wait_in_thread
@@ -54,6 +54,7 @@ class StreamingJob(JobResults):
         self.follower: Follower | None = None
         self._phase: str | None = None
         self._error: BaseException | None = None
+        self._interrupted: str | None = None  # why its work was cancelled from outside, if it was
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = self._ended = False
@@ -186,7 +187,7 @@ class StreamingJob(JobResults):
         if self._stopping or self._ended:
             return
         if exception:
-            self._fail(RuntimeError(str(exception).strip().splitlines()[0]))
+            self._fail(exception)
         else:  # availableNow: everything there was is processed
             self.follower.sync()
             self._end("stopped")
@@ -240,6 +241,8 @@ class StreamingJob(JobResults):
 
     def _raise_failure(self) -> None:
         """Raise the job's failure as a fresh one-line error chained to it (a later call shows only its own frames)."""
+        if self._interrupted is not None:
+            raise Interrupted(f"job {self.job_name!r} was {self._interrupted}; start() continues it")
         error = self._error
         if error is None:
             return
@@ -261,13 +264,23 @@ class StreamingJob(JobResults):
         self._end("stopped")
 
     def _fail(self, error: BaseException) -> None:
+        """The job failed, or (``interruption``) its Spark work was cancelled or its session went away
+        under it: then it is stopped, and recorded as interrupted, as execute() records a cancel."""
+        why = None if self._stopping else interruption(error, self.spark)
         with self._cond:
-            if self._ended or self._error is not None:
+            if self._ended or self._error is not None or self._interrupted is not None:
                 return  # the first failure is the job's: a second one never replaces it
-            self._error = error
+            if why is None:
+                self._error = error
+            else:
+                self._interrupted = f"interrupted: {why}"
         self._halt(backlog=True)  # the backlog too, when its warm query failed
-        self.log.failed(error)
-        self._end("failed", cause=error_summary(error))
+        if why is None:
+            self.log.failed(error)
+            self._end("failed", cause=error_summary(error))
+        else:
+            self.log.cancelled(self._interrupted)
+            self._end("stopped", cause=self._interrupted)
 
     def _end(self, phase: str, **detail) -> None:
         """Record the last phase, release everything, and only then show the phase: whoever waits

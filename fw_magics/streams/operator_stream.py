@@ -89,20 +89,21 @@ class OperatorStream:
         return build_operator_graph(self)
 
     def start(self, job_dir=None, job_name=None, sink=None, trigger=None, max_files_per_trigger=None,
-              from_savepoint=None, parallelism=None):
+              from_savepoint=None, parallelism=None, reset=False):
         """Run as a streaming job in ``job_dir/job_name`` (default ``.fw-jobs/<name>``); see docs/state.md.
 
         Every file of the source is read by the stream (those present at the first start in its
         first micro-batch, at most ``max_files_per_trigger`` at a time). ``sink``: a Parquet
         table directory or ``fn(df, batch_id)``, besides the job's own changelog. ``trigger``: a
         processing-time interval ("1 second") or "available_now". Starting again with the same
-        job directory and name continues the job. ``from_savepoint``: a path ``job.savepoint()``
-        returned: a new job (new job name) starts from its operator state and source positions,
-        at ``parallelism`` (any N >= 1; default the savepoint's).
+        job directory and name continues the job (a changed function is refused in one line;
+        ``reset=True`` discards what the job recorded and starts afresh). ``from_savepoint``: a
+        path ``job.savepoint()`` returned: a new job (new job name) starts from its operator
+        state and source positions, at ``parallelism`` (1 to 1024; default the savepoint's).
         """
         return verbs.call("start", self, job_dir=job_dir, job_name=job_name, mode="stream", sink=sink,
                           trigger=trigger, max_files_per_trigger=max_files_per_trigger,
-                          from_savepoint=from_savepoint, parallelism=parallelism)
+                          from_savepoint=from_savepoint, parallelism=parallelism, reset=reset)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)

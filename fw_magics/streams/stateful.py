@@ -91,21 +91,23 @@ class StatefulStream:
         return build_streaming_graph(self)
 
     def start(self, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None, max_files_per_trigger=None,
-              from_savepoint=None, parallelism=None):
+              from_savepoint=None, parallelism=None, reset=False):
         """Run as a streaming job in ``job_dir/job_name`` (default ``.fw-jobs/<name>``); see fw_magics.streaming.
 
         ``mode``: "mixed" (the backlog as a batch job, then the stream), "stream" (Spark's
         file stream from the first file) or "batch" (the backlog only). ``sink``: a Parquet
         table directory or ``fn(df, batch_id)``, besides the job's own changelog. ``trigger``:
         a processing-time interval ("1 second") or "available_now" (process what is there,
-        then stop). Starting again with the same job directory and name continues the job.
-        ``from_savepoint``: a path ``job.savepoint()`` returned: a new job (new job name) starts
-        from its state and source positions, at ``parallelism`` (any N >= 1; default the
-        savepoint's). See docs/state.md.
+        then stop). Starting again with the same job directory and name continues the job, if
+        it is still the same job: a changed function, key, schema, source or mode is refused in
+        one line; ``reset=True`` discards what the job recorded (not its savepoints) and starts
+        afresh. ``from_savepoint``: a path ``job.savepoint()`` returned: a new job (new job
+        name) starts from its state and source positions, at ``parallelism`` (1 to 1024;
+        default the savepoint's). See docs/streaming.md and docs/state.md.
         """
         return verbs.call("start", self, job_dir=job_dir, job_name=job_name, mode=mode, sink=sink,
                           trigger=trigger, max_files_per_trigger=max_files_per_trigger,
-                          from_savepoint=from_savepoint, parallelism=parallelism)
+                          from_savepoint=from_savepoint, parallelism=parallelism, reset=reset)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)

@@ -178,3 +178,19 @@ def test_aggregate_names_are_pyspark_functions():
     from pyspark.sql import functions as F
 
     assert [name for name in AGGREGATES if not callable(getattr(F, name, None))] == []
+
+
+LONG = "x" * 300
+
+
+@pytest.mark.parametrize("line", [
+    LONG, f"sort field=a --{LONG}", f"sort field=a -o 1{LONG}", f"sort field=a --show {'9' * 300}",
+    f'sort field="{LONG}', f"sort field=a{LONG})", f"sort field=a{LONG}\"b\"", f"sort field=a {LONG}",
+    f"sort field=a {LONG}=1", f"map fn={LONG}+", f"aggregate {LONG}(a)", f"aggregate sum(a,,{LONG})",
+    f"sort field=a --explain={LONG}", f"sort field=a key={LONG}'b'",
+])
+def test_a_long_token_is_cut_in_the_message(line):
+    with pytest.raises(UsageError) as caught:
+        parse(line)
+    message = str(caught.value)
+    assert "..." in message and len(message) < 250 and "\n" not in message, message

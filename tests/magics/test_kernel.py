@@ -82,3 +82,41 @@ def test_a_job_run_in_one_kernel_is_listed_by_fw_recover_in_a_fresh_kernel_in_th
     assert options == [["orders: finished, 2/2 subtasks finished", "orders"]], options
     assert (root, status) == (job_dir, "finished") and "1 found" in title
     assert not os.path.exists(tmp_path / "index-2.json")  # nothing registered it for the second kernel
+
+
+def test_streaming_jobs_are_listed_by_fw_recover_in_a_fresh_kernel_and_a_restart_is_an_interruption(tmp_path):
+    """A streaming job and its savepoint, run in a folder of their own, are found from a fresh kernel
+    through the per-user index; a job whose kernel shut down (what a restart does) while its backlog
+    ran says so (job_cancelled, status cancelled), not job_failed."""
+    index = str(tmp_path / "index.json")
+    setup = ("import fw_magics as fw, os, pyarrow as pa, pyarrow.parquet as pq, datetime as dt\n"
+             "from tests.streaming import functions\nfrom tests.streaming.driver import SlowCountSum\n"
+             f"src, jobs = {str(tmp_path / 'src')!r}, {str(tmp_path / 'jobs')!r}\nos.makedirs(src)\n"
+             "t = pa.table({'k': list(range(8)) * 30, 'v': list(range(240)),"
+             " 'ts': pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)] * 240, pa.timestamp('us', tz='UTC'))})\n"
+             "pq.write_table(t, os.path.join(src, '.a')); os.replace(os.path.join(src, '.a'), os.path.join(src, 'a.parquet'))\n"
+             "stream = fw.from_files(src, 'parquet', functions.SCHEMA, event_time='ts')\n"
+             "job = stream.key_by('k').aggregate(functions.CountSum()).start(job_dir=jobs, job_name='listed',"
+             " trigger='100 milliseconds')\n"
+             "job.process_all_available(); job.savepoint(); job.stop()\n"
+             "slow = stream.key_by('k').aggregate(SlowCountSum()).start(job_dir=jobs, job_name='restarted')\n"
+             "import time; time.sleep(3); print(slow.phase)")  # 120 records a subtask, 0.2 s each: 24 s of backlog
+    first = Kernel(tmp_path, {"FW_JOB_DIR": "", "FW_JOB_INDEX": index, "PYTHONPATH": os.getcwd()})
+    try:
+        assert first.ok(setup, timeout=400).stdout.strip() == "backlog"
+        first.client.stop_channels()
+        first.manager.shutdown_kernel(now=False)  # a shutdown request, as a restart sends: the process exits
+    finally:
+        if first.manager.is_alive():
+            first.stop()
+    second = Kernel(tmp_path / "jobs", {"FW_JOB_DIR": "", "FW_JOB_INDEX": index})
+    try:
+        listed = second.ok("import json\n%load_ext fw_magics\npanel = %fw_recover\n"
+                           "print(json.dumps([label for label, _ in panel.jobs.options]))")
+    finally:
+        second.stop()
+    labels = json.loads(listed.stdout)
+    assert any(label.startswith("listed: stopped, streaming job in mode mixed") and "1 savepoint" in label
+               for label in labels), labels
+    # a restart interrupts the kernel first (PySpark's handler cancels every Spark job), then asks it to exit
+    assert any(label.startswith("restarted: cancelled, streaming job in mode mixed") for label in labels), labels

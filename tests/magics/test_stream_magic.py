@@ -29,6 +29,7 @@ def examples() -> list[str]:
     "aggregate fn=Spread key=a,b --mode batch --job spread-1 -o s --show 0",
     'reduce fn="lambda a, b: a" key=k --mode stream --trigger available_now --max-files 1 --graph --no-wait',
     'process fn=mod.Sessions key=k --trigger "5 seconds" --job-dir "my jobs" --in src;',
+    'reduce fn=add key="home city",k --job totals --reset --trigger "1 minute 30 seconds"',
 ])
 def test_the_canonical_line_parses_to_the_same_command(line):
     command = parse(line)
@@ -59,12 +60,61 @@ def test_what_a_line_says():
     ("reduce fn=add fn=other key=k", "fn= given twice"),
     ("reduce fn=add key=k --job 'a b'", "--job takes a job name"),
     ("reduce fn=add key=k --graph --graph", "--graph given twice"),
+    ("reduce fn=add key=k --reset=yes", "--reset takes no value; got '--reset=yes'"),
+    ("reduce fn=add key=k --reset --reset", "--reset given twice"),
+    ("reduce fn=add key=k --rest", "unknown option '--rest'; did you mean '--reset'?"),
+    ("reduce fn=add key=k --job", "--job needs a value: a job name"),
+    ("reduce fn=add key=k --job a.", "--job takes a job name"),
+    ("reduce fn=add key=k --job ..", "--job takes a job name"),
+    (f"reduce fn=add key=k --job {'j' * 201}", "--job takes a job name"),
+    ("reduce fn=add key=k --show 1234567890123456789", "--show '1234567890123456789' has 19 digits"),
 ])
 def test_a_bad_line_is_one_line_naming_the_culprit(line, says):
     with pytest.raises(UsageError) as caught:
         parse(line)
     message = str(caught.value)
     assert says in message and "\n" not in message
+
+
+def test_reset_is_a_flag_and_reads_back():
+    assert parse("reduce fn=add key=k").reset is False
+    command = parse("reduce fn=add key=k --reset --job totals")
+    assert command.reset is True and str(command) == "reduce fn=add key=k --job totals --reset"
+    assert parse(str(command)) == command
+    assert "--reset " in HELP  # the help says it
+
+
+def test_option_values_follow_the_streaming_api():
+    # the modes are phases.Mode's, the trigger what plan.Trigger takes, the job name what a job's folder takes
+    from fw_magics.streaming.phases import MODES
+    from fw_magics.streaming.plan import Trigger
+
+    assert stream_grammar.MODES == MODES
+    assert [parse(f"reduce fn=add key=k --mode {mode}").mode for mode in MODES] == list(MODES)
+    for interval in ("200 milliseconds", "1 minute 30 seconds", "2 hours"):
+        assert parse(f'reduce fn=add key=k --trigger "{interval}"').trigger == Trigger.of(interval).interval
+    assert parse("reduce fn=add key=k --trigger available_now").trigger == "available_now"
+    assert parse(f"reduce fn=add key=k --job {'j' * 200}").job == "j" * 200
+    assert parse("reduce fn=add key=k --job totals-2.v_1").job == "totals-2.v_1"
+
+
+@pytest.mark.parametrize("line", [
+    "reduce fn=add key=k --" + "x" * 300,
+    "y" * 300 + " fn=add key=k",
+    "reduce fn=add key=k --mode " + "z" * 300,
+    "reduce fn=add key=k -o 1" + "x" * 300,
+    "reduce fn=add key=k --trigger " + "s" * 300,
+    "reduce fn=add key=k --job " + "j" * 300,
+    "reduce fn=add " + "u" * 300 + " key=k",
+    'aggregate fn="lambda a: ' + "a + " * 100 + 'a" key=k',
+    "reduce fn=add key=k --show " + "9" * 300,
+    'reduce fn=add key="' + "q" * 300,
+])
+def test_a_long_token_is_cut_in_the_message(line):
+    with pytest.raises(UsageError) as caught:
+        parse(line)
+    message = str(caught.value)
+    assert "..." in message and len(message) < 250 and "\n" not in message, message
 
 
 # -- in a shell, on Spark ------------------------------------------------------------------------
@@ -106,6 +156,27 @@ def stop_queries(spark):
     yield spark
     for query in spark.streams.active:
         query.stop()
+
+
+@pytest.mark.spark
+def test_reset_reaches_start(shell, monkeypatch):
+    # --reset is start(reset=True); without it, start(reset=False)
+    from fw_magics.streams.stateful import StatefulStream
+
+    calls = []
+
+    class Job:
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(StatefulStream, "start", lambda self, **options: calls.append(options) or Job())
+    ok(shell, "records = fw.from_records([(1, 2)], 'a long, b long')\ndef add(a, b):\n    return a")
+    try:
+        ok(shell, "%fwstream reduce fn=add key=a --in records --job j --no-wait --reset;")
+        ok(shell, "%%fwstream reduce fn=add key=a --job j --no-wait;\nrecords")
+    finally:
+        shell.user_ns.pop("_fwstream", None)
+    assert [(c["job_name"], c["reset"]) for c in calls] == [("j", True), ("j", False)]
 
 
 @pytest.mark.spark

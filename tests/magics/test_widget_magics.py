@@ -155,6 +155,25 @@ def test_unload_removes_the_widget_magics(shell):
     assert isinstance(ok(shell, "%fw_graph orders"), GraphView)
 
 
+@pytest.mark.spark
+def test_unload_removes_every_magic_and_load_brings_them_back(shell):
+    from fw_magics.magics.magic import FullWindowMagics
+    from fw_magics.magics.stream_magic import StreamMagics
+
+    ours = [(kind, name) for magics in (FullWindowMagics, StreamMagics) for kind, names in magics.magics.items()
+            for name in names]
+    assert ("line", "fw_savepoint") in ours and ("cell", "fwstream") in ours
+    ok(shell, "%unload_ext fw_magics")
+    try:
+        assert "fw_savepoint" not in shell.magics_manager.magics["line"]
+        assert [(kind, name) for kind, name in ours if name in shell.magics_manager.magics[kind]] == []
+        assert run(shell, "%fw_savepoint orders").error_in_exec is not None
+    finally:
+        ok(shell, "%load_ext fw_magics")
+    assert all(name in shell.magics_manager.magics[kind] for kind, name in ours)
+    assert usage_error(shell, "%fw_savepoint ordrs") == "%fw_savepoint ordrs: no such variable; did you mean 'orders'?"
+
+
 @pytest.mark.extended  # make test-extended (CI): a streaming job and its restore
 @pytest.mark.spark
 def test_fw_savepoint_of_a_running_job_prints_its_path_and_the_savepoint_restores(shell, tmp_path):

@@ -5,6 +5,7 @@ count) over SOURCE in mixed mode with one file per micro-batch, and kills itself
 POINT: "backlog" (inside a backlog task of subtask 1), "switch" (in the sink of the first
 micro-batch after the switch, before its commit: the query warmed up during the backlog, so
 this is the first batch its held source let through), "stream" (in the sink of micro-batch 2). The test finishes the job in its own process.
+POINT "exit" is no kill: the interpreter exits normally while the backlog runs (a kernel restart).
 """
 
 from __future__ import annotations
@@ -51,9 +52,35 @@ def killing_sink(batch_to_kill: int | None):
     return sink
 
 
+class SlowCountSum(functions.CountSum):
+    """CountSum taking 0.2 s a record: a backlog that is still running a second after it started."""
+
+    def add(self, value, accumulator):
+        time.sleep(0.2)
+        return super().add(value, accumulator)
+
+
+def exit_during_the_backlog(source: str, jobs: str) -> None:
+    """Start a job and let the interpreter exit normally while its backlog runs (what a kernel
+    restart does to a running job): its log must say interrupted, not failed."""
+    import threading
+
+    from fw_magics import hooks
+
+    running = threading.Event()
+    hooks.register("backlog_progress", lambda job, done, total: running.set() if done < total else None)
+    stream = fw.from_files(source, "parquet", functions.SCHEMA, event_time="ts", watermark_delay="1 second")
+    stream.key_by("k").aggregate(SlowCountSum()).start(job_dir=jobs, job_name="exiting")
+    assert running.wait(120), "the backlog never started"
+    time.sleep(1)
+    sys.exit(0)
+
+
 def main() -> None:
     source, jobs, point = sys.argv[1:4]
     fw.get_spark({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
+    if point == "exit":
+        exit_during_the_backlog(source, jobs)
     armed = kill_file(jobs)
     if point == "backlog":
         os.makedirs(jobs, exist_ok=True)

@@ -13,6 +13,7 @@ import pytest
 
 import fw_magics as fw
 from fw_magics import testing
+from fw_magics.recovery.jobs import read_job
 
 from . import functions
 from .files import expected_latest, latest_rows, model
@@ -25,7 +26,7 @@ AT_SWITCH = [(1, 7, 20), (9, 2, 21)]
 FRESH = [[(2, 3, 30)], [(3, 4, 40), (9, 1, 41)], [(4, 5, 50)], [(1, 1, 60)]]
 
 
-def kill_at(area, point):
+def kill_at(area, point, signal_number=-9):
     """One driver process, killed at ``point``. Its whole process group (its Spark JVM with it)
     is then killed by the driver's PID: the next run must not meet a JVM still shutting down."""
     env = dict(testing.embedded_spark_env(), PYTHONPATH=ROOT, FW_SPARK_LOG_LEVEL="FATAL")
@@ -44,7 +45,7 @@ def kill_at(area, point):
                 pass
     print(f"{point}: {time.monotonic() - started:.1f} s", file=sys.stderr)
     with open(log) as f:
-        assert proc.returncode == -9, f.read()[-3000:]
+        assert proc.returncode == signal_number, f.read()[-3000:]
 
 
 @pytest.mark.filterwarnings("ignore:taking over a stale lock")  # each killed driver leaves its LOCK
@@ -52,6 +53,9 @@ def test_kill_before_during_and_after_the_switch_then_finish(area):
     for f in BACKLOG:
         area.write(f)
     kill_at(area, "backlog")  # killed inside the backlog's batch job
+    killed = read_job(os.path.join(area.jobs, "counts"), "counts")
+    assert killed.status == "interrupted"  # the process died without a last word: an interruption, as execute()'s
+    assert "job_failed" not in [e["type"] for e in killed.events]
     area.write(AT_SWITCH)  # lands before the restart: fresh, read at the switch
     kill_at(area, "switch")  # the backlog finishes (only what was not committed), killed in the first micro-batch after it
     for f in FRESH:
@@ -72,6 +76,20 @@ def test_kill_before_during_and_after_the_switch_then_finish(area):
         job.stop()
     assert kinds.count("switch") == 1 and kinds.count("stream_started") == 4
     assert kinds.count("subtask_finished") == 2  # each backlog subtask recorded once
+
+
+def test_the_process_exiting_while_the_backlog_runs_is_an_interruption_not_a_failure(area):
+    """What a kernel restart does to a running job: the interpreter exits (its exit handlers run, then
+    Spark's stop under the job's threads). The log's last word is job_cancelled, never job_failed."""
+    from fw_magics.recovery.job_log import EXITING
+
+    for f in BACKLOG:
+        area.write(f)
+    kill_at(area, "exit", signal_number=0)
+    job = read_job(os.path.join(area.jobs, "exiting"), "exiting")
+    kinds = [e["type"] for e in job.events]
+    assert "job_failed" not in kinds and kinds[-1] == "job_cancelled", kinds
+    assert job.events[-1]["cause"] == EXITING and job.status == "cancelled"
 
 
 BEFORE = [[(1, 1, 1), (2, 2, 2), (3, 3, 3)], [(1, 4, 4), (3, 5, 5)]]

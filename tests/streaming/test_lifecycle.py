@@ -1,0 +1,132 @@
+"""A streaming job keeps the promises execute() keeps (issue 29): one job log for both kinds of job.
+
+A restart with changed code is refused in one line (reset=True starts afresh); the job is in the
+per-user index (so %fw_recover finds it from any kernel); Kernel > Interrupt stops a wait, not the
+job, in one line; a failure raised again is a fresh error, not the first one with more frames.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import traceback
+
+import pytest
+
+import fw_magics as fw
+from fw_magics.recovery import index
+from fw_magics.recovery.jobs import find_jobs
+
+from . import functions
+from .files import TRIGGER, expected_latest, latest_rows, model
+
+pytestmark = [pytest.mark.spark]
+
+BACKLOG = [[(k, v, v) for k in range(4) for v in range(3)], [(k, 10, 10) for k in range(4)]]
+
+
+def source(area):
+    return fw.from_files(area.source(), "parquet", functions.SCHEMA, event_time="ts")
+
+
+def adder(bonus: int):
+    """A reduce named ``add`` whose code depends on ``bonus`` (its closure): the same graph, other content."""
+    def add(a, b):
+        return (a.k, a.v + b.v + bonus, max(a.ts, b.ts))
+    return add
+
+
+@pytest.mark.core
+def test_a_restart_with_changed_code_is_refused_in_one_line_and_reset_starts_afresh(area):
+    for f in BACKLOG:
+        area.write(f)
+    first = source(area).key_by("k").reduce(adder(0))
+    first.start(job_dir=area.jobs, job_name="sums", mode="batch").process_all_available()
+    kept = os.path.join(area.jobs, "sums", "savepoints", "savepoint-000001")
+    os.makedirs(kept)  # a savepoint: reset never removes one
+    changed = source(area).key_by("k").reduce(adder(1))
+    assert changed.job_graph().fingerprint() == first.job_graph().fingerprint()  # only the code differs
+    with pytest.raises(fw.ResumeError) as refused:
+        changed.start(job_dir=area.jobs, job_name="sums", mode="batch")
+    message = str(refused.value)
+    assert "changed since it was recorded (the function of 'reduce(add)')" in message
+    assert "another job_name, or with reset=True" in message and "\n" not in message
+    again = first.start(job_dir=area.jobs, job_name="sums", mode="batch")  # the same code: nothing to run
+    assert again.phase == "finished"
+    afresh = changed.start(job_dir=area.jobs, job_name="sums", mode="batch", reset=True).process_all_available()
+    assert afresh.phase == "finished" and os.path.isdir(kept)
+    assert [e["type"] for e in afresh.events()].count("stream_started") == 1  # a new log, not a resumed one
+    # each key: 0 + 1 + 2 + 10 = 13, and the bonus of 1 for each of its 3 reduce calls
+    assert {k[0]: row[1] for k, row in latest_rows(afresh).items()} == {k: 13 + 3 for k in range(4)}
+    with pytest.raises(fw.FullWindowError, match="reset 'yes'; accepted: False, or True"):
+        changed.start(job_dir=area.jobs, job_name="sums", mode="batch", reset="yes")
+
+
+def test_a_streaming_job_and_its_savepoint_are_in_the_index_a_fresh_kernel_reads(area, tmp_path):
+    for f in BACKLOG:
+        area.write(f)
+    op = source(area).key_by("k").aggregate(functions.CountSum())
+    job = op.start(job_dir=area.jobs, job_name="indexed", trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        job.savepoint()
+    finally:
+        job.stop()
+    index._here.clear()  # a fresh kernel: only the per-user index remembers
+    found = find_jobs(str(tmp_path / "elsewhere"))  # not the folder it ran in
+    (listed,) = [j for j in found.jobs if j.root == os.path.join(area.jobs, "indexed")]
+    assert listed.status == "stopped" and listed.streaming
+    assert listed.label().startswith("indexed: stopped, streaming job in mode mixed, phase stopped")
+    assert "1 savepoint (latest savepoint-000001)" in listed.label()
+
+
+def test_kernel_interrupt_during_a_wait_stops_the_wait_in_one_line_and_the_job_runs_on(area):
+    """SIGINT while process_all_available() waits (what Kernel > Interrupt sends): one line, no Py4J
+    frames, and the job keeps running, as the line says."""
+    slow = threading.Event()
+
+    def sink(df, batch_id):  # classic: foreachBatch runs in this process; the first fresh batch is slow
+        if batch_id >= 1 and not slow.is_set():
+            slow.set()
+            time.sleep(4)
+
+    area.write(BACKLOG[0])
+    op = source(area).key_by("k").aggregate(functions.CountSum())
+    job = op.start(job_dir=area.jobs, job_name="waited", trigger=TRIGGER, sink=sink)
+    try:
+        job.process_all_available()
+        area.write(BACKLOG[1])
+        threading.Timer(1.0, lambda: slow.wait(30) and os.kill(os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(fw.Interrupted) as stopped:
+            job.process_all_available()
+        message = str(stopped.value)
+        assert message == ("interrupted: stopped waiting; job 'waited' keeps running in phase stream "
+                           "(job.stop() stops it)")
+        shown = "".join(traceback.format_exception(stopped.value))
+        assert "py4j" not in shown and "pyspark" not in shown
+        assert job.phase == "stream" and job.query.isActive  # what the line says
+        job.process_all_available()  # waiting again finishes the batch it was waiting for
+        assert latest_rows(job) == expected_latest(model("aggregate", 0, BACKLOG[:1], BACKLOG[1:]), "aggregate")
+    finally:
+        job.stop()
+
+
+def test_a_failed_job_raised_again_is_a_fresh_one_line_error_with_only_its_own_frames(area, tmp_path):
+    flag = tmp_path / "fail"
+    flag.write_text("on")
+    for f in BACKLOG:
+        area.write(f)
+    job = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag))).start(
+        job_dir=area.jobs, job_name="failing", mode="batch")
+    raised = []
+    for _ in range(2):
+        with pytest.raises(fw.JobFailedError) as failed:
+            job.process_all_available()
+        raised.append(failed.value)
+    first, second = raised
+    assert first is not second and first.__cause__ is second.__cause__ is job.exception
+    assert str(first) == str(second) and "injected failure on key 3" in str(first) and "\n" not in str(first)
+    assert len(traceback.extract_tb(second.__traceback__)) == len(traceback.extract_tb(first.__traceback__))
+    assert job.phase == "failed"
