@@ -43,6 +43,7 @@ import warnings
 
 from ..errors import JobLockedError, JobLockLostError
 from .filesystem import local_path
+from .paths import LOCK
 
 try:
     import fcntl
@@ -73,10 +74,6 @@ def _local(moment) -> str:
         return "an unreadable time"
 
 
-class _Busy(Exception):
-    """The job directory's guard is held by another process."""
-
-
 class _Found:
     """What LOCK holds: a holder (pid, host, times, token) or a damage, and which file it was."""
 
@@ -93,7 +90,7 @@ class JobLock:
 
     def __init__(self, job_dir: str, stale_after: float = 30.0):
         self.dir = local_path(job_dir)  # file:/p, file:///p and file://localhost/p are all /p
-        self.path = os.path.join(self.dir, "LOCK")
+        self.path = os.path.join(self.dir, LOCK)
         self.stale_after = stale_after
         self.host = socket.gethostname()
         self.lost: str | None = None  # why this process lost the lock, once it has
