@@ -141,3 +141,11 @@ def error_summary(error: BaseException, limit: int = 500) -> str:
             return f"{type(error).__name__}: {raised.strip()}"[:limit]
     return f"{type(error).__name__}: {lines[0] if lines else ''}"[:limit]
 
+
+def raised_again(error: BaseException, context: str) -> FwMagicsError:
+    """A fresh one-line error for a failure raised again later (``raise raised_again(e, ...) from e``):
+    the same one for an FwMagicsError, else a JobFailedError saying ``context: Type: what went wrong``.
+    Raising the first object again would pile every later call's frames onto its traceback."""
+    if isinstance(error, FwMagicsError):
+        return type(error)(str(error))
+    return JobFailedError(f"{context}: {error_summary(error)}")

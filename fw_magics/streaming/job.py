@@ -11,11 +11,12 @@ and goes to the hooks (``stream_phase``, ``backlog_progress``, ``micro_batch``) 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 
 from .. import hooks
-from ..errors import FwMagicsError, Interrupted, JobFailedError, error_summary
+from ..errors import Interrupted, error_summary, raised_again
 from ..graph import JobGraph
 from ..recovery import events
 from ..recovery.paths import CHECKPOINT
@@ -136,10 +137,8 @@ class StreamingJob(JobResults):
 
     def _warm_up(self) -> None:
         """Start the held query while the backlog runs; a failure here is left to the start at the switch."""
-        try:
+        with contextlib.suppress(Exception):
             self._start_query(warm=True)
-        except Exception:
-            pass
         if self._stopping or self._ended:  # stopped or failed meanwhile: leave nothing running
             self._halt()
 
@@ -159,8 +158,6 @@ class StreamingJob(JobResults):
         follower.stop()
         query.stop()
         self.storage.remove_tree(self.storage.path(CHECKPOINT))
-
-    # -- the query -------------------------------------------------------------------------------
 
     def _query_frame(self, warm: bool = False):
         """The streaming DataFrame of changelog rows the query writes (``warm``: started during the backlog)."""
@@ -196,10 +193,8 @@ class StreamingJob(JobResults):
         """Stop the query, and (``backlog``) cancel the driver thread's Spark jobs (the backlog's)."""
         cancel = self._cancel if backlog and self._thread is not threading.current_thread() else None
         for stop in filter(None, (self.query and self.query.stop, cancel)):
-            try:
+            with contextlib.suppress(Exception):  # already stopped, or the session is gone
                 stop()
-            except Exception:  # already stopped, or the session is gone
-                pass
 
     # -- waiting and stopping ----------------------------------------------------------------------
 
@@ -211,9 +206,7 @@ class StreamingJob(JobResults):
 
     def process_all_available(self, timeout: float | None = None) -> StreamingJob:
         """Return once every file present now is processed (and committed); a failure is raised, one line.
-
-        Kernel > Interrupt stops the wait, not the job: one line says so (``stop()`` stops it).
-        """
+        Kernel > Interrupt stops the wait, not the job: one line says so (``stop()`` stops it)."""
         try:
             with self._cond:
                 ready = self._cond.wait_for(lambda: self._reads_fresh() or self._phase in ENDED, timeout)
@@ -243,12 +236,8 @@ class StreamingJob(JobResults):
         """Raise the job's failure as a fresh one-line error chained to it (a later call shows only its own frames)."""
         if self._interrupted is not None:
             raise Interrupted(f"job {self.job_name!r} was {self._interrupted}; start() continues it")
-        error = self._error
-        if error is None:
-            return
-        if isinstance(error, FwMagicsError):
-            raise type(error)(str(error)) from error
-        raise JobFailedError(f"job {self.job_name!r} failed: {error_summary(error)}") from error
+        if self._error is not None:
+            raise raised_again(self._error, f"job {self.job_name!r} failed") from self._error
 
     def stop(self) -> None:
         """Stop the job (its query, or the backlog's Spark job) and release it; start() again continues it."""
@@ -264,16 +253,13 @@ class StreamingJob(JobResults):
         self._end("stopped")
 
     def _fail(self, error: BaseException) -> None:
-        """The job failed, or (``interruption``) its Spark work was cancelled or its session went away
-        under it: then it is stopped, and recorded as interrupted, as execute() records a cancel."""
+        """The job failed; or (``interruption``) its Spark work was cancelled from outside or its session
+        went away under it: then it stops, recorded as interrupted, as execute() records a cancel."""
         why = None if self._stopping else interruption(error, self.spark)
         with self._cond:
             if self._ended or self._error is not None or self._interrupted is not None:
                 return  # the first failure is the job's: a second one never replaces it
-            if why is None:
-                self._error = error
-            else:
-                self._interrupted = f"interrupted: {why}"
+            self._error, self._interrupted = (error, None) if why is None else (None, f"interrupted: {why}")
         self._halt(backlog=True)  # the backlog too, when its warm query failed
         if why is None:
             self.log.failed(error)
