@@ -74,3 +74,14 @@ def event_time_ms(value: _dt.datetime) -> int:
     if value.tzinfo is None:
         value = value.replace(tzinfo=_dt.timezone.utc)
     return (value - _EPOCH) // _MS
+
+
+#: Event times a watermark may name, in epoch ms: the years 1 to 9999, as Spark's timestamps.
+MILLIS_RANGE = (-62_135_596_800_000, 253_402_300_799_999)
+
+
+def valid_watermark(value) -> bool:
+    """Whether ``value`` (read back from a job directory or a savepoint) is a watermark: None, or an
+    integer number of epoch milliseconds in ``MILLIS_RANGE``."""
+    return value is None or (type(value) is int and MILLIS_RANGE[0] <= value <= MILLIS_RANGE[1])
+

@@ -212,6 +212,14 @@ class Storage:
         except FileNotFoundError:
             return None
 
+    def present_inside(self, relative: str) -> bool:
+        """Whether anything is at ``relative``: a regular file, or what ``open_inside`` would refuse
+        (a link, a FIFO, a folder), so that reading it says why."""
+        try:
+            return self.size_inside(relative) is not None
+        except UnsafeFile:
+            return True
+
     def listdir_inside(self, relative: str) -> list[str]:
         """The names in the folder at ``relative`` under the root ([] when it is missing); never through a link."""
         parts = relative_parts(relative)

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
 
+from ..actions import run_action
 from ..keyed_process import KeyedOperatorSpec
 from ..records import batch_records
 from ..runtime.result_files import META_SCHEMA, read_results, write_partition
@@ -56,7 +57,8 @@ def switch_watermark(frame, event_time: str | None, delay_ms: int) -> tuple[int 
     if event_time is None:
         return None, None
     # Spark's watermark takes event times in whole milliseconds (microseconds // 1000)
-    top = frame.select(F.max(F.unix_micros(F.col(event_time))).alias("m")).first()["m"]
+    top = run_action(lambda: frame.select(F.max(F.unix_micros(F.col(event_time))).alias("m")).first(),
+                     frame.sparkSession)["m"]
     if top is None:
         return None, None
     top_ms = int(top) // 1000
@@ -80,7 +82,7 @@ def run(frame, plan: BacklogPlan):
     schema = backlog_schema(plan.output)
     task = functools.partial(backlog_task, plan, arrow_schema(schema))
     with progress.reporting(frame.sparkSession, plan.vertex):
-        return map_in_arrow(frame, task, META_SCHEMA).collect()
+        return run_action(lambda: map_in_arrow(frame, task, META_SCHEMA).collect(), frame.sparkSession)
 
 
 def backlog_frame_of_results(spark, root: str, paths: list[str], output):

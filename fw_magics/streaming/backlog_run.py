@@ -22,20 +22,11 @@ from ..recovery import events
 from ..recovery.integrity import file_intact
 from ..recovery.paths import WATERMARK
 from ..runtime.result_files import committed, folder_in_the_way
+from ..watermarks import valid_watermark
 from . import backlog
 
 #: The largest watermark file read back.
 MAX_WATERMARK_BYTES = 1 << 16
-#: Event times a watermark may name, in epoch ms: the years 1 to 9999, as Spark's timestamps.
-MILLIS_RANGE = (-62_135_596_800_000, 253_402_300_799_999)
-
-
-def check_watermark(value, where: str) -> int | None:
-    """A watermark read back: None or an integer in ``MILLIS_RANGE``; one line naming ``where`` otherwise."""
-    if value is None or (type(value) is int and MILLIS_RANGE[0] <= value <= MILLIS_RANGE[1]):
-        return value
-    raise JobStorageError(f"{where} has watermark {value!r:.60}; accepted: null or epoch milliseconds of the years "
-                          "1 to 9999")
 
 
 class Backlog:
@@ -66,7 +57,10 @@ class Backlog:
         if doc is not None:
             if not isinstance(doc, dict) or "watermark" not in doc:
                 raise JobStorageError(f"{where} is not a watermark fw-magics wrote; the job directory is damaged")
-            return check_watermark(doc["watermark"], where)
+            if not valid_watermark(doc["watermark"]):
+                raise JobStorageError(f"{where} has watermark {doc['watermark']!r:.60}; accepted: null or epoch "
+                                      "milliseconds of the years 1 to 9999; the job directory is damaged")
+            return doc["watermark"]
         frame = self.source.backlog_frame(self.spark, self.root)
         w, top = backlog.switch_watermark(frame, self.spec.event_time, self.source.delay_ms)
         doc = {"watermark": w, "max_event_time": top, "delay_ms": self.source.delay_ms}

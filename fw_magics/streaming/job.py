@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import uuid
 
 from .. import hooks
+from ..actions import Scope
 from ..errors import Interrupted, error_summary, raised_again
 from ..graph import JobGraph
 from ..recovery import events
 from ..recovery.paths import CHECKPOINT
-from ..spark.flavour import interruption, tagged
+from ..spark.flavour import interruption
 from . import savepoints
 from .changelog import BACKLOG_BATCH
 from .follower import BACKLOG_POLL_S, PROGRESS_POLL_S, Follower, wait_in_thread
@@ -59,8 +59,7 @@ class StreamingJob(JobResults):
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = self._ended = False
-        self._tag = f"fw-magics-{uuid.uuid4().hex[:12]}"
-        self._cancel = None  # how the driver thread's Spark jobs are cancelled, once tagged
+        self._scope = Scope()  # the driver thread's Spark actions: a stop cancels them, and any it would start
 
     @property
     def phase(self) -> str | None:
@@ -96,8 +95,7 @@ class StreamingJob(JobResults):
 
     def _drive(self) -> None:
         try:
-            with tagged(self.spark, self._tag) as saved:
-                self._cancel = lambda: self.plan.flavour.cancel(self.spark, self._tag, saved)
+            with self._scope:  # every Spark action of the backlog, cancelled by stop() (actions.Scope)
                 if self._phase == "backlog":
                     self._run_backlog()
                     if self._stopping or self._ended:  # stopped, or the warm query failed
@@ -120,8 +118,6 @@ class StreamingJob(JobResults):
         except BaseException as error:
             if not self._stopping:
                 self._fail(error)
-        finally:
-            self._cancel = None
 
     def _run_backlog(self) -> None:
         self.watermark = self.backlog.watermark()
@@ -190,9 +186,9 @@ class StreamingJob(JobResults):
             self._end("stopped")
 
     def _halt(self, backlog: bool = False) -> None:
-        """Stop the query, and (``backlog``) cancel the driver thread's Spark jobs (the backlog's)."""
-        cancel = self._cancel if backlog and self._thread is not threading.current_thread() else None
-        for stop in filter(None, (self.query and self.query.stop, cancel)):
+        """Stop the query, and (``backlog``) cancel the driver thread's Spark actions (the backlog's) and
+        any it would start next."""
+        for stop in filter(None, (self.query and self.query.stop, backlog and self._scope.cancel)):
             with contextlib.suppress(Exception):  # already stopped, or the session is gone
                 stop()
 

@@ -80,7 +80,8 @@ class Manifest:
         self.path = self._storage.path(relative)
 
     def exists(self) -> bool:
-        return self._storage.size_inside(self.relative) is not None
+        """Whether something is there (a link or a FIFO too: ``read()`` then says why it is not read)."""
+        return self._storage.present_inside(self.relative)
 
     def read(self) -> dict:
         try:

@@ -1,6 +1,6 @@
 """A savepoint on disk: a self-describing, versioned directory, written atomically, read as untrusted.
 
-No Spark here (pyarrow and JSON only). ``<job>/savepoints/savepoint-000001/`` holds::
+No Spark session is needed here (pyarrow and JSON only). ``<job>/savepoints/savepoint-000001/`` holds::
 
     savepoint.json         the document: format, version, job, graph, parallelism, source, watermark,
                            the batch it was taken after, and every other file's size and SHA-256
@@ -19,9 +19,14 @@ that nothing reads. The ``savepoint_writing`` hook (``fn(directory, step)``) is 
 file, for tests that kill the writer.
 
 Reading (:func:`load_savepoint`): the directory is untrusted input. Only the five names above are
-opened, each must be a regular file (no symlink) inside the directory, its size and SHA-256 must
-match the document; JSON is parsed, nothing is unpickled or run. An unknown format or version,
-or anything else wrong, is refused in one line.
+opened, each must be a regular file (no symlink) inside the directory; every field of the
+document is checked for its type and range, then each file's size, the Parquet files' footers
+(their row counts and columns: the keyed state is the key columns then ``__fw_state``), and only
+then the SHA-256 of each; every key's state must be a JSON object. JSON is parsed, nothing is
+unpickled or run. An unknown format or version, or anything else wrong, is refused in one line
+naming the field or the file. A SHA-256 here finds damage, not a forgery: whoever can write the
+savepoint can write its document too, so what a restore takes from it is checked against the job
+it restores (``savepoints.check_restorable``), not trusted because it hashes right.
 """
 
 from __future__ import annotations
@@ -35,9 +40,13 @@ from dataclasses import dataclass
 
 from .. import hooks
 from ..errors import FullWindowError
+from ..graph import JobGraph
 from ..recovery.paths import SAVEPOINTS
 from ..state import parse_operator_state
+from ..watermarks import valid_watermark
+from .changelog import KIND, SEQ, STATE
 from .manifest import check_manifest
+from .plan import MAX_PARALLELISM
 
 FORMAT = "fw-magics/savepoint"
 VERSION = 2
@@ -69,6 +78,7 @@ class Savepoint:
     manifest: dict
     keyed_path: str
     latest_path: str | None  # None: a version 1 savepoint, which did not keep the latest rows
+    key_types: list  # the key columns' Arrow types in the keyed state
 
     @property
     def parallelism(self) -> int:
@@ -172,7 +182,7 @@ def _read_json(path: str, what: str):
     with open(path, "rb") as f:
         try:
             return json.loads(f.read())
-        except (ValueError, UnicodeDecodeError) as error:
+        except (ValueError, UnicodeDecodeError, RecursionError) as error:
             raise SavepointError(f"{what} {path} is not JSON ({error}); not a savepoint fw-magics wrote") from None
 
 
@@ -187,43 +197,150 @@ def _inside(directory: str, name: str) -> str:
 
 
 def load_savepoint(path) -> Savepoint:
-    """Read and check the savepoint directory ``path`` (see the module docstring); one-line errors."""
+    """Read and check the savepoint directory ``path`` (see the module docstring); one-line errors.
+
+    The order keeps a hostile savepoint cheap to refuse: the document's fields first, then each
+    file's kind and size (nothing is read of a file of the wrong size), the Parquet files' footers
+    and schemas, and only then the hashes.
+    """
     if not isinstance(path, (str, os.PathLike)) or not str(path):
-        raise SavepointError(f"from_savepoint {path!r}; accepted: the path job.savepoint() returned")
+        raise SavepointError(f"from_savepoint {path!r:.80}; accepted: the path job.savepoint() returned")
     directory = os.path.abspath(os.fspath(path))
     if not os.path.isdir(directory):
         raise SavepointError(f"savepoint {directory} is not a directory; accepted: the path job.savepoint() returned")
     doc = _read_json(_inside(directory, DOCUMENT), "savepoint document")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise SavepointError(f"savepoint {directory} has format {got!r}; accepted: {FORMAT!r}")
+        raise SavepointError(f"savepoint {directory} has format {got!r:.60}; accepted: {FORMAT!r}")
     if type(doc.get("version")) is not int or doc["version"] not in READABLE:
         newer = " (written by a newer fw-magics; upgrade to read it)" if type(doc.get("version")) is int \
             and doc["version"] > VERSION else ""
-        raise SavepointError(f"savepoint {directory} has version {doc.get('version')!r}{newer}; accepted: "
+        raise SavepointError(f"savepoint {directory} has version {doc.get('version')!r:.30}{newer}; accepted: "
                              f"{', '.join(map(str, READABLE))}")
-    needed = {"job", "graph", "parallelism", "source", "watermark", "key_names", "files"}
-    missing = sorted(needed - set(doc))
-    if missing:
-        raise SavepointError(f"savepoint document {directory} lacks {', '.join(missing)}")
-    if type(doc["parallelism"]) is not int or doc["parallelism"] < 1:
-        raise SavepointError(f"savepoint {directory} has parallelism {doc['parallelism']!r}; accepted: an int >= 1")
+    _check_fields(doc, directory)
     files, expected = doc["files"], FILES_OF[doc["version"]]
     if not isinstance(files, dict) or set(files) != set(expected):
-        raise SavepointError(f"savepoint {directory} lists files {sorted(files) if isinstance(files, dict) else files!r}"
-                             f"; accepted: exactly {', '.join(expected)}")
+        listed = sorted(map(str, files))[:8] if isinstance(files, dict) else files
+        raise SavepointError(f"savepoint {directory} lists files {listed!r:.200}; accepted: exactly "
+                             f"{', '.join(expected)}")
+    paths = {name: _inside(directory, name) for name in expected}
+    for name in expected:  # the size first: a file of the wrong size is refused without reading it
+        recorded = files[name]
+        if not isinstance(recorded, dict) or recorded.get("size") != os.path.getsize(paths[name]):
+            raise _damaged(name, directory)
+    keyed_types = _check_tables(doc, paths, directory)
     for name in expected:
-        recorded, path = files[name], _inside(directory, name)
-        # the size first: a file of the wrong size is refused without reading it
-        if (not isinstance(recorded, dict) or recorded.get("size") != os.path.getsize(path)
-                or recorded.get("sha256") != _digest(path)["sha256"]):
-            raise SavepointError(f"savepoint file {name!r} in {directory} does not match its recorded size and "
-                                 "SHA-256; the savepoint is damaged")
+        if files[name].get("sha256") != _digest(paths[name])["sha256"]:
+            raise _damaged(name, directory)
     try:
-        operators = parse_operator_state(_read_json(_inside(directory, OPERATOR_STATE), "operator state"))
+        operators = parse_operator_state(_read_json(paths[OPERATOR_STATE], "operator state"))
     except FullWindowError as error:
         raise SavepointError(f"savepoint {directory}: {error}") from None
-    manifest = check_manifest(_read_json(_inside(directory, MANIFEST), "source manifest"), f"of savepoint {directory}",
+    manifest = check_manifest(_read_json(paths[MANIFEST], "source manifest"), f"of savepoint {directory}",
                               SavepointError)
-    latest = os.path.join(directory, LATEST) if LATEST in expected else None
-    return Savepoint(directory, doc, operators, manifest, os.path.join(directory, KEYED), latest)
+    if doc.get("read_files", manifest["backlog"]) != manifest["backlog"]:
+        raise SavepointError(f"savepoint {directory}: field 'read_files' is {doc['read_files']!r:.30}, but its "
+                             f"manifest says {manifest['backlog']} files were read; the savepoint is damaged")
+    if doc.get("kind") != "operator":
+        _check_states(paths[KEYED], directory)
+    return Savepoint(directory, doc, operators, manifest, paths[KEYED], paths.get(LATEST), keyed_types)
+
+
+def _damaged(name: str, directory: str) -> SavepointError:
+    return SavepointError(f"savepoint file {name!r} in {directory} does not match its recorded size and SHA-256; "
+                          "the savepoint is damaged")
+
+
+def _is_text(value, limit: int) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= limit and "\x00" not in value
+
+
+#: Each field of the document, what it accepts (for the message) and the check.
+_FIELDS = {
+    "job": ("a job name", lambda v: _is_text(v, 200)),
+    "graph": ("the job graph as JSON text", lambda v: _is_text(v, _MAX_JSON)),
+    "parallelism": (f"an integer from 1 to {MAX_PARALLELISM}", lambda v: type(v) is int and 1 <= v <= MAX_PARALLELISM),
+    "source": ("an object describing the source, with its 'path'",
+               lambda v: isinstance(v, dict) and len(v) <= 64 and _is_text(v.get("path"), 4096)
+               and all(isinstance(k, str) and (x is None or isinstance(x, (str, int, float, bool)))
+                       for k, x in v.items())),
+    "watermark": ("null or epoch milliseconds of the years 1 to 9999", valid_watermark),
+    "key_names": ("a list of distinct column names",
+                  lambda v: isinstance(v, list) and len(v) <= 64 and all(_is_text(k, 1024) for k in v)
+                  and len(set(v)) == len(v)),
+    "kind": ("reduce, aggregate, process or operator", lambda v: v in ("reduce", "aggregate", "process", "operator")),
+    "batch": ("a micro-batch id, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
+    "read_files": ("a number of files, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
+}
+_REQUIRED = ("job", "graph", "parallelism", "source", "watermark", "key_names", "files")
+
+
+def _check_fields(doc: dict, directory: str) -> None:
+    """Every field of the document of the type and in the range it must be, before any file is read."""
+    missing = [name for name in _REQUIRED if name not in doc]
+    if missing:
+        raise SavepointError(f"savepoint document {directory} lacks {', '.join(missing)}")
+    for name, (accepted, ok) in _FIELDS.items():
+        if name in doc and not ok(doc[name]):
+            raise SavepointError(f"savepoint {directory}: field {name!r} is {doc[name]!r:.60}; accepted: {accepted}")
+    try:
+        JobGraph.from_json(doc["graph"])
+    except FullWindowError as error:
+        raise SavepointError(f"savepoint {directory}: field 'graph' is not a job graph ({error})") from None
+    if doc.get("kind") == "operator" and doc["key_names"]:
+        raise SavepointError(f"savepoint {directory}: field 'key_names' is {doc['key_names']!r:.60}; accepted: [] "
+                             "for a non-keyed operator's savepoint")
+
+
+def _table_schema(path: str, name: str, rows, directory: str):
+    """The Arrow schema of a Parquet file, from its footer, after checking its row count."""
+    import pyarrow.parquet as pq
+
+    try:
+        handle = pq.ParquetFile(path)
+        schema, count = handle.schema_arrow, handle.metadata.num_rows
+    except Exception as error:  # a truncated or forged file: pyarrow says what is wrong with it
+        raise SavepointError(f"savepoint file {name!r} in {directory} is not a Parquet file fw-magics wrote "
+                             f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
+                             ) from None
+    if type(rows) is not int or rows != count:
+        raise SavepointError(f"savepoint file {name!r} in {directory} holds {count} rows, its document says "
+                             f"{rows!r:.30}; the savepoint is damaged")
+    return schema
+
+
+def _check_tables(doc: dict, paths: dict, directory: str):
+    """The Parquet files' footers: the keyed state is the key columns then ``__fw_state`` (text); the
+    latest rows end in the changelog's kind and sequence. Returns the key columns' Arrow types."""
+    import pyarrow as pa
+
+    files, keys = doc["files"], list(doc["key_names"])
+    keyed = _table_schema(paths[KEYED], KEYED, files[KEYED].get("rows"), directory)
+    operator = doc.get("kind") == "operator"
+    want = [] if operator else keys + [STATE]
+    if keyed.names != want or (not operator and not pa.types.is_string(keyed.field(STATE).type)
+                               and not pa.types.is_large_string(keyed.field(STATE).type)):
+        raise SavepointError(f"savepoint file {KEYED!r} in {directory} has columns {keyed.names!r:.120}; accepted: "
+                             f"{want!r:.120} ({STATE} text): the savepoint is damaged")
+    if LATEST in paths:
+        latest = _table_schema(paths[LATEST], LATEST, files[LATEST].get("rows"), directory)
+        if not operator and not (set(keys) <= set(latest.names) and latest.names[-2:] == [KIND, SEQ]):
+            raise SavepointError(f"savepoint file {LATEST!r} in {directory} has columns {latest.names!r:.120}; "
+                                 f"accepted: the job's output columns (its keys {keys!r:.60} among them), then "
+                                 f"{KIND}, {SEQ}: the savepoint is damaged")
+    return [keyed.field(k).type for k in keys] if not operator else []
+
+
+def _check_states(path: str, directory: str) -> None:
+    """Every key's state is a JSON object (what the per-key core wrote): about 1.3 s a million keys."""
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(path).iter_batches(columns=[STATE], batch_size=65_536):
+        for number, text in enumerate(batch.column(0).to_pylist()):
+            try:
+                ok = isinstance(json.loads(text), dict)
+            except (TypeError, ValueError, RecursionError):
+                ok = False
+            if not ok:
+                raise SavepointError(f"savepoint file {KEYED!r} in {directory} holds a state that is not a JSON "
+                                     f"object ({text!r:.60}): the savepoint is damaged")

@@ -223,28 +223,44 @@ def take(job) -> str:
     return write_savepoint(job.storage.base, document, operators, dict(manifest, backlog=read), keyed, latest)
 
 
-def check_restorable(savepoint: Savepoint, graph: JobGraph, source: dict, key_names, parallelism: int) -> None:
-    """Refuse in one line a savepoint taken of another graph, source, folder or key (the restart's rule)."""
+def check_restorable(savepoint: Savepoint, job) -> None:
+    """Refuse in one line a savepoint taken of another graph, source, folder, key or output (the
+    restart's rule, parallelism aside): whatever it names is compared with the job it restores."""
     where = f"savepoint {savepoint.path}"
     try:
-        old = graph_at(JobGraph.from_json(savepoint.document["graph"]), parallelism)
+        old = graph_at(JobGraph.from_json(savepoint.document["graph"]), job.parallelism)
     except FullWindowError as error:
         raise ResumeError(f"{where} has an unreadable job graph ({error})") from None
-    changes = old.diff(graph)
+    changes = old.diff(job.graph)
     if changes:
         raise ResumeError(f"{where} was taken of a different graph ({'; '.join(changes)}); restore it with the "
                           "job it was taken of")
-    recorded = savepoint.document["source"] if isinstance(savepoint.document["source"], dict) else {}
+    source, recorded = job.source.describe(), savepoint.document["source"]
     changed = [k for k in source if recorded.get(k) != source[k]]
     if changed:
         k = changed[0]
-        raise ResumeError(f"{where} was taken of another source: its {k} was {recorded.get(k)!r}, now {source[k]!r}")
+        raise ResumeError(f"{where} was taken of another source: its {k} was {recorded.get(k)!r:.200}, now "
+                          f"{source[k]!r:.200}")
     directory = savepoint.manifest["directory"]
     if directory != source.get("path"):
         raise ResumeError(f"{where} lists the files of {directory!r:.200}, not of the job's source "
                           f"{source.get('path')!r:.200}; restore it with the job it was taken of")
-    if list(savepoint.document["key_names"]) != list(key_names):
-        raise ResumeError(f"{where} is keyed by {savepoint.document['key_names']}, the job by {list(key_names)}")
+    if job.state_kind is not KEYED:
+        return
+    keys = list(job.spec.key_names)
+    if list(savepoint.document["key_names"]) != keys:
+        raise ResumeError(f"{where} is keyed by {savepoint.document['key_names']!r:.100}, the job by {keys}")
+    types = list(job.spec.key.arrow_schema.types)
+    if savepoint.key_types != types:
+        raise ResumeError(f"{where} holds keys of types {[str(t) for t in savepoint.key_types]}, the job's are "
+                          f"{[str(t) for t in types]}; restore it with the job it was taken of")
+    if savepoint.latest_path is not None:
+        import pyarrow.parquet as pq
+
+        columns, want = pq.read_schema(savepoint.latest_path).names, changelog_schema(job.output).names
+        if columns != want:
+            raise ResumeError(f"{where} holds latest rows with columns {columns!r:.120}, the job's output is "
+                              f"{want!r:.120}; restore it with the job it was taken of")
 
 
 def prepare_restore(savepoint: Savepoint, job) -> dict:

@@ -26,12 +26,12 @@ from ..graph import JobGraph
 from ..process_function import OPERATOR
 from ..recovery import JobLog, events, replay, safe_job_path
 from ..recovery.content import compare
-from ..recovery.paths import STREAM_RECORDS, job_directory
+from ..recovery.paths import STREAM_RECORDS, WATERMARK, job_directory
 from ..runtime.job import default_job_dir
 from ..spark.flavour import flavour_of
 from ..streams.content import job_content
 from . import handover as handovers
-from .backlog_run import Backlog, check_watermark
+from .backlog_run import Backlog
 from .job import StreamingJob
 from .operator_job import OperatorJob
 from .phases import Mode, resume_phase
@@ -87,6 +87,9 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
         raise ResumeError(f"job {log.job_name!r} in {log.root} already ran; restore a savepoint under a new "
                           "job_name (a restore starts a new job)")
     chosen = _parallelism(log, state, stateful, parallelism, savepoint)
+    flavour = flavour_of(stateful.spark)
+    if not state.started:
+        _say_if_wide(chosen, flavour.cores(stateful.spark))
     graph = stateful.job_graph()
     if chosen != graph.operators[0].parallelism:
         graph = graph_at(graph, chosen)
@@ -97,13 +100,18 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     restored = savepoint is not None or state.restored_from is not None
     plan = Plan(mode=mode, trigger=trigger, sink=sink, max_files=max_files, parallelism=chosen,
                 handover=handovers.choose(mode, kind, key_schema, restored, state.state_writes),
-                flavour=flavour_of(stateful.spark))
+                flavour=flavour)
     job = (OperatorJob if kind == OPERATOR else StreamingJob)(stateful, source, log, plan, graph)
     job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
     if mode.has_backlog:
         job.backlog = Backlog(job, state.finished_of(job.vertex), state.attempts)
         if state.state_writes is not None:
             job.backlog.state_writes = state.state_writes
+    if state.started:  # what a restart reads back, read now: a planted file is one line here, not a Spark trace
+        if source.manifest(log.root).exists():
+            source.manifest(log.root).read()
+        if job.backlog is not None and log.storage.present_inside(WATERMARK):
+            job.backlog.watermark()
     job.spark.conf.set(*STATE_STORE)
     log.begin()
     run = state.runs + 1
@@ -142,6 +150,19 @@ def _parallelism(log: JobLog, state, stateful, parallelism: int | None, savepoin
     return recorded or parallelism or restored or stateful.parallelism
 
 
+#: A new job's parallelism above this many times Spark's cores gets a word (each state partition is a
+#: task in every micro-batch and a file of the backlog).
+WIDE = 8
+
+
+def _say_if_wide(parallelism: int, cores: int | None) -> None:
+    if cores and parallelism > WIDE * cores:
+        warnings.warn(f"parallelism {parallelism} is {parallelism // cores}x the {cores} cores Spark runs on: every "
+                      f"micro-batch runs {parallelism} tasks and the backlog commits {parallelism} files, so a smaller "
+                      "one runs faster here; it is the job's for life (a savepoint restores it at another)",
+                      stacklevel=4)
+
+
 _WAY_OUT = "start it under another job_name, or with reset=True to discard what it recorded and start afresh"
 
 
@@ -170,9 +191,9 @@ def _check_same(log: JobLog, state, graph: JobGraph, mode: Mode, source: dict, c
 
 def _restore(job: StreamingJob, savepoint, content: dict, run: int) -> None:
     """The first start of a job restored from ``savepoint``: its source, state and W, then the stream."""
-    check_restorable(savepoint, job.graph, job.source.describe(), job.spec.key_names, job.parallelism)
+    check_restorable(savepoint, job)
     detail = prepare_restore(savepoint, job)
-    job.watermark = check_watermark(savepoint.document["watermark"], f"savepoint {savepoint.path}")
+    job.watermark = savepoint.document["watermark"]  # checked when the savepoint was loaded
     job.restored_from = savepoint.path
     job.log.submitted(job.graph, content)
     job.log.emit(events.stream_started(job.mode, run, job.source.describe(), job.parallelism))

@@ -7,6 +7,7 @@ job, in one line; a failure raised again is a fresh error, not the first one wit
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -130,3 +131,70 @@ def test_a_failed_job_raised_again_is_a_fresh_one_line_error_with_only_its_own_f
     assert str(first) == str(second) and "injected failure on key 3" in str(first) and "\n" not in str(first)
     assert len(traceback.extract_tb(second.__traceback__)) == len(traceback.extract_tb(first.__traceback__))
     assert job.phase == "failed"
+
+
+def _planted_link(path):
+    os.remove(path)
+    os.symlink("/dev/zero", path)
+
+
+def _planted_fifo(path):
+    os.remove(path)
+    os.mkfifo(path)
+
+
+def _planted_huge(path):
+    with open(path, "wb") as f:
+        f.truncate(3 << 30)  # 3 GiB of nothing: refused by its size, never read
+
+
+def _planted_value(path):
+    with open(path, "w") as f:
+        f.write('{"watermark": "soon"}' if path.endswith("watermark.json") else '{"format": 1, "files": 7}')
+
+
+@pytest.mark.parametrize("planted", [_planted_link, _planted_fifo, _planted_huge, _planted_value],
+                         ids=["link to /dev/zero", "FIFO", "3 GiB", "wrong value"])
+@pytest.mark.parametrize("name", ["source/manifest.json", "backlog/watermark.json"])
+def test_a_restart_refuses_a_planted_job_file_in_one_line_at_once(area, name, planted):
+    """The job directory's own files follow the event log's rules: no link, a regular file, bounded, checked."""
+    import shutil
+
+    if not os.path.exists(os.path.join(area.base, "recorded")):
+        for f in BACKLOG:
+            area.write(f)
+        source(area).key_by("k").reduce(functions.add).start(job_dir=os.path.join(area.base, "recorded"),
+                                                            job_name="j", mode="batch").process_all_available()
+    shutil.copytree(os.path.join(area.base, "recorded", "j"), os.path.join(area.jobs, "j"))
+    planted(os.path.join(area.jobs, "j", name))
+    started = time.monotonic()
+    with pytest.raises(fw.JobStorageError) as refused:
+        source(area).key_by("k").reduce(functions.add).start(job_dir=area.jobs, job_name="j", mode="batch")
+    assert time.monotonic() - started < 5 and "\n" not in str(refused.value)
+    assert name in str(refused.value), str(refused.value)
+
+
+def test_a_parallelism_far_above_the_machine_gets_a_word_and_stop_returns_at_once(area):
+    """32,768 is refused; 600 on 2 cores (each state partition a backlog subtask) runs with a warning,
+    and stop() returns within seconds, with nothing committed after it returned."""
+    import glob
+
+    for f in BACKLOG:
+        area.write(f)
+    op = source(area).key_by("k").reduce(functions.add)
+    with pytest.raises(fw.FullWindowError, match=r"parallelism 32768; accepted: None \(the job's\) or an integer "
+                                                 r"from 1 to 1024") as refused:
+        op.start(job_dir=area.jobs, job_name="huge", parallelism=2**15)
+    assert "\n" not in str(refused.value) and not os.path.exists(os.path.join(area.jobs, "huge"))
+    cores = fw.get_spark().sparkContext.defaultParallelism if not os.environ.get("SPARK_REMOTE") else None
+    with pytest.warns(UserWarning, match=r"parallelism 600 is \d+x the \d+ cores Spark runs on") if cores and \
+            600 > 8 * cores else contextlib.nullcontext():
+        job = op.start(job_dir=area.jobs, job_name="wide", mode="batch", parallelism=600)
+    time.sleep(3)  # the backlog's 600 subtasks are running
+    started = time.monotonic()
+    job.stop()
+    assert time.monotonic() - started < 10 and job.phase == "stopped"
+    sidecars = os.path.join(area.jobs, "wide", "results", "*", "*.json")
+    committed = len(glob.glob(sidecars))
+    time.sleep(2)
+    assert len(glob.glob(sidecars)) == committed < 600  # nothing committed after stop() returned

@@ -92,9 +92,25 @@ def test_bad_split_state_is_refused_in_one_line():
 def _write(root: str, rows: int) -> str:
     doc = manifest(4, 2)
     ops = operator_state_document({"src": source_snapshots(doc["files"], 2, 2)})
-    keyed = pa.table({"k": pa.array(range(rows), pa.int64()), "__fw_state": pa.array(["{}"] * rows)})
-    document = {"job": "j", "graph": "{}", "parallelism": 2, "source": {}, "watermark": None, "key_names": ["k"]}
-    return write_savepoint(root, document, ops, doc, keyed)
+    keyed = pa.table({"k": pa.array(range(rows), pa.int64()), "__fw_state": pa.array(['{"v": 1}'] * rows)})
+    document = {"job": "j", "graph": GRAPH, "parallelism": 2, "source": {"path": "/data"}, "watermark": None,
+                "key_names": ["k"], "read_files": 2}
+    latest = pa.table({"k": pa.array(range(rows), pa.int64()), "__fw_kind": pa.array(["element"] * rows),
+                       "__fw_seq": pa.array(range(rows), pa.int64())})
+    return write_savepoint(root, document, ops, doc, keyed, latest)
+
+
+def _graph_json() -> str:
+    from fw_magics.graph import JobGraph
+
+    graph = JobGraph(mode="streaming", chaining=True)
+    graph.add_operator("files(src)", 2, kind="source")
+    graph.add_operator("reduce(add)", 2, kind="reduce")
+    graph.connect("files(src)", "reduce(add)")
+    return graph.to_json()
+
+
+GRAPH = _graph_json()
 
 
 def test_a_savepoint_reads_back_and_a_damaged_or_foreign_one_is_refused(tmp_path):

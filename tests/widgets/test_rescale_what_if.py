@@ -39,8 +39,8 @@ def _savepoint(root: str) -> str:
     process = [{"seen": {"mode": "split", "units": [1, 2, 4]}, "origins": {"mode": "union", "units": [0]}},
                {"seen": {"mode": "split", "units": [3]}, "origins": {"mode": "union", "units": [1]}}]
     operators = operator_state_document({"files(src)": source_snapshots(FILES, 3, 2), "process(Tally)": process})
-    document = {"job": "t", "graph": "{}", "parallelism": 2, "source": {}, "watermark": None, "key_names": [],
-                "batch": 4, "read_files": 3}
+    document = {"job": "t", "graph": _graph().to_json(), "parallelism": 2, "source": {"path": "/data"},
+                "watermark": None, "key_names": [], "batch": 4, "read_files": 3, "kind": "operator"}
     return write_savepoint(root, document, operators, manifest, pa.table({}))
 
 
