@@ -33,6 +33,7 @@ Internal errors are not in the family either: they keep their traceback.
 from __future__ import annotations
 
 import difflib
+import re
 
 
 class FwMagicsError(Exception):
@@ -125,27 +126,47 @@ def did_you_mean(word, choices, otherwise: str = "", form: str = "; did you mean
     return form.format(near) if near is not None else otherwise
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+_FW_LINE = re.compile(r"(?:fw_magics\.errors\.)?FullWindowError: (.+)")
+_CAUSE = re.compile(r"(?:Caused by: )?((?:[\w$]+\.)+[\w$]*(?:Exception|Error)(?:: .*)?)$")
+
+
 def error_summary(error: BaseException, limit: int = 500) -> str:
     """One line saying what went wrong: ``Type: message``.
 
-    When Spark wraps an error raised in a Python worker, its first line only says so ("An
-    exception was thrown from the Python worker"); the line that matters is the exception
-    at the end of the worker's traceback, so that one is given after the wrapper's type.
+    Spark wraps what actually failed: an error raised in a Python worker comes as "An exception
+    was thrown from the Python worker" (or "raised by the Python Proxy") with the worker's
+    traceback inside, a JVM error as "An error occurred while calling o42.collect" with the JVM's
+    exception chain after it. The line that matters is the one a traceback ends in (the last
+    traceback whose raised line is there), else the innermost exception of the JVM's chain (its
+    last ``Caused by:``); it is given after the wrapper's type. A FullWindowError raised in a
+    worker comes back as its own one line.
     """
     text = str(error).strip()
+    fw_line = next((m.group(1).strip() for m in map(_FW_LINE.search, text.splitlines()) if m), None)
+    if fw_line is not None and not isinstance(error, FwMagicsError):
+        return f"FullWindowError: {fw_line}"[:limit]
     lines = text.splitlines()
-    headers = [k for k, line in enumerate(lines) if line.strip() == "Traceback (most recent call last):"]
-    if headers:
-        raised = next((line for line in lines[headers[-1] + 1:] if line.strip() and not line[0].isspace()), None)
-        if raised is not None:
+    for k in reversed([k for k, line in enumerate(lines) if line.rstrip().endswith(_TRACEBACK)]):
+        raised = next((line for line in lines[k + 1:] if line.strip() and not line[0].isspace()), None)
+        if raised is not None and not raised.strip().startswith(("JVM stacktrace", "at ")):
             return f"{type(error).__name__}: {raised.strip()}"[:limit]
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:limit]
+    first = lines[0] if lines else ""
+    if first.startswith("An error occurred while calling") or first.startswith("[STREAM_FAILED]"):
+        causes = [m.group(1) for m in map(_CAUSE.match, (line.strip().lstrip(": ") for line in lines[1:])) if m]
+        if causes:
+            return f"{type(error).__name__}: {causes[-1]}"[:limit]
+    return f"{type(error).__name__}: {first}"[:limit]
 
 
 def raised_again(error: BaseException, context: str) -> FwMagicsError:
     """A fresh one-line error for a failure raised again later (``raise raised_again(e, ...) from e``):
-    the same one for an FwMagicsError, else a JobFailedError saying ``context: Type: what went wrong``.
+    the same one for an FwMagicsError or a FullWindowError raised in a worker, else a JobFailedError
+    saying ``context: Type: what went wrong``.
     Raising the first object again would pile every later call's frames onto its traceback."""
     if isinstance(error, FwMagicsError):
         return type(error)(str(error))
-    return JobFailedError(f"{context}: {error_summary(error)}")
+    summary = error_summary(error)
+    if summary.startswith("FullWindowError: "):  # a value check in a worker: the batch API's one line
+        return FullWindowError(summary[len("FullWindowError: "):])
+    return JobFailedError(f"{context}: {summary}")

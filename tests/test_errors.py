@@ -28,6 +28,48 @@ def test_a_wrapped_worker_error_gives_the_exception_raised_in_the_worker():
         "PythonException: fw_magics.testing.InjectedFailure: injected failure in partition 1, attempt 2")
 
 
+PROXY = """An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):
+  File "/v/py4j/clientserver.py", line 644, in _call_proxy
+    return_value = getattr(self.pool[obj_id], method)(*params)
+  File "/v/fw_magics/convert.py", line 102, in batch
+    raise FullWindowError(self._message(index, misfit)) from None
+fw_magics.errors.FullWindowError: reduce function 'badadd' produced a value that does not fit column 'v': expected bigint
+"""
+JVM = """An error occurred while calling o88.collectToPython.
+: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while reading file file:///s/notes.parquet.  SQLSTATE: KD001
+	at org.apache.spark.sql.errors.QueryExecutionErrors$.cannotReadFilesError(QueryExecutionErrors.scala:1)
+Caused by: java.lang.RuntimeException: file:/s/notes.parquet is not a Parquet file (length is too low: 11)
+	at org.apache.parquet.hadoop.ParquetFileReader.readFooter(ParquetFileReader.java:1)
+"""
+PROXY_ERROR = """An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):
+  File "/v/sink.py", line 3, in __call__
+    self.sink(frame, batch_id)
+ValueError: sink broke
+"""
+
+
+def test_a_python_proxy_error_gives_its_raised_line_and_a_worker_full_window_error_its_own_line():
+    assert error_summary(RuntimeError(PROXY_ERROR)) == "RuntimeError: ValueError: sink broke"
+    assert error_summary(RuntimeError(PROXY)) == (
+        "FullWindowError: reduce function 'badadd' produced a value that does not fit column 'v': expected bigint")
+
+
+def test_a_jvm_error_gives_its_innermost_cause_naming_the_file():
+    assert error_summary(RuntimeError(JVM)) == (
+        "RuntimeError: java.lang.RuntimeException: file:/s/notes.parquet is not a Parquet file (length is too low: 11)")
+
+
+def test_a_failure_raised_again_is_fresh_and_a_worker_value_check_is_the_batch_apis_one_line():
+    from fw_magics.errors import FullWindowError, JobFailedError, JobStorageError, raised_again
+
+    again = raised_again(RuntimeError(PROXY), "job 'j' failed")
+    assert type(again) is FullWindowError and str(again).startswith("reduce function 'badadd' produced")
+    again = raised_again(RuntimeError(JVM), "job 'j' failed")
+    assert type(again) is JobFailedError and str(again).startswith("job 'j' failed: RuntimeError: java.lang")
+    first = JobStorageError("the disk is full")
+    assert type(raised_again(first, "x")) is JobStorageError and raised_again(first, "x") is not first
+
+
 def test_the_summary_is_bounded():
     assert len(error_summary(ValueError("x" * 5000))) == 500
 
