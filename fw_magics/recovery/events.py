@@ -190,7 +190,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "switch": {"watermark": Optional(MILLIS), "state_writes": Optional(COUNT), "records": Optional(COUNT),
                "keys": Optional(COUNT), "restored_from": Optional(Text(4096))},
     "micro_batch": {"batch": COUNT, "input_rows": COUNT, "state_rows_updated": COUNT, "watermark": Optional(MILLIS),
-                    "dropped_by_watermark": Optional(COUNT), "duration_ms": Optional(COUNT)},
+                    "dropped_by_watermark": Optional(COUNT), "duration_ms": Optional(COUNT),
+                    "late": Optional(COUNT), "undated": Optional(COUNT)},
+    "file_skipped": {"file": Text(1024), "reason": TEXT},
+    "file_relisted": {"file": Text(1024), "size": COUNT},
 }
 
 #: The fields each event type must have (the rest are optional).
@@ -270,6 +273,16 @@ def micro_batch(batch, input_rows, state_rows_updated, watermark, **detail):
     """One committed micro-batch of a streaming job's query (``watermark``: epoch ms, None if none)."""
     return _event("micro_batch", batch=batch, input_rows=input_rows, state_rows_updated=state_rows_updated,
                   watermark=watermark, **detail)
+
+
+def file_skipped(file, reason):
+    """A source file the job does not read (``on_bad_file="skip"``, or gone when it started again)."""
+    return _event("file_skipped", file=file, reason=reason)
+
+
+def file_relisted(file, size):
+    """A source file that changed since it was listed, listed anew at a restart (read as it is now)."""
+    return _event("file_relisted", file=file, size=size)
 
 
 # -- checking a record read back -------------------------------------------------------------------

@@ -7,6 +7,7 @@ directory) and every name inside it, named once here for both kinds of job.
                                                            (a streaming job's backlog subtasks too)
     a streaming job's own (fw_magics.streaming):
     <job_dir>/<job_name>/source/manifest.json              the files its source has seen; the backlog
+    <job_dir>/<job_name>/source/skipped/                   the files its readers skipped, one marker each
     <job_dir>/<job_name>/backlog/watermark.json            W, the backlog's watermark
     <job_dir>/<job_name>/backlog/handover.json             the backlog's state handed to the stream
     <job_dir>/<job_name>/checkpoint/                       Spark's checkpoint of the streaming query
@@ -75,6 +76,7 @@ LOCK = "LOCK"
 EVENTS = "events"
 RESULTS = "results"  # the folder of the result files, inside the job's folder
 SOURCE_MANIFEST = "source/manifest.json"
+SKIPPED = "source/skipped"  # a marker per source file a reader skipped (on_bad_file="skip")
 WATERMARK = "backlog/watermark.json"
 HANDOVER = "backlog/handover.json"
 CHECKPOINT = "checkpoint"

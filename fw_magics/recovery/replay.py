@@ -40,6 +40,7 @@ class JobState:
     streaming: bool = False  # a micro-batch committed after the switch (or in stream mode)
     batches: dict = field(default_factory=dict)  # batch id -> its micro_batch event
     phase: str | None = None  # the last phase recorded
+    skipped: dict = field(default_factory=dict)  # source file -> why it is not read
 
     @property
     def started(self) -> bool:
@@ -95,6 +96,8 @@ def replay(events: Iterable[dict]) -> JobState:
         elif kind == "micro_batch":
             state.streaming = True
             state.batches[event["batch"]] = event
+        elif kind == "file_skipped":
+            state.skipped[event["file"]] = event["reason"]
         elif kind == "phase_changed":
             state.phase = event["phase"]
             if event["phase"] == "stream":

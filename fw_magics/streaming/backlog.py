@@ -67,9 +67,7 @@ def switch_watermark(frame, event_time: str | None, delay_ms: int) -> tuple[int 
 
 def engine_frame(frame, spec: KeyedOperatorSpec, parallelism: int, pending: set[int] | None):
     """The backlog, hash-partitioned on the key into ``parallelism`` and sorted by key and event time."""
-    keys = [F.col(k) for k in spec.key_names]
-    if spec.event_time is not None:
-        frame = frame.where(F.col(spec.event_time).isNotNull())  # without an event time a record is dropped
+    keys = [F.col(k) for k in spec.key_names]  # a record without an event time is counted and dropped (engine)
     frame = frame.repartition(parallelism, *keys)
     if pending is not None and len(pending) < parallelism:  # finished subtasks: nothing to sort or run
         frame = frame.where(F.spark_partition_id().isin(sorted(pending)))
@@ -119,9 +117,11 @@ def backlog_task(plan: BacklogPlan, empty_schema: pa.Schema, batches):
 
 
 def _event_times(column: pa.Array) -> list:
-    """Epoch milliseconds (floored) of a timestamp column in microseconds."""
-    micros = column.cast(pa.int64()).to_numpy(zero_copy_only=False)
-    return np.floor_divide(micros, 1000).tolist()
+    """Epoch milliseconds (floored) of a timestamp column in microseconds; None where it is null."""
+    micros = column.cast(pa.int64())
+    if micros.null_count:
+        return [None if m is None else m // 1000 for m in micros.to_pylist()]
+    return np.floor_divide(micros.to_numpy(), 1000).tolist()
 
 
 def engine(plan: BacklogPlan, counters: dict, batches):
@@ -134,7 +134,7 @@ def engine(plan: BacklogPlan, counters: dict, batches):
     time_index = names.index(spec.event_time) if spec.event_time is not None else None
     outputs, states = [], []
     seq = 0
-    count = {"records": 0, "keys": 0, "state_writes": 0, "outputs": 0, "timers_fired": 0}
+    count = {"records": 0, "keys": 0, "state_writes": 0, "outputs": 0, "timers_fired": 0, "undated": 0}
     current = None
 
     def finish(key):
@@ -155,6 +155,9 @@ def engine(plan: BacklogPlan, counters: dict, batches):
         keys = list(zip(*(batch.column(i).to_pylist() for i in key_index)))
         times = _event_times(batch.column(time_index)) if time_index is not None else [None] * batch.num_rows
         for key, record, event_time in zip(keys, batch_records(batch), times):
+            if time_index is not None and event_time is None:  # no event time: counted, dropped
+                count["undated"] += 1
+                continue
             if key != current:
                 if current is not None:
                     finish(current)

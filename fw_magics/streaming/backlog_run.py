@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from .. import hooks
-from ..errors import JobStorageError
+from ..errors import FullWindowError, JobStorageError
 from ..recovery import events
 from ..recovery.integrity import file_intact
 from ..recovery.paths import WATERMARK
@@ -110,6 +110,10 @@ class Backlog:
                 raise RuntimeError(f"backlog subtasks {sorted(missing)} produced no committed result")
         self.state_writes = sum(self._counters(s).get("state_writes", 0) for s in self.finished)
         self._progress(total, total)
+        undated = self.counts().get("undated", 0)
+        if undated and self.source.on_late == "fail":
+            raise FullWindowError(f"the backlog had {undated} record(s) without an event time: on_late='fail' "
+                                  "stops the job; on_late='drop' (the default) counts and drops them")
 
     def _progress(self, done: int, total: int) -> None:
         hooks.trigger("backlog_progress", self.subject, done, total)

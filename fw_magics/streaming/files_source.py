@@ -39,11 +39,11 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
 
 from ..recovery.paths import SOURCE_MANIFEST
+from .file_reading import bad_file, read_entry
 from .manifest import Manifest
-from .splits import partition_files, subtask_files
+from .splits import subtask_files
 
 NAME = "fw_files"
-BATCH_ROWS = 65_536
 #: Seconds a held source waits for the handover before it answers "nothing yet": Spark then asks
 #: about twice a second instead of at every trigger (each ask cost the JVM ~7 ms of CPU at 100 ms
 #: triggers, taken from the backlog), and the release is still seen within 50 ms.
@@ -52,57 +52,12 @@ SUBTASK, POSITION = "__fw_subtask", "__fw_pos"
 
 
 class FilePartition(InputPartition):
-    """One file to read (one Spark task)."""
+    """Manifest entries to read (one Spark task): one file of the backlog, or one source subtask's
+    new files in a micro-batch (``subtask``: its number, when the rows carry it; see ``splits``)."""
 
-    def __init__(self, path: str):
-        super().__init__(path)
-        self.path = path
-
-
-class SubtaskPartition(InputPartition):
-    """The new files of one source subtask in a micro-batch (one Spark task; see ``splits``)."""
-
-    def __init__(self, paths: list[str], subtask: int | None = None):
-        super().__init__(paths)
-        self.paths = paths
-        self.subtask = subtask
-
-
-def read_file(path: str, fmt: str, schema):
-    """The file's rows as Arrow record batches of ``schema`` (an Arrow schema), columns matched by name."""
-    import pyarrow as pa
-
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        handle = pq.ParquetFile(path)
-        present = [n for n in schema.names if n in handle.schema_arrow.names]
-        batches = handle.iter_batches(batch_size=BATCH_ROWS, columns=present)
-    elif fmt == "json":
-        import pyarrow.json as pj
-
-        table = pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=schema,
-                                                                   unexpected_field_behavior="ignore"))
-        batches = table.to_batches(max_chunksize=BATCH_ROWS)
-    else:
-        import pyarrow.csv as pc
-
-        table = pc.read_csv(path, convert_options=pc.ConvertOptions(
-            column_types={f.name: f.type for f in schema}, strings_can_be_null=True))
-        batches = table.to_batches(max_chunksize=BATCH_ROWS)
-    for batch in batches:
-        columns = []
-        for field in schema:
-            index = batch.schema.get_field_index(field.name)
-            if index < 0:
-                columns.append(pa.nulls(batch.num_rows, type=field.type))
-            else:
-                column = batch.column(index)
-                # nanoseconds are cut to Spark's microseconds, as Spark's own readers do; every
-                # other conversion must be exact (a long that overflows an int fails the read)
-                lossy = pa.types.is_timestamp(column.type) and pa.types.is_timestamp(field.type)
-                columns.append(column.cast(field.type, safe=not lossy))
-        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+    def __init__(self, directory: str, entries: list[dict], subtask: int | None = None):
+        super().__init__([e["name"] for e in entries])
+        self.directory, self.entries, self.subtask = directory, entries, subtask
 
 
 def _arrow_schema(schema):
@@ -111,14 +66,29 @@ def _arrow_schema(schema):
     return to_arrow_schema(schema, timezone="UTC")
 
 
-class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class _Reading:
+    """What every reader of the source needs to read a manifest entry (``file_reading.read_entry``)."""
+
     def __init__(self, options, schema):
-        self.manifest = Manifest(options["root"], options.get("manifest") or SOURCE_MANIFEST)
+        self.root = options["root"]
+        self.manifest = Manifest(self.root, options.get("manifest") or SOURCE_MANIFEST)
         self.format = options["format"]
+        self.policy = options.get("onBadFile") or "fail"
+        self.time_zone = options.get("timeZone") or "UTC"
+        self.schema = schema
+
+    def rows(self, partition: FilePartition, schema):
+        for entry in partition.entries:
+            yield from read_entry(self.root, partition.directory, entry, self.format, schema, self.policy,
+                                  self.time_zone)
+
+
+class FilesStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options, schema):
+        _Reading.__init__(self, options, schema)
         self.max_files = int(options.get("maxFilesPerTrigger") or 0)
         self.parallelism = int(options.get("parallelism") or 0)
         self.subtask_columns = options.get("subtaskColumns") == "true" and self.parallelism > 0
-        self.schema = schema
         self.hold = options.get("hold")
         self.target = None
 
@@ -129,12 +99,16 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxFiles(self.max_files) if self.max_files else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.target = len(self.manifest.discover()["files"])
+        self.target = len(self.manifest.discover(self._changed)["files"])
+
+    def _changed(self, entry: dict, problem: str) -> None:
+        """A file listed before that changed since: one line (on_bad_file "fail"), or recorded as skipped."""
+        bad_file(self.root, self.manifest.read()["directory"], entry["name"], problem, self.policy)
 
     def latestOffset(self, start: dict, limit) -> dict:
         if self.hold and not _appears(self.hold, HOLD_WAIT):  # the backlog still runs: read nothing yet
             return {"files": start["files"], "switch": 1, "held": 1}
-        available = self.target if self.target is not None else len(self.manifest.discover()["files"])
+        available = self.target if self.target is not None else len(self.manifest.discover(self._changed)["files"])
         end = max(available, start["files"])
         if isinstance(limit, ReadMaxFiles):
             end = min(end, start["files"] + limit.max_files)
@@ -144,22 +118,17 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict):
         doc = self.manifest.read()
-        if self.subtask_columns:  # as below, each partition knowing its subtask
-            return [SubtaskPartition([os.path.join(doc["directory"], n) for n in names], subtask)
-                    for subtask, names in subtask_files(doc["files"], start["files"], end["files"], self.parallelism)]
+        directory, by_name = doc["directory"], {e["name"]: e for e in doc["files"][start["files"]:end["files"]]}
         if self.parallelism:  # one partition per source subtask that owns a new file
-            groups = partition_files(doc["files"], start["files"], end["files"], self.parallelism)
-            return [SubtaskPartition([os.path.join(doc["directory"], n) for n in g]) for g in groups]
-        names = [f["name"] for f in doc["files"][start["files"]:end["files"]]]
-        return [FilePartition(os.path.join(doc["directory"], name)) for name in names]
+            return [FilePartition(directory, [by_name[n] for n in names], subtask if self.subtask_columns else None)
+                    for subtask, names in subtask_files(doc["files"], start["files"], end["files"], self.parallelism)]
+        return [FilePartition(directory, [entry]) for entry in by_name.values()]
 
     def read(self, partition):
         if self.subtask_columns:
-            yield from _with_subtask(partition, self.format, self.schema)
+            yield from _with_subtask(self, partition)
             return
-        schema = _arrow_schema(self.schema)
-        for path in getattr(partition, "paths", None) or [partition.path]:
-            yield from read_file(path, self.format, schema)
+        yield from self.rows(partition, _arrow_schema(self.schema))
 
     def commit(self, end: dict) -> None:
         pass
@@ -175,36 +144,30 @@ def _appears(path: str, seconds: float) -> bool:
     return True
 
 
-def _with_subtask(partition: SubtaskPartition, fmt: str, schema):
+def _with_subtask(reader: _Reading, partition: FilePartition):
     """The partition's rows with ``__fw_subtask`` (its subtask) and ``__fw_pos`` (0, 1, ... in read order)."""
     import pyarrow as pa
 
-    full = _arrow_schema(schema)
+    full = _arrow_schema(reader.schema)
     data = pa.schema([f for f in full if f.name not in (SUBTASK, POSITION)])
     position = 0
-    for path in partition.paths:
-        for batch in read_file(path, fmt, data):
-            n = batch.num_rows
-            columns = list(batch.columns) + [pa.array([partition.subtask] * n, pa.int32()),
-                                             pa.array(range(position, position + n), pa.int64())]
-            position += n
-            yield pa.RecordBatch.from_arrays(columns, schema=full)
+    for batch in reader.rows(partition, data):
+        n = batch.num_rows
+        columns = list(batch.columns) + [pa.array([partition.subtask] * n, pa.int32()),
+                                         pa.array(range(position, position + n), pa.int64())]
+        position += n
+        yield pa.RecordBatch.from_arrays(columns, schema=full)
 
 
-class FilesBatchReader(DataSourceReader):
+class FilesBatchReader(_Reading, DataSourceReader):
     """Exactly the backlog files, one partition each."""
-
-    def __init__(self, options, schema):
-        self.manifest = Manifest(options["root"], options.get("manifest") or SOURCE_MANIFEST)
-        self.format = options["format"]
-        self.schema = schema
 
     def partitions(self):
         doc = self.manifest.read()
-        return [FilePartition(os.path.join(doc["directory"], f["name"])) for f in doc["files"][: doc["backlog"]]]
+        return [FilePartition(doc["directory"], [entry]) for entry in doc["files"][: doc["backlog"]]]
 
     def read(self, partition: FilePartition):
-        yield from read_file(partition.path, self.format, _arrow_schema(self.schema))
+        yield from self.rows(partition, _arrow_schema(self.schema))
 
 
 class FilesDataSource(DataSource):

@@ -53,12 +53,38 @@ def batch_info(progress, event_time: str | None, switch_watermark: int | None) -
     if event_time is not None:
         effective = effective_watermark(switch_watermark, watermark_ms(progress))
         watermark = None if effective == MIN_WATERMARK else effective
+    spark_late = sum(op.numRowsDroppedByWatermark for op in operators)
+    observed = _observed(progress)
     return {
         "batch": progress.batchId, "input_rows": progress.numInputRows,
         "state_rows_updated": sum(op.numRowsUpdated for op in operators), "watermark": watermark,
-        "dropped_by_watermark": sum(op.numRowsDroppedByWatermark for op in operators),
+        "dropped_by_watermark": spark_late,
         "duration_ms": (progress.durationMs or {}).get("triggerExecution"),
+        "late": spark_late + observed.get("late", 0), "undated": observed.get("undated", 0),
     }
+
+
+def late_failure(info: dict, on_late: str):
+    """The error that stops a job with ``on_late="fail"`` when a micro-batch dropped records, or None."""
+    from ..errors import FullWindowError
+
+    late, undated = info.get("late") or 0, info.get("undated") or 0
+    if on_late != "fail" or not (late or undated):
+        return None
+    return FullWindowError(f"micro-batch {info['batch']} had {late} late record(s) (event time at or before the "
+                           f"watermark) and {undated} without an event time: on_late='fail' stops the job; "
+                           "on_late='drop' (the default) counts and drops them")
+
+
+def _observed(progress) -> dict:
+    """The counts the query observed before dropping records (``query.OBSERVED``), as ints."""
+    from .query import OBSERVED
+
+    row = (getattr(progress, "observedMetrics", None) or {}).get(OBSERVED)
+    if row is None:
+        return {}
+    values = row.asDict() if hasattr(row, "asDict") else dict(row)
+    return {k: int(v or 0) for k, v in values.items()}
 
 
 class Follower:

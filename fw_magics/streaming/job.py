@@ -23,7 +23,8 @@ from ..recovery.paths import CHECKPOINT
 from ..spark.flavour import interruption
 from . import savepoints
 from .changelog import BACKLOG_BATCH
-from .follower import BACKLOG_POLL_S, PROGRESS_POLL_S, Follower, wait_in_thread
+from .file_reading import new_skips
+from .follower import BACKLOG_POLL_S, PROGRESS_POLL_S, Follower, late_failure, wait_in_thread
 from .launch import keyed_job_frame, launch
 from .phases import ENDED, Mode, can_change
 from .results import JobResults
@@ -51,6 +52,7 @@ class StreamingJob(JobResults):
         self.backlog = None  # a backlog_run.Backlog when the mode has one
         self.restored_from: str | None = None  # the savepoint a restored job started from
         self.recorded: set[int] = set()  # micro-batches recorded in the log
+        self.skips_noted: set[str] = set()  # source files whose skipping is in the log
         self.query = None
         self.follower: Follower | None = None
         self._phase: str | None = None
@@ -130,6 +132,7 @@ class StreamingJob(JobResults):
         finally:
             if warm is not None:
                 warm.join()
+        self._note_skips()
 
     def _warm_up(self) -> None:
         """Start the held query while the backlog runs; a failure here is left to the start at the switch."""
@@ -172,9 +175,17 @@ class StreamingJob(JobResults):
 
     def _batch_committed(self, info: dict) -> None:
         self.recorded.add(info["batch"])
+        self._note_skips()
         hooks.trigger("micro_batch", self, info)
         if self._phase == "switching":
             self._set_phase("stream")
+        if (late := late_failure(info, self.source.on_late)) is not None:
+            self._fail(late)
+
+    def _note_skips(self) -> None:
+        """Record the files the readers skipped (on_bad_file="skip") since the last look."""
+        for doc in new_skips(self.root, self.skips_noted):
+            self.log.emit(events.file_skipped(doc["file"], doc["reason"]))
 
     def _terminated(self, exception) -> None:
         if self._stopping or self._ended:
@@ -229,11 +240,15 @@ class StreamingJob(JobResults):
         return self
 
     def _raise_failure(self) -> None:
-        """Raise the job's failure as a fresh one-line error chained to it (a later call shows only its own frames)."""
+        """Raise the job's failure as a fresh one-line error chained to it (a later call shows only its own
+        frames), once the job has ended (a failure another thread is recording is waited for)."""
+        if self._error is None and self._interrupted is None:
+            return
+        with self._cond:
+            self._cond.wait_for(lambda: self._phase in ENDED, 60)
         if self._interrupted is not None:
             raise Interrupted(f"job {self.job_name!r} was {self._interrupted}; start() continues it")
-        if self._error is not None:
-            raise raised_again(self._error, f"job {self.job_name!r} failed") from self._error
+        raise raised_again(self._error, f"job {self.job_name!r} failed") from self._error
 
     def stop(self) -> None:
         """Stop the job (its query, or the backlog's Spark job) and release it; start() again continues it."""

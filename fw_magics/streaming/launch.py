@@ -38,7 +38,8 @@ def keyed_job_frame(job, warm: bool = False):
     from the state its handover gives (``handover``), with W; else Spark's file stream from the first file."""
     plan, source, spark = job.plan, job.source, job.spark
     if plan.mode is not Mode.MIXED:
-        return keyed_query_frame(source.full_stream(spark, plan.max_files), job.spec, job.output, source.delay_ms, None)
+        return keyed_query_frame(source.stream(spark, job.root, plan.max_files), job.spec, job.output,
+                                 source.delay_ms, None)
     restored = restored_keyed_state(spark, job.storage)
     initial, seed = plan.handover.query_state(spark, job.backlog, restored, warm)
     stream = source.fresh_stream(spark, job.root, plan.max_files, plan.parallelism, plan.handover.hold(job.storage))

@@ -28,7 +28,6 @@ class OperatorJob(StreamingJob):
     state_kind = savepoints.OPERATOR
 
     def _query_frame(self, warm: bool = False):  # never warm: a stream-mode job has no backlog
-        self.source.record_nothing_read(self.root)
         restored = savepoints.restored_operator_state(self.storage)
         initial = initial_state_frame(self.spark, restored, self.parallelism)
         stream = self.source.operator_stream(self.spark, self.root, self.plan.max_files, self.parallelism)

@@ -149,14 +149,25 @@ class KeyedProcessor(StatefulProcessor):
             self.spec.function.close()
 
 
+#: The name of the metrics a query observes before it drops records (``progress.observedMetrics``).
+OBSERVED = "fw_dropped"
+
+
 def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int, switch_watermark: int | None,
                       initial=None, seed=None):
-    """The streaming DataFrame of changelog rows: watermark, late filter, transformWithState."""
+    """The streaming DataFrame of changelog rows: watermark, late filter, transformWithState.
+
+    Records without an event time, and (mixed mode) those at or before W, are dropped here and
+    counted first (``OBSERVED``: ``undated``, ``late``); Spark drops the records late for its own
+    watermark itself and counts them (``numRowsDroppedByWatermark``)."""
     if spec.event_time is not None:
         ts = F.col(spec.event_time)
+        w = F.timestamp_millis(F.lit(switch_watermark)) if switch_watermark is not None else None
+        stream = stream.observe(OBSERVED, F.count_if(ts.isNull()).alias("undated"),
+                                F.count_if(ts <= w if w is not None else F.lit(False)).alias("late"))
         stream = stream.withWatermark(spec.event_time, f"{delay_ms} milliseconds").where(ts.isNotNull())
-        if switch_watermark is not None:
-            stream = stream.where(ts > F.timestamp_millis(F.lit(switch_watermark)))
+        if w is not None:
+            stream = stream.where(ts > w)
     grouped = stream.groupBy(*[F.col(k) for k in spec.key_names])
     return grouped.transformWithState(
         KeyedProcessor(spec, output, switch_watermark, seed), changelog_schema(output), "Append",

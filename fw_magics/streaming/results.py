@@ -34,6 +34,25 @@ class JobResults:
         """State writes made while in backlog (one per key with state, at most)."""
         return 0 if self.backlog is None else self.backlog.state_writes
 
+    @property
+    def dropped(self) -> dict:
+        """Records not processed, counted: ``late`` (event time at or before the watermark, W's or
+        Spark's) and ``undated`` (no event time), in the backlog and every micro-batch recorded."""
+        totals = {"late": 0, "undated": 0}
+        if self.backlog is not None and self.backlog.finished:
+            totals["undated"] += self.backlog.counts().get("undated", 0)
+        for event in self.events():
+            if event["type"] == "micro_batch":
+                for kind in totals:
+                    totals[kind] += event.get(kind) or 0
+        return totals
+
+    @property
+    def skipped_files(self) -> list[dict]:
+        """The source files the job does not read, ``{"file", "reason"}`` each (``on_bad_file="skip"``,
+        or gone when it started again), in the order they were recorded."""
+        return [{"file": e["file"], "reason": e["reason"]} for e in self.events() if e["type"] == "file_skipped"]
+
     def events(self) -> list[dict]:
         """The job's event log, in write order."""
         self.log.flush()
@@ -68,13 +87,21 @@ class JobResults:
         """The job graph with the source's backlog status and the job's phase as notes."""
         graph = JobGraph.from_json(self.graph.to_json())
         recorded = self.backlog.recorded if self.backlog is not None else None
+        skipped = len(self.skipped_files)
         graph.annotate(graph.operators[0].name, backlog="true" if self.phase == "backlog" else "false",
-                       backlog_files=(recorded or {}).get("files") if self.plan.mode.has_backlog else None)
-        graph.annotate(self.stateful.step.name, phase=self.phase, mode=self.mode, watermark=self.watermark)
+                       backlog_files=(recorded or {}).get("files") if self.plan.mode.has_backlog else None,
+                       skipped_files=skipped or None)
+        dropped = self.dropped
+        graph.annotate(self.stateful.step.name, phase=self.phase, mode=self.mode, watermark=self.watermark,
+                       late=dropped["late"] or None, undated=dropped["undated"] or None)
         graph.annotate(SINK, micro_batches=len(self.recorded) or None)
         return graph
 
     def __repr__(self) -> str:
         w = "" if self.watermark is None else f", W={self.watermark}"
+        try:
+            dropped = "".join(f", {n} {kind}" for kind, n in self.dropped.items() if n)
+        except Exception:  # a repr never fails: the log may be unreadable
+            dropped = ""
         return (f"StreamingJob({self.job_name!r}, {self.mode}: phase {self.phase}, "
-                f"{len(self.recorded)} micro-batches{w})")
+                f"{len(self.recorded)} micro-batches{w}{dropped})")

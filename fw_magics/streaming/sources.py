@@ -3,14 +3,15 @@
 A source with a backlog (``FilesSource``, the one there is) answers five questions, all in JSON/DataFrames:
 
 * ``describe()``: what it reads (recorded; a restart must describe the same source);
-* ``record_backlog(root)``: at the job's *first* start, fix the backlog (the positions it ends
-  at) in the job directory and return a JSON summary; a restart keeps what was recorded;
+* ``record(root, backlog)``: at the job's *first* start, fix the backlog (the positions it ends
+  at) in the job directory and return a JSON summary; a restart keeps what was recorded
+  (``relist``: a file gone since is skipped, one changed is listed anew);
 * ``backlog_frame(spark, root)``: a batch DataFrame of exactly the backlog;
 * ``fresh_stream(spark, root, max_files, parallelism, hold)``: a streaming DataFrame starting
   right after the backlog, whose first micro-batch runs at once (the switch); with ``hold`` (a
   path), one that may start while the backlog runs and reads no fresh record before that file
   exists;
-* ``full_stream(spark, max_files)``: a streaming DataFrame from the very beginning (``mode="stream"``,
+* ``stream(spark, root, max_files)``: a streaming DataFrame from the very beginning (``mode="stream"``,
   the baseline without a backlog phase).
 
 :class:`FilesSource` implements them over a directory: the backlog is the files present at the
@@ -18,13 +19,13 @@ first start, recorded in a manifest; positions are indexes into it.
 
 **Kafka** fits the same interface; it is not implemented because ``spark-sql-kafka`` is not in
 PySpark's jars and could not be resolved here (``spark.jars.packages`` found no Maven
-repository). With the connector on the classpath it would be: ``record_backlog``: the latest
+repository). With the connector on the classpath it would be: ``record``: the latest
 offset of every partition at the first start (from a batch read of the topic, or an admin
 client), written as Kafka's offsets JSON ``{"topic": {"0": 42, "1": 17}}``; ``backlog_frame``:
 ``spark.read.format("kafka").option("startingOffsets", "earliest").option("endingOffsets",
 <that JSON>)``; ``fresh_stream``: ``spark.readStream.format("kafka").option("startingOffsets",
 <that JSON>)`` (plus one idle trigger for the switch, or none: Kafka's first batch runs at
-start); ``full_stream``: ``startingOffsets="earliest"``; the value column parsed with
+start); ``stream``: ``startingOffsets="earliest"``; the value column parsed with
 ``from_json(value, schema)``.
 """
 
@@ -35,54 +36,98 @@ import os
 from pyspark.sql import DataFrame
 
 from . import files_source
-from .manifest import Manifest, backlog_summary
+from .file_reading import bad_file
+from .file_schema import check_first_file, footer_problem, nanoseconds
+from .manifest import Manifest, backlog_summary, relist
 
 
 class FilesSource:
-    """A directory of Parquet, JSON or CSV files (``fw.from_files``)."""
+    """A directory of Parquet, JSON or CSV files (``fw.from_files``): every mode reads its files the
+    same way (``file_reading``), through the manifest of the job that reads it."""
 
     def __init__(self, detail: dict, schema):
         self.directory = detail["path"]
         self.format = detail["format"]
         self.event_time = detail["event_time"]
         self.delay_ms = detail["delay_ms"]
+        self.glob = detail.get("glob", "*")
+        self.on_bad_file = detail.get("on_bad_file", "fail")
+        self.on_late = detail.get("on_late", "drop")
         self.schema = schema
 
     def describe(self) -> dict:
+        """What it reads: a restart must describe the same source (``on_bad_file`` and ``on_late`` may change)."""
         return {"kind": "files", "path": self.directory, "format": self.format, "schema": self.schema.simpleString(),
-                "event_time": self.event_time, "delay_ms": self.delay_ms}
+                "event_time": self.event_time, "delay_ms": self.delay_ms, "glob": self.glob}
 
     def manifest(self, root: str) -> Manifest:
         return Manifest(root)
 
-    def record_backlog(self, root: str) -> dict:
-        return backlog_summary(self.manifest(root).record_backlog(self.directory))
+    def record(self, root: str, backlog: bool) -> tuple[dict, list[dict]]:
+        """At the first start: the files present now (the backlog, or with ``backlog=False`` the stream's
+        first files), the schema checked against the first, a Parquet backlog's footers checked. Returns
+        the backlog's summary and the files skipped (a bad one with ``on_bad_file="skip"``)."""
+        manifest = self.manifest(root)
+        doc = manifest.listing(self.directory, self.glob, backlog)
+        skipped = self._check_footers(doc) if backlog and self.format == "parquet" else []
+        readable = [e for e in doc["files"] if not e.get("skipped")]
+        if readable:
+            check_first_file(self.directory, readable[0], self.format, self.arrow_schema)
+        manifest.write(doc)
+        return backlog_summary(doc), skipped
 
-    def record_nothing_read(self, root: str) -> None:
-        """A manifest with no backlog (every file is read by the stream), unless the job already has one."""
+    def _check_footers(self, doc: dict) -> list[dict]:
+        skipped = []
+        for index in range(doc["backlog"]):
+            entry = doc["files"][index]
+            problem, schema = footer_problem(os.path.join(self.directory, entry["name"]))
+            if problem is not None:
+                if self.on_bad_file != "skip":
+                    bad_file(None, self.directory, entry["name"], problem, "fail")
+                doc["files"][index] = entry = dict(entry, skipped=problem)
+                skipped.append(entry)
+            elif nanoseconds(schema, self.schema.names):
+                doc["reader"] = "arrow"  # Spark's Parquet reader refuses nanosecond timestamps
+        return skipped
+
+    def relist(self, root: str) -> list[dict]:
+        """At a restart: the manifest's files as they are now (a gone file skipped, a changed one listed
+        anew); the entries that changed."""
         manifest = self.manifest(root)
         if not manifest.exists():
-            manifest.write({"format": 1, "directory": self.directory, "backlog": 0, "files": []})
+            return []
+        doc, changed = relist(manifest.read())
+        if changed:
+            manifest.write(doc)
+        return changed
 
-    def backlog_paths(self, root: str) -> list[str]:
-        doc = self.manifest(root).read()
-        return [os.path.join(doc["directory"], f["name"]) for f in doc["files"][: doc["backlog"]]]
+    @property
+    def arrow_schema(self):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        return to_arrow_schema(self.schema, timezone="UTC")
 
     def backlog_frame(self, spark, root: str) -> DataFrame:
-        paths = self.backlog_paths(root)
+        doc = self.manifest(root).read()
+        paths = [os.path.join(doc["directory"], f["name"]) for f in doc["files"][: doc["backlog"]]
+                 if not f.get("skipped")]
         if not paths:
             return spark.createDataFrame([], self.schema)
-        if self.format == "parquet":  # Spark's own reader: the fastest way in
+        if self.format == "parquet" and doc.get("reader", "spark") == "spark":  # Spark's own: the fastest way in
             return spark.read.schema(self.schema).parquet(*paths)
-        files_source.register(spark)  # CSV/JSON parsed as the fresh files will be (pyarrow)
-        return (spark.read.format(files_source.NAME).schema(self.schema)
-                .option("root", root).option("format", self.format).load())
+        files_source.register(spark)
+        return self._options(spark.read, spark, root).load()
+
+    def _options(self, reader, spark, root: str):
+        return (reader.format(files_source.NAME).schema(self.schema).option("root", root)
+                .option("format", self.format).option("onBadFile", self.on_bad_file)
+                .option("timeZone", spark.conf.get("spark.sql.session.timeZone")))
 
     def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None,
                      hold: str | None = None) -> DataFrame:
+        """The stream of every manifest file after the backlog (all of them in mode "stream")."""
         files_source.register(spark)
-        reader = (spark.readStream.format(files_source.NAME).schema(self.schema)
-                  .option("root", root).option("format", self.format))
+        reader = self._options(spark.readStream, spark, root)
         if hold:  # no fresh file is read before this file exists (the backlog's handover)
             reader = reader.option("hold", hold)
         if parallelism:  # source subtasks: one partition per owner of new files (see splits)
@@ -99,14 +144,17 @@ class FilesSource:
         files_source.register(spark)
         schema = T.StructType(list(self.schema.fields) + [T.StructField(files_source.SUBTASK, T.IntegerType()),
                                                           T.StructField(files_source.POSITION, T.LongType())])
-        reader = (spark.readStream.format(files_source.NAME).schema(schema)
-                  .option("root", root).option("format", self.format)
+        reader = (self._options(spark.readStream, spark, root).schema(schema)
                   .option("parallelism", str(parallelism)).option("subtaskColumns", "true"))
         if max_files:
             reader = reader.option("maxFilesPerTrigger", str(max_files))
         return reader.load()
 
-    def full_stream(self, spark, max_files: int | None) -> DataFrame:
+    def stream(self, spark, root: str, max_files: int | None) -> DataFrame:
+        """A stream-mode job's stream: its own files from the first, through the manifest; a job recorded
+        before stream mode had a manifest keeps Spark's file source, which its checkpoint was made with."""
+        if self.manifest(root).exists():
+            return self.fresh_stream(spark, root, max_files)
         reader = spark.readStream.schema(self.schema).format(self.format)
         if self.format == "csv":
             reader = reader.option("header", "true")

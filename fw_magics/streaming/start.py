@@ -103,6 +103,7 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
                 flavour=flavour)
     job = (OperatorJob if kind == OPERATOR else StreamingJob)(stateful, source, log, plan, graph)
     job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
+    job.skips_noted = set(state.skipped)
     if mode.has_backlog:
         job.backlog = Backlog(job, state.finished_of(job.vertex), state.attempts)
         if state.state_writes is not None:
@@ -115,20 +116,25 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     job.spark.conf.set(*STATE_STORE)
     log.begin()
     run = state.runs + 1
+    changed: list = []
     if not state.started and savepoint is not None:
         _restore(job, savepoint, content, run)
         state.switched = True
     elif not state.started:
-        summary = source.record_backlog(log.root) if mode.has_backlog else None
+        summary, changed = source.record(log.root, backlog=mode.has_backlog)
         log.submitted(graph, content)
         log.emit(events.stream_started(mode.value, run, source.describe(), chosen))
-        if summary is not None:
+        if mode.has_backlog:
             log.emit(events.backlog_recorded(summary))
             state.backlog = summary
     else:
         if state.content is None:  # recorded by an older fw-magics: from now on, with what the job is
             log.submitted(graph, content)
         log.emit(events.stream_started(mode.value, run, source.describe(), chosen))
+        changed = source.relist(log.root)  # a file removed or fixed since: skipped, or read as it is now
+    for entry in changed:
+        log.emit(events.file_skipped(entry["name"], entry["skipped"]) if entry.get("skipped")
+                 else events.file_relisted(entry["name"], entry["size"]))
     if job.backlog is not None:
         job.backlog.recorded = state.backlog
     phase = resume_phase(state, mode)

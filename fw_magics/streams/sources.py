@@ -86,18 +86,30 @@ def _from_table(spark, table: pa.Table, struct, partitions: int, name: str, sour
 
 
 FILE_FORMATS = ("parquet", "json", "csv")
+#: The names a source reads by default, per format (``glob=`` says otherwise; fnmatch rules).
+DEFAULT_GLOBS = {"parquet": "*.parquet", "json": "*.json", "csv": "*.csv"}
+BAD_FILE_POLICIES = ("fail", "skip")
+LATE_POLICIES = ("drop", "fail")
 
 
-def from_files(path, format, schema, event_time=None, watermark_delay="0 seconds", name: str | None = None) -> DataStream:
+def from_files(path, format, schema, event_time=None, watermark_delay="0 seconds", name: str | None = None,
+               glob: str | None = None, on_bad_file: str = "fail", on_late: str = "drop") -> DataStream:
     """An unbounded DataStream over a directory of files (FLIP-327's source with a backlog).
 
     ``format``: "parquet", "json" (JSON Lines) or "csv" (with a header row); ``schema``: a
-    DDL string or StructType (columns are matched by name; files must be written atomically,
-    e.g. under a name starting with "." or "_" and then renamed: such names are skipped).
-    ``event_time``: a timestamp column; with it, ``watermark_delay`` ("10 seconds") bounds how
-    late a record may come. The files present when a job over it *first* starts are its
-    backlog, recorded in the job directory; files that arrive later are fresh. Run it with
-    ``key_by(...).reduce/aggregate/process(...).start()``.
+    DDL string or StructType (columns are matched by name). Only names matching ``glob`` are
+    read (default ``*.parquet``, ``*.json``, ``*.csv`` by format); names starting with "." or
+    "_" never are, so write each file under such a name and rename it into place. The schema is
+    checked against the first file at the first start (a missing or mistyped column is one line).
+    ``on_bad_file``: what a file that cannot be read (not of the format, truncated, gone, or
+    changed after it was listed) does: "fail" (the job fails with one line naming the file; remove
+    or fix it, start() again, nothing lost or counted twice) or "skip" (recorded in the event log
+    and ``job.skipped_files``, never read). ``event_time``: a timestamp column; with it,
+    ``watermark_delay`` ("10 seconds") bounds how late a record may come; late records and records
+    without an event time are counted (``job.dropped``, each micro-batch's event), and
+    ``on_late="fail"`` fails the job on the first one instead of dropping it. The files present
+    when a job over it *first* starts are its backlog, recorded in the job directory; files that
+    arrive later are fresh. Run it with ``key_by(...).reduce/aggregate/process(...).start()``.
     """
     spark = get_spark()
     directory = _directory(path)
@@ -120,10 +132,19 @@ def from_files(path, format, schema, event_time=None, watermark_delay="0 seconds
     delay_ms = parse_delay(watermark_delay)
     if event_time is None and delay_ms:
         raise FullWindowError("watermark_delay needs an event_time column; pass event_time='<timestamp column>'")
+    pattern = DEFAULT_GLOBS[fmt] if glob is None else glob
+    if not isinstance(pattern, str) or not pattern.strip() or "/" in pattern or "\x00" in pattern:
+        raise FullWindowError(f"glob {glob!r:.60}; accepted: None ({DEFAULT_GLOBS[fmt]!r} for {fmt}) or a file-name "
+                              "pattern such as 'orders-*.parquet' (no '/')")
+    for option, value, accepted in (("on_bad_file", on_bad_file, BAD_FILE_POLICIES), ("on_late", on_late, LATE_POLICIES)):
+        if value not in accepted:
+            hint = did_you_mean(value, accepted) if isinstance(value, str) else ""
+            raise FullWindowError(f"{option} {value!r:.60}{hint}; accepted: {', '.join(accepted)}")
     label = os.path.basename(directory.rstrip("/")) or directory
     detail = {
         "source": "files", "streaming": True, "path": directory, "format": fmt, "event_time": event_time,
         "delay_ms": delay_ms, "partitions": int(spark.conf.get("spark.sql.shuffle.partitions")), "label": label,
+        "glob": pattern, "on_bad_file": on_bad_file, "on_late": on_late,
     }
 
     def build():  # Spark's own file stream source (what mode="stream" runs)
