@@ -91,7 +91,11 @@ class JobLog:
         """Check the folder, take the lock (``OSError`` where the folder cannot be written) and
         register the job in the per-user index."""
         refuse_linked_folder(self.storage)
-        self.lock.acquire()
+        try:
+            self.lock.acquire()
+        except (NotADirectoryError, FileExistsError) as error:  # a file where a folder must be
+            raise JobStorageError(f"{self.where} cannot be made: {error.filename or self.root} is a file, not a "
+                                  "folder; accepted for job_dir: a folder (or where one can be made)") from None
         self._locked = True
         index.register(self.root, self.job_name)
 

@@ -37,12 +37,16 @@ def batch_dir(root: str, batch_id: int) -> str:
 
 
 def check_sink(sink) -> None:
-    if sink is None or callable(sink) or (isinstance(sink, str) and sink.strip()):
+    """A sink: None, a function fn(df, batch_id), or a directory path (one that exists must be a folder)."""
+    accepted = ("accepted: None (the job's changelog only), a directory path for a Parquet table, or a function "
+                "fn(df, batch_id)")
+    if sink is None or callable(sink):
         return
-    raise FullWindowError(
-        f"sink {sink!r:.60}; accepted: None (the job's changelog only), a directory path for a Parquet table, "
-        "or a function fn(df, batch_id)"
-    )
+    if not isinstance(sink, (str, os.PathLike)) or not str(sink).strip():
+        raise FullWindowError(f"sink {sink!r:.60}; {accepted}")
+    path = os.fspath(sink)
+    if "://" not in path and os.path.exists(path) and not os.path.isdir(path):
+        raise FullWindowError(f"sink {path!r:.200} is not a folder (a file, a device or a FIFO); {accepted}")
 
 
 def write_marker(directory: str, batch_id, extra: dict | None = None) -> None:

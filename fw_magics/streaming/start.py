@@ -18,6 +18,7 @@ session's flavour and the handover of backlog state (``handover.choose``), and t
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 
@@ -52,6 +53,7 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
     trigger = Trigger.of(trigger)
     max_files = check_max_files(max_files_per_trigger)
     check_sink(sink)
+    sink = os.fspath(sink) if isinstance(sink, os.PathLike) else sink
     if not isinstance(reset, bool):
         raise FullWindowError(f"reset {reset!r:.60}; accepted: False, or True to discard what the job recorded "
                               "(never its savepoints) and start afresh")
