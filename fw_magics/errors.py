@@ -159,6 +159,21 @@ def error_summary(error: BaseException, limit: int = 500) -> str:
     return f"{type(error).__name__}: {first}"[:limit]
 
 
+#: Known start-up failures of Spark's Python workers, and what to do (appended to their one line).
+HINTS = {
+    "Python worker failed to connect back": "the machine was too busy for Spark's Python worker to start in "
+                                            "time: run it again, or give Spark fewer cores (FW_SPARK_MASTER=local[1])",
+    "Python worker exited unexpectedly": "a Python worker crashed (out of memory?): its own error is above in the "
+                                         "log; run it again with smaller partitions",
+}
+
+
+def hinted(summary: str) -> str:
+    """``summary`` with what to do when it is a known Spark start-up failure."""
+    hint = next((h for mark, h in HINTS.items() if mark in summary), None)
+    return summary if hint is None or hint in summary else f"{summary} ({hint})"
+
+
 def raised_again(error: BaseException, context: str) -> FwMagicsError:
     """A fresh one-line error for a failure raised again later (``raise raised_again(e, ...) from e``):
     the same one for an FwMagicsError or a FullWindowError raised in a worker, else a JobFailedError
@@ -169,4 +184,4 @@ def raised_again(error: BaseException, context: str) -> FwMagicsError:
     summary = error_summary(error)
     if summary.startswith("FullWindowError: "):  # a value check in a worker: the batch API's one line
         return FullWindowError(summary[len("FullWindowError: "):])
-    return JobFailedError(f"{context}: {summary}")
+    return JobFailedError(f"{context}: {hinted(summary)}")

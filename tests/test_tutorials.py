@@ -52,7 +52,8 @@ def run_by_the_browser_tests(session, path) -> bool:
 @pytest.mark.slow
 @pytest.mark.extended  # about 6 minutes in all: make test-extended (CI), where tests/browser runs tutorial 5
 @pytest.mark.parametrize("path", TUTORIALS, ids=[p.stem for p in TUTORIALS])
-def test_tutorial_runs_with_its_exercises_solved(path, tmp_path, request):
+def test_tutorial_runs_with_its_exercises_solved(path, tmp_path, request, monkeypatch):
+    monkeypatch.delenv("FW_SPARK_LOG_LEVEL", raising=False)  # what a learner's kernel has: the default
     if run_by_the_browser_tests(request.session, path):
         pytest.skip("run top to bottom in this session by tests/browser (test_no_cell_failed[classic])")
     nb = nbformat.read(path, as_version=4)
@@ -70,6 +71,9 @@ def test_tutorial_runs_with_its_exercises_solved(path, tmp_path, request):
     errors = [o for c in nb.cells if c.cell_type == "code" and c not in tries.values()
               for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
+    stderr = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                     if o.output_type == "stream" and o.get("name") == "stderr")
+    assert "TransformWithStateInPandas" not in stderr and "Python worker" not in stderr, stderr[:2000]
     for tag, cell in tries.items():
         (error,) = [o for o in cell.outputs if o.output_type == "error"]
         assert error.ename == "AssertionError" and "not quite" in error.evalue, f"{path.name} {tag}: {error}"

@@ -29,7 +29,7 @@ import threading
 import warnings
 
 from .. import hooks
-from ..errors import JobLockLostError, JobStorageError, error_summary
+from ..errors import JobLockLostError, JobStorageError, error_summary, hinted
 from . import events, index
 from .event_store import JobEventStore
 from .filesystem import Storage
@@ -151,7 +151,7 @@ class JobLog:
         return True
 
     def failed(self, error: BaseException) -> bool:
-        return self.end(events.job_failed(error_summary(error)))
+        return self.end(events.job_failed(hinted(error_summary(error))))
 
     def cancelled(self, cause: str) -> bool:
         return self.end(events.job_cancelled(cause))

@@ -16,8 +16,11 @@ port 4040" when several notebooks were open, and a user's error in a worker came
   always adds ``--add-modules=jdk.incubator.vector``; the JVM prints it before any logging
   exists, so no log configuration can remove it) and the tracebacks Spark's worker daemon
   prints when the JVM closes the connection of a task it killed or abandoned
-  (``BrokenPipeError``/``ConnectionResetError`` raised in ``pyspark/daemon.py`` only). What a
-  user's own function prints to stderr in a worker still reaches the notebook.
+  (``BrokenPipeError``/``ConnectionResetError`` raised in ``pyspark/daemon.py`` only), and the
+  lines pyspark's ``transformWithState`` Python workers print about themselves at every start
+  ("Starting Streaming TransformWithStateInPandas Python worker", "... Received UDF from JVM",
+  "... Completed execution of UDF", each followed by a blank line). What a user's own function
+  prints to stderr in a worker still reaches the notebook, and so does any error.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ _TRACEBACK = "Traceback (most recent call last):"
 _FLUSH_NOTE = "PySpark daemon failed to flush the output to the worker process:"
 _FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line \d+')
 _HANGUP = re.compile(r"^(BrokenPipeError|ConnectionResetError|ConnectionAbortedError)\b")
+#: What pyspark's transformWithState workers print about themselves (pyspark/sql/streaming/
+#: transform_with_state_driver_worker.py and its pandas worker), every line followed by a blank one.
+WORKER_CHATTER = ("Starting Streaming TransformWithStateInPandas Python worker",
+                  "Streaming TransformWithStateInPandas Python worker ")
 
 
 def java_options(existing: str | None = None) -> str:
@@ -46,7 +53,7 @@ def java_options(existing: str | None = None) -> str:
 def is_noise(block: list[str]) -> bool:
     """Whether a block of stderr lines (one line, or a whole traceback) is JVM or daemon chatter."""
     if len(block) == 1:
-        return block[0].startswith(INCUBATOR_NOTE)
+        return block[0].startswith((INCUBATOR_NOTE, *WORKER_CHATTER))
     lines = [line.rstrip("\n") for line in block]
     if lines[0] == _FLUSH_NOTE:
         lines = lines[1:]
@@ -64,6 +71,7 @@ class _Filter:
         self.read_fd, self.target = read_fd, target
         self.pending = ""  # text after the last newline
         self.block: list[str] = []  # a traceback being read, decided when it ends
+        self.chatter = False  # the last line was a worker's chatter: the blank line after it goes too
 
     def run(self) -> None:
         while True:
@@ -92,7 +100,7 @@ class _Filter:
     @staticmethod
     def _may_open_block(text: str) -> bool:
         return any(marker.startswith(text) or text.startswith(marker)
-                   for marker in (_TRACEBACK, _FLUSH_NOTE, INCUBATOR_NOTE))
+                   for marker in (_TRACEBACK, _FLUSH_NOTE, INCUBATOR_NOTE, *WORKER_CHATTER))
 
     def line(self, line: str) -> None:
         bare = line.rstrip("\n")
@@ -107,6 +115,10 @@ class _Filter:
         if bare in (_TRACEBACK, _FLUSH_NOTE):
             self.block = [line]
             return
+        if not bare and self.chatter:
+            self.chatter = False
+            return
+        self.chatter = bare.startswith(WORKER_CHATTER)
         if not is_noise([line]):
             self._write(line)
 
