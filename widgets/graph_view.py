@@ -221,6 +221,7 @@ class GraphView(W.VBox):
         self.rescale_text.value = "".join(parts)
         self.canvas.highlighted = {name: f"state {old} \u2192 {new_parallelism}" for name in found
                                    if name in {op.name for op in self.graph.operators}}
+        self.rescale_controls.show(path, new_parallelism)  # the row says what the table shows
         return found
 
     @property

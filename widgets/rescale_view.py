@@ -56,12 +56,20 @@ class RescaleControls(W.HBox):
                                     style={"description_width": "initial"})
         self.parallelism = W.BoundedIntText(value=1, min=1, max=4096, description="restore at parallelism",
                                             layout=W.Layout(width="210px"), style={"description_width": "initial"})
-        self.button = W.Button(description="Where does the state go?", button_style="info")
+        # wide enough for its words: the default 148 px cut them to "Where does the s…"
+        self.button = W.Button(description="Where does the state go?", button_style="info",
+                               layout=W.Layout(width="auto", min_width="210px"))
         self.button.add_class("fw-rescale-ask")
         self.button.on_click(lambda _: on_ask(self.savepoint.value, self.parallelism.value))
         super().__init__([self.savepoint, self.parallelism, self.button],
                          layout=W.Layout(flex_flow="row wrap", align_items="center", display="none"))
         self.add_class("fw-rescale-controls")
+
+    def show(self, path: str, parallelism: int) -> None:
+        """Set the row to a what-if asked in code (``rescale_savepoint(path, n)``): its savepoint and n."""
+        if path in [value for _, value in self.savepoint.options]:
+            self.savepoint.value = path
+        self.parallelism.value = max(self.parallelism.min, min(parallelism, self.parallelism.max))
 
     def offer(self, paths, parallelism: int | None = None) -> None:
         """Offer ``paths`` (savepoint directories, oldest first; the newest is chosen); show the row."""

@@ -8,6 +8,8 @@ the same answer while the job runs, after it stopped, and in another process.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from ..graph import JobGraph
 from ..recovery.event_store import JobEventStore
 from ..recovery.paths import EVENTS
@@ -92,7 +94,7 @@ class JobResults:
                        backlog_files=(recorded or {}).get("files") if self.plan.mode.has_backlog else None,
                        skipped_files=skipped or None)
         dropped = self.dropped
-        graph.annotate(self.stateful.step.name, phase=self.phase, mode=self.mode, watermark=self.watermark,
+        graph.annotate(self.stateful.step.name, phase=self.phase, mode=self.mode, W=_moment(self.watermark),
                        late=dropped["late"] or None, undated=dropped["undated"] or None)
         graph.annotate(SINK, micro_batches=len(self.recorded) or None)
         return graph
@@ -105,3 +107,11 @@ class JobResults:
             dropped = ""
         return (f"StreamingJob({self.job_name!r}, {self.mode}: phase {self.phase}, "
                 f"{len(self.recorded)} micro-batches{w}{dropped})")
+
+
+def _moment(millis: int | None) -> str | None:
+    """W as the drawing shows it: a UTC time to the millisecond ("2024-01-01 00:01:40.000Z"), not epoch ms."""
+    if millis is None:
+        return None
+    moment = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=millis)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

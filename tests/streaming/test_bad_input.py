@@ -90,7 +90,7 @@ def test_a_bad_backlog_file_fails_start_in_one_line_or_is_skipped_and_recorded(a
     (skipped,) = job.skipped_files
     assert skipped["file"] == "notes.parquet" and "not a readable Parquet file" in skipped["reason"]
     assert latest_rows(job) == expected_latest(model("reduce", 0, BACKLOG, []), "reduce")
-    assert "skipped_files: 1" in job.job_graph().to_dot() or job.job_graph().notes_of("files(src)")
+    assert job.job_graph().annotations("files(src)")["skipped_files"] == "1"
 
 
 def test_a_bad_fresh_file_fails_the_job_in_one_line_and_a_restart_after_removing_it_loses_nothing(area):
