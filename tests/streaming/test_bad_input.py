@@ -263,3 +263,57 @@ def test_csv_timestamps_with_and_without_a_zone_read_the_same_in_every_mode(area
     # the session's time zone is UTC: the zone-less 00:53:37 is 00:53:37 UTC
     assert results["batch"] == results["stream"] == results["mixed"] == ({(1,): (1, 2, 4), (2,): (2, 1, 2)}, 1)
     assert BASE < dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def fractional(a, b):
+    return (a.k, a.v + b.v + 0.25, a.ts)  # a float into the long column v
+
+
+def test_a_value_that_does_not_fit_is_the_batch_apis_one_line_in_every_streaming_engine(area):
+    for f in BACKLOG:
+        area.write(f)
+    batch_api = fw.from_records([(1, 1, BASE), (1, 2, BASE)], functions.SCHEMA, partitions=1)
+    with pytest.raises(fw.FullWindowError) as batch:
+        batch_api.key_by("k").full_window_partition().reduce(fractional).collect_partitions()
+    said = str(batch.value)
+    assert "reduce function 'fractional' produced a value that does not fit column 'v'" in said
+    for mode in ("batch", "mixed", "stream"):
+        job = source(area).key_by("k").reduce(fractional).start(job_dir=area.jobs, job_name=f"value-{mode}",
+                                                                 mode=mode, trigger=TRIGGER)
+        try:
+            with pytest.raises(fw.FullWindowError) as streamed:
+                job.process_all_available()
+        finally:
+            job.stop()
+        assert str(streamed.value).split(": expected")[0] == said.split(": expected")[0], mode
+        assert "\n" not in str(streamed.value) and job.phase == "failed"
+
+
+JSON_EDGES = [
+    '{"k": 1, "v": 1, "ts": "2026-01-01 00:53:37"}',
+    '{"k": 2, "v": 2, "ts": "2026-01-01T00:53:38Z"}',
+    '{"k": 1, "v": 3, "ts": "2026-01-01T02:53:39+02:00", "extra": "ignored"}',
+    '{"k": 3, "v": 7}',
+    '{"k": 4, "v": 5, "ts": null}',
+]
+
+
+def test_json_edge_cases_read_the_same_in_every_mode(area):
+    directory = area.source()
+    with open(os.path.join(directory, ".j"), "w") as f:
+        f.write("\n".join(JSON_EDGES) + "\n")
+    os.replace(os.path.join(directory, ".j"), os.path.join(directory, "edges.json"))
+    op = fw.from_files(directory, "json", functions.SCHEMA, event_time="ts").key_by("k").aggregate(
+        functions.CountSum())
+    results = {}
+    for mode in ("batch", "stream", "mixed"):
+        job = op.start(job_dir=area.jobs, job_name=f"json-{mode}", mode=mode,
+                       trigger="available_now" if mode == "stream" else TRIGGER)
+        try:
+            job.process_all_available()
+            results[mode] = (latest_rows(job), job.dropped["undated"])
+        finally:
+            job.stop()
+    assert results["batch"] == results["stream"] == results["mixed"]
+    rows, undated = results["batch"]
+    assert undated == 2 and rows == {(1,): (1, 2, 4), (2,): (2, 1, 2)}  # a missing key or a null: no event time
