@@ -44,6 +44,20 @@ def stray(area, name: str, data: bytes) -> str:
     return path
 
 
+def in_every_mode(op, area, name: str, read=latest_rows) -> dict:
+    """``read(job)`` of the same job run to its end in each mode (its own job name in each)."""
+    results = {}
+    for mode in ("batch", "stream", "mixed"):
+        job = op.start(job_dir=area.jobs, job_name=f"{name}-{mode}", mode=mode,
+                       trigger="available_now" if mode == "stream" else TRIGGER)
+        try:
+            job.process_all_available()
+            results[mode] = read(job)
+        finally:
+            job.stop()
+    return results
+
+
 def truncated_parquet(rows) -> bytes:
     sink = pa.BufferOutputStream()
     pq.write_table(table(rows), sink)
@@ -177,16 +191,7 @@ def test_nanosecond_parquet_timestamps_are_read_in_every_mode(area):
     nanos = table(rows).cast(pa.schema([("k", pa.int64()), ("v", pa.int64()), ("ts", pa.timestamp("ns", tz="UTC"))]))
     pq.write_table(nanos, os.path.join(area.source(), ".n"))
     os.replace(os.path.join(area.source(), ".n"), os.path.join(area.source(), "nanos.parquet"))
-    op = source(area).key_by("k").reduce(functions.add)
-    results = {}
-    for mode in ("batch", "stream", "mixed"):
-        job = op.start(job_dir=area.jobs, job_name=f"nanos-{mode}", mode=mode,
-                       trigger="available_now" if mode == "stream" else TRIGGER)
-        try:
-            job.process_all_available()
-            results[mode] = latest_rows(job)
-        finally:
-            job.stop()
+    results = in_every_mode(source(area).key_by("k").reduce(functions.add), area, "nanos")
     assert results["batch"] == results["stream"] == results["mixed"] == expected_latest(
         model("reduce", 0, [rows], []), "reduce")
 
@@ -251,15 +256,7 @@ def test_csv_timestamps_with_and_without_a_zone_read_the_same_in_every_mode(area
     os.replace(os.path.join(directory, ".z"), os.path.join(directory, "zones.csv"))
     op = fw.from_files(directory, "csv", functions.SCHEMA, event_time="ts").key_by("k").aggregate(
         functions.CountSum())
-    results = {}
-    for mode in ("batch", "stream", "mixed"):
-        job = op.start(job_dir=area.jobs, job_name=f"zones-{mode}", mode=mode,
-                       trigger="available_now" if mode == "stream" else TRIGGER)
-        try:
-            job.process_all_available()
-            results[mode] = (latest_rows(job), job.dropped["undated"])
-        finally:
-            job.stop()
+    results = in_every_mode(op, area, "zones", lambda job: (latest_rows(job), job.dropped["undated"]))
     # the session's time zone is UTC: the zone-less 00:53:37 is 00:53:37 UTC
     assert results["batch"] == results["stream"] == results["mixed"] == ({(1,): (1, 2, 4), (2,): (2, 1, 2)}, 1)
     assert BASE < dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -305,15 +302,7 @@ def test_json_edge_cases_read_the_same_in_every_mode(area):
     os.replace(os.path.join(directory, ".j"), os.path.join(directory, "edges.json"))
     op = fw.from_files(directory, "json", functions.SCHEMA, event_time="ts").key_by("k").aggregate(
         functions.CountSum())
-    results = {}
-    for mode in ("batch", "stream", "mixed"):
-        job = op.start(job_dir=area.jobs, job_name=f"json-{mode}", mode=mode,
-                       trigger="available_now" if mode == "stream" else TRIGGER)
-        try:
-            job.process_all_available()
-            results[mode] = (latest_rows(job), job.dropped["undated"])
-        finally:
-            job.stop()
+    results = in_every_mode(op, area, "json", lambda job: (latest_rows(job), job.dropped["undated"]))
     assert results["batch"] == results["stream"] == results["mixed"]
     rows, undated = results["batch"]
     assert undated == 2 and rows == {(1,): (1, 2, 4), (2,): (2, 1, 2)}  # a missing key or a null: no event time
