@@ -48,6 +48,7 @@ from .query import STATE_VARIABLE
 from .savepoint_files import Savepoint, load_savepoint, write_savepoint
 from .seed import merged_state
 from .sink import latest_rows
+from .sources import source_change
 from .splits import restored_manifest, source_snapshots
 
 #: The largest restored operator-state file read back.
@@ -235,12 +236,10 @@ def check_restorable(savepoint: Savepoint, job) -> None:
     if changes:
         raise ResumeError(f"{where} was taken of a different graph ({'; '.join(changes)}); restore it with the "
                           "job it was taken of")
-    source, recorded = job.source.describe(), savepoint.document["source"]
-    changed = [k for k in source if recorded.get(k) != source[k]]
-    if changed:
-        k = changed[0]
-        raise ResumeError(f"{where} was taken of another source: its {k} was {recorded.get(k)!r:.200}, now "
-                          f"{source[k]!r:.200}")
+    source = job.source.describe()
+    change = source_change(savepoint.document["source"], source)
+    if change is not None:
+        raise ResumeError(f"{where} was taken of another source: {change}")
     directory = savepoint.manifest["directory"]
     if directory != source.get("path"):
         raise ResumeError(f"{where} lists the files of {directory!r:.200}, not of the job's source "

@@ -163,6 +163,18 @@ class FilesSource:
         return reader.load(self.directory)
 
 
+def source_change(recorded: dict, now: dict) -> str | None:
+    """How the source described as ``now`` differs from the one a job or a savepoint recorded, in
+    words ("its path was '/a', now '/b'"), or None. A ``glob`` missing from a record is the one an
+    older fw-magics read with (every name), not a difference."""
+    for key, value in now.items():
+        if key not in recorded and key == "glob":
+            continue
+        if recorded.get(key) != value:
+            return f"its {key} was {recorded.get(key)!r:.200}, now {value!r:.200}"
+    return None
+
+
 def source_of(stateful) -> FilesSource:
     """The backlog source of a StatefulStream, or a one-line error when its input has none."""
     from ..errors import FullWindowError

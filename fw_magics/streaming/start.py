@@ -41,7 +41,7 @@ from .query import STATE_STORE
 from .savepoint_files import load_savepoint
 from .savepoints import check_restorable, graph_at, prepare_restore
 from .sink import check_sink
-from .sources import source_of
+from .sources import source_change, source_of
 
 
 def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None,
@@ -183,12 +183,9 @@ def _check_same(log: JobLog, state, graph: JobGraph, mode: Mode, source: dict, c
     if state.mode != mode.value:
         raise ResumeError(f"{where} was started in mode {state.mode!r}, not {mode.value!r}; start it with "
                           f"mode={state.mode!r}, or under another job_name")
-    recorded = state.source or {}
-    changed = [k for k in source if recorded.get(k) != source[k]]
-    if changed:
-        k = changed[0]
-        raise ResumeError(f"{where} was recorded for another source: its {k} was {recorded.get(k)!r}, "
-                          f"now {source[k]!r}; {_WAY_OUT}")
+    change = source_change(state.source or {}, source)
+    if change is not None:
+        raise ResumeError(f"{where} was recorded for another source: {change}; {_WAY_OUT}")
     comparison = compare(state.content, content)
     if comparison.changed:
         raise ResumeError(f"{where} changed since it was recorded ({comparison.summary()}): its state was built by "

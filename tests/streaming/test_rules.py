@@ -111,3 +111,14 @@ def test_a_streaming_graph_shows_its_notes_in_the_drawing():
     assert (graph.to_json(), graph.fingerprint()) == before[:2] and dot != before[2]
     graph.annotate("reduce(add)", phase=None)
     assert "phase:" not in to_dot(graph) and graph.annotations("reduce(add)") == {}
+
+
+def test_a_source_change_is_named_and_an_older_record_without_a_glob_is_the_same_source():
+    from fw_magics.streaming.sources import source_change
+
+    now = {"kind": "files", "path": "/data", "format": "parquet", "glob": "*.parquet", "delay_ms": 0}
+    assert source_change(dict(now), now) is None
+    assert source_change({k: v for k, v in now.items() if k != "glob"}, now) is None  # recorded before globs
+    assert source_change(dict(now, path="/other"), now) == "its path was '/other', now '/data'"
+    assert source_change(dict(now, glob="*"), now) == "its glob was '*', now '*.parquet'"
+    assert source_change({k: v for k, v in now.items() if k != "delay_ms"}, now) == "its delay_ms was None, now 0"
