@@ -51,7 +51,7 @@ class Handover:
     def hand_over(self, storage, files) -> None:
         """Record the handover for a held query: the backlog's committed files, once (idempotent)."""
 
-    def query_state(self, spark, backlog, restored, warm: bool):
+    def query_state(self, backlog, restored, warm: bool):
         """(``initialState`` rows or None, a ``BacklogSeed`` or None) for the query about to start.
 
         ``backlog``: the job's ``Backlog``; ``restored``: a restored job's keyed-state frame;
@@ -66,7 +66,7 @@ class Handover:
 class _Eager(Handover):
     name = "eager"
 
-    def query_state(self, spark, backlog, restored, warm):
+    def query_state(self, backlog, restored, warm):
         return backlog.states(), None
 
 
@@ -77,7 +77,7 @@ class _Lazy(Handover):
     def at_switch(self, state_writes):
         return EAGER if state_writes is not None and state_writes > seed.MAX_KEYS else self
 
-    def query_state(self, spark, backlog, restored, warm):
+    def query_state(self, backlog, restored, warm):
         if warm:  # the backlog's files come with the handover file
             return None, seed.BacklogSeed(backlog.root, None, backlog.spec.key_names)
         states = backlog.states()
@@ -121,7 +121,7 @@ class _EagerAfterHold(_Eager):
 class _Restored(Handover):
     name = "restored"
 
-    def query_state(self, spark, backlog, restored, warm):
+    def query_state(self, backlog, restored, warm):
         return restored, None
 
 

@@ -41,6 +41,6 @@ def keyed_job_frame(job, warm: bool = False):
         return keyed_query_frame(source.stream(spark, job.root, plan.max_files), job.spec, job.output,
                                  source.delay_ms, None)
     restored = restored_keyed_state(spark, job.storage)
-    initial, seed = plan.handover.query_state(spark, job.backlog, restored, warm)
+    initial, seed = plan.handover.query_state(job.backlog, restored, warm)
     stream = source.fresh_stream(spark, job.root, plan.max_files, plan.parallelism, plan.handover.hold(job.storage))
     return keyed_query_frame(stream, job.spec, job.output, source.delay_ms, job.watermark, initial, seed)

@@ -84,7 +84,5 @@ class Plan:
     flavour: object  # fw_magics.spark.flavour.Flavour
 
     def with_handover(self, handover: Handover) -> Plan:
+        """The plan with the handover the switch turned to (``Handover.at_switch``)."""
         return replace(self, handover=handover)
-
-    def with_parallelism(self, parallelism: int) -> Plan:
-        return replace(self, parallelism=parallelism)
