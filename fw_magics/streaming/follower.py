@@ -84,6 +84,9 @@ def _observed(progress) -> dict:
     if row is None:
         return {}
     values = row.asDict() if hasattr(row, "asDict") else dict(row)
+    if set(values) == {"values", "schema"}:  # Spark Connect: Row(values=[...], schema={"fields": [...]})
+        names = [field["name"] for field in values["schema"]["fields"]]
+        values = dict(zip(names, values["values"]))
     return {k: int(v or 0) for k, v in values.items()}
 
 
