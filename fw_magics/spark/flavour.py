@@ -41,6 +41,9 @@ class Flavour:
     name = "?"
     connect = False
     unit = "job"  # what a cancel counts
+    #: a streaming query's state partitions are the session's spark.sql.shuffle.partitions at its start
+    #: (so a handover's files, one per partition, are the stream's; under Connect they need not be)
+    sets_state_partitions = True
 
     def cores(self, spark) -> int | None:
         raise NotImplementedError
@@ -106,6 +109,7 @@ class Connect(Flavour):
     name = "Spark Connect"
     connect = True
     unit = "operation"
+    sets_state_partitions = False
 
     def cores(self, spark) -> int | None:
         try:

@@ -33,6 +33,8 @@ from ..schema import arrow_schema
 from ..spark import progress
 from ..streams.arrow_calls import map_in_arrow
 from .changelog import OUT, ROW, STATE, STATE_ROW, ChangelogWriter, backlog_schema
+from .key_frame import normalized_keys
+from .keys import normal, plain
 from .processors import KeyedCore
 
 #: Outputs or state rows gathered before they are handed to Spark as one Arrow batch.
@@ -68,7 +70,7 @@ def switch_watermark(frame, event_time: str | None, delay_ms: int) -> tuple[int 
 def engine_frame(frame, spec: KeyedOperatorSpec, parallelism: int, pending: set[int] | None):
     """The backlog, hash-partitioned on the key into ``parallelism`` and sorted by key and event time."""
     keys = [F.col(k) for k in spec.key_names]  # a record without an event time is counted and dropped (engine)
-    frame = frame.repartition(parallelism, *keys)
+    frame = normalized_keys(frame, spec.key_names).repartition(parallelism, *keys)
     if pending is not None and len(pending) < parallelism:  # finished subtasks: nothing to sort or run
         frame = frame.where(F.spark_partition_id().isin(sorted(pending)))
     order = keys + ([F.col(spec.event_time)] if spec.event_time is not None else [])
@@ -135,7 +137,8 @@ def engine(plan: BacklogPlan, counters: dict, batches):
     outputs, states = [], []
     seq = 0
     count = {"records": 0, "keys": 0, "state_writes": 0, "outputs": 0, "timers_fired": 0, "undated": 0}
-    current = None
+    current = current_normal = None
+    same = (lambda key: key) if plain(spec.key.arrow_schema) else normal  # NaN is one key, -0.0 is 0.0
 
     def finish(key):
         if plan.watermark is not None:
@@ -158,11 +161,12 @@ def engine(plan: BacklogPlan, counters: dict, batches):
             if time_index is not None and event_time is None:  # no event time: counted, dropped
                 count["undated"] += 1
                 continue
-            if key != current:
+            key_normal = same(key)
+            if current is None or key_normal != current_normal:
                 if current is not None:
                     finish(current)
                 core.begin(key, None)
-                current = key
+                current, current_normal = key, key_normal
             core.element(record, event_time)
         count["records"] += batch.num_rows
         outputs.extend(core.take_outputs())

@@ -19,7 +19,6 @@ from ..actions import Scope
 from ..errors import Interrupted, error_summary, raised_again
 from ..graph import JobGraph
 from ..recovery import events
-from ..recovery.paths import CHECKPOINT
 from ..spark.flavour import interruption
 from . import savepoints
 from .changelog import BACKLOG_BATCH
@@ -111,7 +110,7 @@ class StreamingJob(JobResults):
                 if self._phase == "switching":
                     deliver(self.plan.sink, self.backlog_outputs(), BACKLOG_BATCH)  # again after a restart: idempotent
                 if self.backlog is not None and self.backlog.complete:
-                    self.plan.handover.hand_over(self.storage, self.backlog.files())
+                    self.plan.handover.hand_over(self.storage, self.backlog.files(), self.plan.flavour.sets_state_partitions)
                 if not self._stopping:
                     if self.query is None:
                         self._start_query()
@@ -142,21 +141,9 @@ class StreamingJob(JobResults):
             self._halt()
 
     def _switch(self) -> None:
-        handover = self.plan.handover.at_switch(self.backlog.state_writes)
-        if handover is not self.plan.handover:  # too many keys for the lazy seed: initialState after all
-            if self.query is not None:
-                self._discard_warm_query()
-            self.plan = self.plan.with_handover(handover)
         self.log.emit(events.switch(self.watermark, state_writes=self.backlog.state_writes, **self.backlog.counts()))
         self._set_phase("switching", watermark=self.watermark)
         self.log.flush()
-
-    def _discard_warm_query(self) -> None:
-        """Drop the warm query and its checkpoint (no state in it): a fresh one takes initialState."""
-        query, follower, self.query, self.follower = self.query, self.follower, None, None
-        follower.stop()
-        query.stop()
-        self.storage.remove_tree(self.storage.path(CHECKPOINT))
 
     def _query_frame(self, warm: bool = False):
         """The streaming DataFrame of changelog rows the query writes (``warm``: started during the backlog)."""

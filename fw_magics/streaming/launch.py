@@ -2,24 +2,51 @@
 
 ``spark.sql.shuffle.partitions`` fixes the state partitions of a fresh checkpoint (Spark keeps the
 checkpoint's on a restart): it is set to the job's parallelism around ``start()`` and put back.
+
+A process killed while Spark wrote a checkpoint log entry leaves its temporary file
+(``offsets/.0.<uuid>.tmp`` and its ``.crc``) beside the entries; Spark never reads it, but
+``transformWithState`` refuses to start on a checkpoint whose ``offsets`` folder is not empty at
+batch 0 ("should be empty on batch 0"), so a job killed during its first micro-batch could never
+restart. Such leftovers are removed before the query starts (the job's lock is held: no other
+writer).
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from ..recovery.paths import CHECKPOINT
 from .phases import Mode
 from .query import keyed_query_frame
-from .savepoints import restored_keyed_state
+from .savepoints import hand_over_if_older
 from .sink import ChangelogSink
+from .state_files import handed_over
 
 PARTITIONS = "spark.sql.shuffle.partitions"
+
+
+#: The checkpoint's logs whose torn writes are removed (``.<entry>.<uuid>.tmp`` and ``..<entry>.<uuid>.tmp.crc``).
+_LOGS = ("offsets", "commits")
+_TORN = re.compile(r"\.\.?[^/]*\.tmp(\.crc)?")
+
+
+def remove_torn_writes(storage) -> list[str]:
+    """Remove the temporary files a killed writer left in the checkpoint's logs; their names."""
+    removed = []
+    for log in _LOGS:
+        folder = f"{CHECKPOINT}/{log}"
+        for name in storage.listdir_inside(folder):
+            if _TORN.fullmatch(name):
+                storage.remove(storage.path(folder, name))
+                removed.append(f"{log}/{name}")
+    return removed
 
 
 def launch(job, frame):
     """Start ``frame`` (the job's changelog rows, a streaming DataFrame) as ``job``'s query; returns it."""
     plan = job.plan
+    remove_torn_writes(job.storage)
     sink = ChangelogSink(job.root, job.output.names, plan.sink, plan.handover.hold(job.storage))
     writer = plan.trigger.apply(frame.writeStream.foreachBatch(sink)
                                 .option("checkpointLocation", job.storage.path(CHECKPOINT))
@@ -40,7 +67,11 @@ def keyed_job_frame(job, warm: bool = False):
     if plan.mode is not Mode.MIXED:
         return keyed_query_frame(source.stream(spark, job.root, plan.max_files), job.spec, job.output,
                                  source.delay_ms, None)
-    restored = restored_keyed_state(spark, job.storage)
-    initial, seed = plan.handover.query_state(job.backlog, restored, warm)
+    if job.restored_from is not None:
+        hand_over_if_older(job)
+    # the handover names the backlog's files or the savepoint's state, re-partitioned (a held query
+    # starts before it is written)
+    states = None if warm else handed_over(spark, job.root, job.output, job.spec.key_names)
+    initial, seed = plan.handover.query_state(states, job.spec.kind, job.root, job.spec.key_names)
     stream = source.fresh_stream(spark, job.root, plan.max_files, plan.parallelism, plan.handover.hold(job.storage))
     return keyed_query_frame(stream, job.spec, job.output, source.delay_ms, job.watermark, initial, seed)

@@ -10,7 +10,7 @@ modules under it read the plan; none of them asks again.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..errors import FullWindowError
 from .handover import Handover
@@ -83,6 +83,3 @@ class Plan:
     handover: Handover
     flavour: object  # fw_magics.spark.flavour.Flavour
 
-    def with_handover(self, handover: Handover) -> Plan:
-        """The plan with the handover the switch turned to (``Handover.at_switch``)."""
-        return replace(self, handover=handover)

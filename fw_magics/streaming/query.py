@@ -30,6 +30,7 @@ from ..keyed_process import KeyedOperatorSpec
 from ..records import record_type
 from ..watermarks import effective_watermark
 from .changelog import STATE, ChangelogWriter, changelog_schema
+from .key_frame import normalized_keys
 from .processors import KeyedCore
 from .seed import TOMBSTONE
 
@@ -62,7 +63,7 @@ class KeyedProcessor(StatefulProcessor):
         self.spec = spec
         self.output = output
         self.switch_watermark = switch_watermark
-        self.seed = seed  # a BacklogSeed: keys' backlog state read on their first fresh record
+        self.seed = seed  # a PartitionSeed: keys' handed-over state read on their first fresh record
         self.core = None
 
     def init(self, handle) -> None:
@@ -75,9 +76,10 @@ class KeyedProcessor(StatefulProcessor):
             from pyspark import TaskContext
 
             context = TaskContext.get()
-            self.core = KeyedCore(self.spec, subtask=context.partitionId() if context is not None else 0)
+            self.partition = context.partitionId() if context is not None else 0
+            self.core = KeyedCore(self.spec, subtask=self.partition)
             if self.seed is not None:
-                self.seed.open()
+                self.seed.open(self.partition)
             self.writer = ChangelogWriter(self.spec, self.output)
             names = tuple(self.spec.record.names)
             self.record_class = record_type(names)
@@ -101,7 +103,7 @@ class KeyedProcessor(StatefulProcessor):
     def _finish(self, expiring: int | None = None):
         result = self.core.end()
         state = result.state
-        if state is None and self.loaded is not None and self.seed is not None and self.seed.state(self.key):
+        if state is None and self.loaded is not None and self.seed is not None and self.seed.holds(self.key):
             state = TOMBSTONE  # cleared: the store must say so, or the backlog's state would come back
         if state != self.loaded:
             if state is None:
@@ -147,6 +149,8 @@ class KeyedProcessor(StatefulProcessor):
     def close(self) -> None:
         if self.core is not None and self.spec.kind == "process":
             self.spec.function.close()
+        if self.core is not None and self.seed is not None:
+            self.seed.report(self.partition)
 
 
 #: The name of the metrics a query observes before it drops records (``progress.observedMetrics``).
@@ -168,7 +172,7 @@ def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int, sw
         stream = stream.withWatermark(spec.event_time, f"{delay_ms} milliseconds").where(ts.isNotNull())
         if w is not None:
             stream = stream.where(ts > w)
-    grouped = stream.groupBy(*[F.col(k) for k in spec.key_names])
+    grouped = normalized_keys(stream, spec.key_names).groupBy(*[F.col(k) for k in spec.key_names])
     return grouped.transformWithState(
         KeyedProcessor(spec, output, switch_watermark, seed), changelog_schema(output), "Append",
         "EventTime" if spec.event_time is not None else "None",

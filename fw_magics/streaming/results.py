@@ -76,9 +76,9 @@ class JobResults:
     def latest(self):
         """One row per key, its latest result: the key column(s) first, then the result's columns
         (for a reduce, the reduced record's columns), sorted by key."""
-        frame = latest_frame(self.changelog_frame(), self.spec.key_names)
-        pdf = frame.select(*[f"`{c}`" for c in self.output.names]).toPandas()
-        return pdf.sort_values(list(self.spec.key_names), kind="stable").reset_index(drop=True)
+        keys = [f"`{k}`" for k in self.spec.key_names]  # Spark sorts keys of every type (structs, binaries)
+        frame = latest_frame(self.changelog_frame(), self.spec.key_names).orderBy(*keys)
+        return frame.select(*[f"`{c}`" for c in self.output.names]).toPandas()
 
     def backlog_outputs(self):
         """The rows the backlog emitted (the output columns), or None: what a sink gets as batch -1."""

@@ -130,15 +130,22 @@ def list_savepoints(root: str) -> list[str]:
     return [os.path.join(base, n) for n in names if os.path.isfile(os.path.join(base, n, DOCUMENT))]
 
 
-def _write_table(directory: str, name: str, table) -> dict:
+def _write_table(directory: str, name: str, table) -> tuple[dict, list]:
+    """Write ``table`` (a pyarrow Table, or ``write(path)`` that writes the Parquet file) as ``name``;
+    its record (size, sha256, rows) and its columns' [name, Arrow type]."""
     import pyarrow.parquet as pq
 
     path = os.path.join(directory, name)
-    pq.write_table(table, path)
+    if callable(table):
+        table(path)
+    else:
+        pq.write_table(table, path)
     with open(path, "rb+") as f:
         os.fsync(f.fileno())
     hooks.trigger("savepoint_writing", directory, name)
-    return dict(_digest(path), rows=table.num_rows)
+    footer = pq.ParquetFile(path)
+    schema = [[f.name, str(f.type)] for f in footer.schema_arrow]
+    return dict(_digest(path), rows=footer.metadata.num_rows), schema
 
 
 def write_savepoint(root: str, document: dict, operator_state: dict, manifest: dict, keyed, latest=None) -> str:
@@ -146,8 +153,9 @@ def write_savepoint(root: str, document: dict, operator_state: dict, manifest: d
 
     ``document``: the JSON fields of savepoint.json (format, version and files are added);
     ``operator_state``: a ``fw_magics.state.operator_state_document``; ``manifest``: the source's
-    manifest; ``keyed``: a pyarrow Table of the keyed state; ``latest``: one of each key's latest
-    changelog row (None: an empty table, for a job without keyed output).
+    manifest; ``keyed``: the keyed state; ``latest``: each key's latest changelog row (None: an
+    empty table, for a job without keyed output). Each a pyarrow Table or ``write(path)``, which
+    writes it as a Parquet file (a Spark task: the rows never pass through this process).
     """
     import pyarrow as pa
 
@@ -160,14 +168,15 @@ def write_savepoint(root: str, document: dict, operator_state: dict, manifest: d
     final = os.path.join(base, f"savepoint-{number:06d}")
     tmp = os.path.join(base, f".tmp-{uuid.uuid4().hex}")
     os.makedirs(tmp)
-    files = {KEYED: _write_table(tmp, KEYED, keyed),
-             LATEST: _write_table(tmp, LATEST, pa.table({}) if latest is None else latest)}
+    files, columns = {}, {}
+    for name, table in ((KEYED, keyed), (LATEST, pa.table({}) if latest is None else latest)):
+        files[name], columns[name] = _write_table(tmp, name, table)
     files[OPERATOR_STATE] = _write(os.path.join(tmp, OPERATOR_STATE), json.dumps(operator_state).encode())
     hooks.trigger("savepoint_writing", tmp, OPERATOR_STATE)
     files[MANIFEST] = _write(os.path.join(tmp, MANIFEST), json.dumps(manifest).encode())
     hooks.trigger("savepoint_writing", tmp, MANIFEST)
     doc = {"format": FORMAT, "version": VERSION, **document,
-           "keyed_schema": [[f.name, str(f.type)] for f in keyed.schema], "files": files}
+           "keyed_schema": columns[KEYED], "files": files}
     _write(os.path.join(tmp, DOCUMENT), json.dumps(doc, indent=1).encode())
     hooks.trigger("savepoint_writing", tmp, DOCUMENT)
     _fsync_dir(tmp)

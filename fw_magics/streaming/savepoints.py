@@ -7,10 +7,11 @@ Taking one (``take(job)``), after the query's last committed micro-batch ``B``:
   state, one ``ListState`` per source subtask (``splits``);
 * the job's **state**, by its kind (``KEYED`` or ``OPERATOR``, the job's ``state_kind``):
   a keyed job's state read with Spark's state data source (``spark.read.format("statestore")``
-  at ``batchId=B``, the one value state ``fw_state`` per key, with the backlog's state of each
-  key the stream has not touched yet when the handover is lazy) and each key's latest changelog
-  row up to ``B`` (so that a restored job's ``latest()`` lists every key); a non-keyed
-  operator's snapshot per subtask (value state ``fw_operator``);
+  at ``batchId=B``, the one value state ``fw_state`` per key), joined with the handed-over
+  files' state of each key the stream has not touched yet, and each key's latest changelog row
+  up to ``B`` (so that a restored job's ``latest()`` lists every key): both written as Parquet
+  by a Spark task (``state_files.write_parquet``), never collected; a non-keyed operator's
+  snapshot per subtask (value state ``fw_operator``);
 * **watermark**: ``max(W, greatest event time read - delay)``: the watermark the query's next
   micro-batch would use (Spark's rule over everything read, the backlog's W included);
 * the job graph, its parallelism, the source's description, the key columns.
@@ -20,24 +21,27 @@ fresh checkpoint): ``check_restorable`` refuses a savepoint of another graph, so
 key in one line (a savepoint is untrusted: its checksums find damage, not a forgery), and
 ``prepare_restore`` lays the new job's folder out: the splits redistributed to N source subtasks
 (the read files become its backlog, never read again), and the state for the new subtasks -- a
-keyed job's as its ``initialState`` at ``spark.sql.shuffle.partitions=N`` (Spark re-splits it by
-key) with the latest rows opening its changelog (batch -2), an operator's snapshots
+keyed job's re-partitioned to N by one Spark job and handed over lazily as a backlog's is
+(``hand_over_saved``: no ``initialState``, nothing per key in Python until a key's first fresh
+record) with the latest rows opening its changelog (batch -2), an operator's snapshots
 redistributed by each state's mode. Everything public: no private Spark API, no JVM internals.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import uuid
 
 import pyarrow as pa
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..errors import FullWindowError, ResumeError
 from ..graph import JobGraph
 from ..recovery.filesystem import Storage
-from ..recovery.paths import CHECKPOINT, RESTORED_KEYED, RESTORED_LATEST, RESTORED_OPERATOR, SAVEPOINTS
+from ..recovery.paths import CHECKPOINT, HANDOVER, RESTORED_KEYED, RESTORED_LATEST, RESTORED_OPERATOR, SAVEPOINTS
 from ..state import operator_state_document, redistribute_snapshots, validate_subtask_snapshot
 from . import backlog, files_source
 from .changelog import BATCH, STATE, changelog_schema
@@ -50,6 +54,7 @@ from .seed import merged_state
 from .sink import latest_rows
 from .sources import source_change
 from .splits import restored_manifest, source_snapshots
+from .state_files import handed_over, partition_states, write_parquet
 
 #: The largest restored operator-state file read back.
 MAX_RESTORED_BYTES = 256 << 20
@@ -160,8 +165,9 @@ class StateKind:
 
     name = "?"
 
-    def snapshot(self, job, batch: int) -> tuple[dict, pa.Table, pa.Table | None, bool]:
-        """(operator snapshots by operator name, the keyed-state table, the latest rows, whether W applies)."""
+    def snapshot(self, job, batch: int) -> tuple[dict, object, object, bool]:
+        """(operator snapshots by operator name, the keyed state, the latest rows, whether W applies):
+        each of the two tables a pyarrow Table, None, or ``write(path)`` for a Spark task to write it."""
         raise NotImplementedError
 
     def restore(self, savepoint: Savepoint, storage: Storage, job) -> None:
@@ -173,15 +179,15 @@ class _Keyed(StateKind):
     name = "keyed"
 
     def snapshot(self, job, batch):
-        keyed = keyed_state_frame(job.spark, job.storage.path(CHECKPOINT), job.spec.key_names, batch)
-        if job.plan.handover.lazy and job.backlog is not None and job.backlog.complete:
-            # keys the stream has not touched are still only in the backlog's files
-            keyed = merged_state(keyed, job.backlog.states(), job.spec.key_names)
-        latest = latest_rows(job.changelog_frame().where(F.col(BATCH) <= batch), job.spec.key_names).drop(BATCH)
-        return {}, keyed.toArrow(), latest.toArrow(), True
+        keys = job.spec.key_names
+        keyed = keyed_state_frame(job.spark, job.storage.path(CHECKPOINT), keys, batch)
+        if job.plan.handover.lazy:  # keys the stream has not touched are still only in the handed-over files
+            keyed = merged_state(keyed, handed_over(job.spark, job.root, job.output, keys), keys)
+        latest = latest_rows(job.changelog_frame().where(F.col(BATCH) <= batch), keys).drop(BATCH)
+        return {}, functools.partial(write_parquet, keyed), functools.partial(write_parquet, latest), True
 
     def restore(self, savepoint, storage, job):
-        _copy(savepoint.keyed_path, storage.path(RESTORED_KEYED))
+        hand_over_saved(job, _saved_state(job, savepoint.keyed_path))
         if savepoint.latest_path is not None:
             _copy(savepoint.latest_path, storage.path(RESTORED_LATEST))
 
@@ -288,11 +294,24 @@ def _copy(source: str, target: str) -> None:
     os.replace(tmp, target)
 
 
-def restored_keyed_state(spark, storage: Storage):
-    """A restored job's initialState (key columns, ``__fw_state``), or None for a job not restored."""
-    if storage.size_inside(RESTORED_KEYED) is None:
-        return None
-    return spark.read.parquet(storage.path(RESTORED_KEYED))
+def _saved_state(job, path: str):
+    """A savepoint's keyed state file as a DataFrame: the key columns (the job's types), then ``__fw_state``."""
+    schema = T.StructType([job.output[k] for k in job.spec.key_names] + [T.StructField(STATE, T.StringType())])
+    return job.spark.read.schema(schema).parquet(path)
+
+
+def hand_over_saved(job, states) -> None:
+    """A restored job's handover: ``states`` (a savepoint's keyed state) re-partitioned to the job's
+    parallelism by one Spark job and recorded as the files its stream's lazy seed searches."""
+    files = partition_states(states, job.spec.key_names, job.output, job.parallelism, job.root)
+    job.plan.handover.hand_over(job.storage, files, aligned=job.plan.flavour.sets_state_partitions)
+
+
+def hand_over_if_older(job) -> None:
+    """A job restored by an earlier fw-magics kept its savepoint's state in ``restored/keyed-state.parquet``
+    and no handover: hand it over now (once)."""
+    if not job.storage.present_inside(HANDOVER) and job.storage.present_inside(RESTORED_KEYED):
+        hand_over_saved(job, _saved_state(job, job.storage.path(RESTORED_KEYED)))
 
 
 def restored_latest(spark, storage: Storage, output):

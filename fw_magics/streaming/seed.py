@@ -1,91 +1,75 @@
-"""The backlog's keyed state handed to the stream lazily: the switch without a pass over every key.
+"""Keyed state handed to the stream lazily, partition by partition: the switch without a pass over every key.
 
 Spark's ``initialState`` calls Python once per key, with state-server round trips for each
-(about 1.25 ms a key: 12.5 s at 10,000 keys, measured). Instead, the stream's processor reads a
-key's backlog state from the backlog's committed result files the first time the key shows up
-in the stream (``BacklogSeed.state``), and writes it to Spark's state store only then, with
-whatever the key's fresh records changed. Keys the stream never sees never pass through Python.
+(about 1.25 ms a key: 21 minutes at 1,000,000 keys, measured). Instead, the stream's processor
+reads a key's state from the files the state was handed over in the first time the key shows up
+in the stream (``PartitionSeed.state``), and writes it to Spark's state store only then, with
+whatever the key's fresh records changed. Keys the stream never meets never pass through Python.
 
-A Python worker reads the state rows of every backlog subtask's file once and keeps them in a
-dict (cached per process). Every file, not only the task's own subtask's: the backlog engine
-and the query both hash-partition by key, but under Spark Connect a ``foreachBatch`` query runs
-its state at the server's default ``spark.sql.shuffle.partitions``, not the session's, so a
-stream partition need not be a backlog subtask. Above ``MAX_KEYS`` keys the job hands its state
-over through ``initialState`` instead (slow, but no worker holds it all).
+**Partitioned.** The files are one per state partition, each sorted by key: the backlog engine
+hash-partitions keys exactly as the stream's ``transformWithState`` does (``repartition(n, key)``
+and the stateful operator's exchange use the same hash of the same columns, ``n`` the job's
+parallelism), and sorts each partition by key; a restored job's savepoint state is re-partitioned
+to the new parallelism by one Spark job (``savepoints``). So the Python worker running stream
+partition ``p`` opens only file ``p``: memory-mapped, never read whole, searched by bisection over
+its sorted key columns (``keys.normal``: Spark's grouping and order, for every key type, floats'
+NaN and -0.0 included). No worker holds a dict of keys, nor anything that grows with the number
+of keys but the pages of the mapped file it touched. Where the stream's partitions need not be
+the files' (under Spark Connect a ``foreachBatch`` query may run at the server's default
+``spark.sql.shuffle.partitions``), the handover says ``aligned: false`` and a worker searches
+every file for the key, each by bisection.
 
 The store then stays the truth for every key it holds: a key whose state the stream cleared is
-written as the empty document ``TOMBSTONE`` (never read from the backlog again), and a
-savepoint takes the store's keys and the backlog's others (``merged_state``).
+written as the empty document ``TOMBSTONE`` (never read from the files again), and a savepoint
+takes the store's keys and the files' others (``merged_state``, a Spark join).
 
-A query started while the backlog still runs (see ``job``) cannot know the files yet: its seed
-is made with ``files=None`` and reads them from the handover file (``HANDOVER``, written at
-the switch, before the stream reads any fresh record) when a worker first needs them.
-
-Only keys whose backlog state holds event-time timers after W still go through
-``initialState`` (Spark must know their timers before their first fresh record), and only keys
-of types whose values compare equal as Python values are looked up (strings, integers,
-booleans, dates, timestamps); with another key type every key goes through ``initialState``.
+A query started while the backlog still runs cannot know the files yet: its seed reads them
+from the handover file (``backlog/handover.json``, written at the switch, before the stream reads
+any fresh record) when a worker first needs them. Keys whose state holds event-time timers after
+W still go through ``initialState``: Spark must know a key's timers before its first fresh
+record, and a processor can register a timer only for the key it is called for.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
+import mmap
+import os
 from collections import OrderedDict
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from ..recovery.filesystem import Storage
 from ..recovery.paths import HANDOVER
 from .changelog import ROW, STATE, STATE_ROW
+from .keys import normal
 
-#: A key's state once the stream cleared it, where the backlog had some: the store's word wins.
+#: A key's state once the stream cleared it, where the files had some: the store's word wins.
 TOMBSTONE = "{}"
-#: Backlog keys with state above which the state is handed over eagerly (a worker would hold too much).
-MAX_KEYS = 1_000_000
-#: The largest handover file read back (it names one file per backlog subtask).
+#: The largest handover file read back (it names one file per state partition).
 MAX_HANDOVER_BYTES = 16 << 20
+#: How many partitions' files a worker keeps open (mapped) at once.
+OPEN_FILES = 8
+#: The environment variable naming a folder where workers report their lookups (tests).
+STATS = "FW_SEED_STATS"
 
-_CACHE: OrderedDict = OrderedDict()  # (root, ((path, sha256), ...)) -> {key: state text}; the last few jobs
-
-
-def lazy_key_types(key_schema: pa.Schema) -> bool:
-    """Whether every key column is of a type the lazy lookup handles.
-
-    Both sides hold a key as Arrow's ``as_py()`` values (the stream's Row API converts its keys so);
-    these types compare and hash equal there. Floats are left out (NaN is not equal to itself).
-    """
-    return all(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
-               or pa.types.is_boolean(t) or pa.types.is_date32(t) or pa.types.is_timestamp(t)
-               for t in key_schema.types)
+_CACHE: OrderedDict = OrderedDict()  # (root, path, sha256) -> SortedStates
 
 
-def _load(root: str, path: str, key_names: tuple) -> dict:
-    """Every key's state text in one backlog result file."""
-    seeds: dict = {}
-    with Storage(root).open_inside(path) as f:
-        for batch in pa.ipc.open_stream(f):
-            batch = batch.filter(pc.equal(batch.column(ROW), STATE_ROW))
-            if batch.num_rows == 0:
-                continue
-            keys = zip(*(batch.column(k).to_pylist() for k in key_names))
-            seeds.update(zip(keys, batch.column(STATE).to_pylist()))
-    return seeds
-
-
-def write_handover(root: str, files: list[dict] | None) -> None:
+def write_handover(root: str, files: list[dict], aligned: bool = True) -> None:
     """Record the handover (atomically) in ``backlog/handover.json``: ``{"seed": [{"path", "sha256"},
-    ...] | null}``, the backlog's committed files for the lazy seed, or null (the state went through
-    initialState). A held query's fresh source reads nothing before it exists."""
+    ...], "aligned": bool}``: the files the lazy seed reads, one per state partition, and whether they
+    are the stream's state partitions. A held query's fresh source reads nothing before it exists."""
     storage = Storage(root)
-    seed = None if files is None else [{"path": f["path"], "sha256": f["sha256"]} for f in files]
-    storage.write_bytes(storage.path(HANDOVER), json.dumps({"seed": seed}).encode())
+    seed = [{"path": f["path"], "sha256": f["sha256"]} for f in files]
+    storage.write_bytes(storage.path(HANDOVER), json.dumps({"seed": seed, "aligned": aligned}).encode())
 
 
-def read_handover(root: str) -> list[tuple[str, str]]:
-    """The backlog's files the handover names, as (path, sha256); checked, one line when it is not
-    one fw-magics wrote (a job directory is untrusted)."""
+def read_handover(root: str) -> tuple[list[tuple[str, str]], bool]:
+    """The files the handover names, as (path, sha256), and whether they are the stream's partitions;
+    checked, one line when it is not one fw-magics wrote (a job directory is untrusted)."""
     from ..errors import JobStorageError
 
     with Storage(root).open_inside(HANDOVER, MAX_HANDOVER_BYTES) as f:
@@ -96,55 +80,127 @@ def read_handover(root: str) -> list[tuple[str, str]]:
     files = doc.get("seed") if isinstance(doc, dict) else None
     if not isinstance(files, list) or not all(
             isinstance(d, dict) and isinstance(d.get("path"), str) and isinstance(d.get("sha256"), str) for d in files):
-        raise JobStorageError(f"{Storage(root).path(HANDOVER)} is not a handover fw-magics wrote (or the state went "
-                              "through initialState); the job directory is damaged")
-    return [(d["path"], d["sha256"]) for d in files]
+        raise JobStorageError(f"{Storage(root).path(HANDOVER)} is not a handover fw-magics wrote; the job "
+                              "directory is damaged")
+    return [(d["path"], d["sha256"]) for d in files], doc.get("aligned", False) is True
 
 
-class BacklogSeed:
-    """The committed backlog result files, one per subtask (pickled into the query's tasks);
-    ``files=None``: read from the handover file when first needed."""
+class SortedStates:
+    """One partition's state rows in its file (Arrow IPC), memory-mapped and searched by bisection.
 
-    def __init__(self, root: str, files: list[dict] | None, key_names):
+    The file's record batches are either all output rows or all state rows (the backlog engine and
+    the re-partitioning job write them so), the state batches in ascending key order. Only the
+    batches' first keys are read when it opens; a lookup bisects over them, then inside one batch.
+    A worker keeps it open for the tasks it runs next (``_CACHE``).
+    """
+
+    def __init__(self, root: str, path: str, key_names: tuple):
+        self.key_names = key_names
+        self._file = Storage(root).open_inside(path)
+        size = os.fstat(self._file.fileno()).st_size
+        self._map = mmap.mmap(self._file.fileno(), size, access=mmap.ACCESS_READ) if size else None
+        self.batches = []
+        if self._map is not None:
+            for batch in pa.ipc.open_stream(pa.BufferReader(pa.py_buffer(self._map))):
+                if batch.num_rows and batch.column(ROW)[0].as_py() == STATE_ROW:
+                    self.batches.append(batch)
+        self._columns = [[b.column(k) for k in key_names] for b in self.batches]
+        self.firsts = [self._key(i, 0) for i in range(len(self.batches))]
+        self.rows = sum(b.num_rows for b in self.batches)
+
+    def _key(self, batch: int, row: int) -> tuple:
+        return normal(tuple(column[row].as_py() for column in self._columns[batch]))
+
+    def state(self, key_normal: tuple) -> str | None:
+        """The state text of the key whose ``normal`` form is ``key_normal``, or None."""
+        at = bisect.bisect_right(self.firsts, key_normal) - 1
+        if at < 0:
+            return None
+        lo, hi = 0, self.batches[at].num_rows
+        while lo < hi:  # the first row whose key is not below the one looked for
+            mid = (lo + hi) // 2
+            if self._key(at, mid) < key_normal:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < self.batches[at].num_rows and self._key(at, lo) == key_normal:
+            return self.batches[at].column(STATE)[lo].as_py()
+        return None
+
+
+def _states(root: str, path: str, sha: str, key_names: tuple) -> SortedStates:
+    entry = (root, path, sha)  # the digest tells a rewritten file apart
+    found = _CACHE.get(entry)
+    if found is None:
+        found = _CACHE[entry] = SortedStates(root, path, key_names)
+        while len(_CACHE) > OPEN_FILES:
+            _CACHE.popitem(last=False)
+    _CACHE.move_to_end(entry)
+    return found
+
+
+class PartitionSeed:
+    """Where a stream worker finds keys' handed-over state (pickled into the query's tasks): the files
+    the handover file names, one per state partition, read from it when a worker first needs them
+    (a query started during the backlog is pickled before they exist)."""
+
+    def __init__(self, root: str, key_names):
         self.root = root
-        self.files = None if files is None else [(f["path"], f["sha256"]) for f in files]
         self.key_names = tuple(key_names)
-        self._states = None
+        self.stats = os.environ.get(STATS)  # set on the driver: where workers say what they looked up
+        self._open: list[SortedStates] = []
+        self.found = 0  # the keys this task found state for
 
     def __getstate__(self) -> dict:
-        return {"root": self.root, "files": self.files, "key_names": self.key_names}
+        return {"root": self.root, "key_names": self.key_names, "stats": self.stats}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _states=None)
+        self.__dict__.update(state, _open=[], found=0)
 
-    def open(self) -> None:
-        """Read the backlog's states, once per worker process."""
-        if self.files is None:
-            self.files = read_handover(self.root)
-        entry = (self.root, tuple(self.files))  # the digests tell a rewritten file apart
-        states = _CACHE.get(entry)
-        if states is None:
-            states = {}
-            for path, _ in self.files:
-                states.update(_load(self.root, path, self.key_names))
-            _CACHE[entry] = states
-            while len(_CACHE) > 2:
-                _CACHE.popitem(last=False)
-        _CACHE.move_to_end(entry)
-        self._states = states
+    def open(self, partition: int) -> None:
+        """Open what stream partition ``partition`` looks keys up in: its own file when the files are the
+        stream's partitions, else every file."""
+        files, aligned = read_handover(self.root)
+        chosen = [files[partition]] if aligned and partition < len(files) else files
+        self._open = [_states(self.root, path, sha, self.key_names) for path, sha in chosen]
 
     def state(self, key) -> str | None:
-        """The key's state text at the end of the backlog, or None (a key the backlog left without state)."""
-        return self._states.get(tuple(key))
+        """The key's handed-over state text, or None (a key with no state there)."""
+        text = self._find(key)
+        self.found += text is not None
+        return text
+
+    def holds(self, key) -> bool:
+        """Whether the files hold state for the key (a key the stream clears must then say so)."""
+        return self._find(key) is not None
+
+    def _find(self, key) -> str | None:
+        key_normal = normal(tuple(key))
+        for states in self._open:
+            text = states.state(key_normal)
+            if text is not None:
+                return text
+        return None
+
+    def report(self, partition: int) -> None:
+        """With ``FW_SEED_STATS`` set on the driver (a folder): write what this task looked up there, for
+        the tests that hold a worker's work to its own partition's keys."""
+        if not self.stats or not self._open:
+            return
+        doc = {"rows": sum(s.rows for s in self._open), "found": self.found, "partition": partition,
+               "pid": os.getpid(), "files": len(self._open)}
+        name = f"{partition}-{os.getpid()}-{id(self)}.json"
+        with open(os.path.join(self.stats, name), "w") as f:
+            json.dump(doc, f)
 
 
 def timer_keys(initial):
-    """Of the backlog's state rows (key columns, ``__fw_state``), those of keys holding timers."""
+    """Of the handed-over state rows (key columns, ``__fw_state``), those of keys holding timers."""
     return initial.where(F.get_json_object(F.col(STATE), "$.t").isNotNull())
 
 
 def merged_state(store, seed, key_names):
-    """A savepoint's keyed state: every key in the store (tombstones dropped), and each backlog key
+    """A savepoint's keyed state: every key in the store (tombstones dropped), and each handed-over key
     the stream has not touched. Both frames: the key columns and ``__fw_state``."""
     on = [store[k].eqNullSafe(seed[k]) for k in key_names]
     untouched = seed.join(store, on, "left_anti")

@@ -98,11 +98,9 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     if state.started:
         _check_same(log, state, graph, mode, source.describe(), content)
     kind = stateful.spec.kind
-    key_schema = None if kind == OPERATOR else stateful.spec.key.arrow_schema
     restored = savepoint is not None or state.restored_from is not None
     plan = Plan(mode=mode, trigger=trigger, sink=sink, max_files=max_files, parallelism=chosen,
-                handover=handovers.choose(mode, kind, key_schema, restored, state.state_writes),
-                flavour=flavour)
+                handover=handovers.choose(mode, kind, restored), flavour=flavour)
     job = (OperatorJob if kind == OPERATOR else StreamingJob)(stateful, source, log, plan, graph)
     job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
     job.skips_noted = set(state.skipped)

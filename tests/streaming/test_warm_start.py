@@ -73,19 +73,3 @@ def test_the_query_starts_during_the_backlog_and_reads_fresh_files_only_after_th
         assert _store_keys(job) == {1, 7, 2}  # the lazy seed: only the keys the stream met
     finally:
         job.stop()
-
-
-@pytest.mark.extended  # make test-extended (CI): a rare path; make test keeps the warm start's core case
-def test_more_keys_than_the_lazy_seed_holds_drop_the_warm_query_for_initial_state(area, monkeypatch):
-    monkeypatch.setattr("fw_magics.streaming.seed.MAX_KEYS", 0)  # every backlog is "too many keys"
-    job, seen = _run(area, "eager", "reduce")
-    try:
-        assert seen["query_at_switch"] is False  # the warm query was stopped and its checkpoint dropped
-        assert _store_keys(job) == set(range(6)) | {7}  # initialState wrote every backlog key
-        area.write(LATER, "eager")
-        job.process_all_available()
-        assert latest_rows(job) == expected_latest(model("reduce", 0, BACKLOG, [DURING, LATER]), "reduce")
-        batches = [e for e in job.events() if e["type"] == "micro_batch"]
-        assert batches[0]["batch"] == 0 and sum(e["input_rows"] for e in batches) == len(DURING) + len(LATER)
-    finally:
-        job.stop()

@@ -1,0 +1,249 @@
+"""Keyed state handed over partitioned (issue 33): no Python process holds every key.
+
+* ``keys.normal`` groups and orders keys as Spark does (hypothesis, against Spark itself): the
+  backlog engine's runs and the seed's bisection both rest on it;
+* ``SortedStates`` finds every key of a sorted partition file and no other (hypothesis, against
+  a dict);
+* keys of every type (double with NaN and -0.0, decimal, binary, struct) give the same results in
+  modes mixed and stream, and the reference model's (Spark's grouping: NaN one key, -0.0 is 0.0);
+* each stream worker opens only its own partition's file and finds in it only keys that had a
+  fresh record (``FW_SEED_STATS``): its work does not grow with the number of keys;
+* a savepoint taken with untouched backlog keys, restored at 1, 3 and 7, ends where a job that
+  never rescaled ends; the restore goes through no ``initialState`` and no driver collect.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import glob
+import json
+import math
+import os
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fw_magics as fw
+from fw_magics.streaming import seed as seeds
+from fw_magics.streaming.keys import normal
+
+from . import functions
+from .files import TRIGGER, expected_latest, latest_rows, model, operator
+
+pytestmark = [pytest.mark.spark]
+
+# -- keys as Spark groups and orders them ------------------------------------------------------------
+
+_doubles = st.sampled_from([0.0, -0.0, math.nan, -math.nan, 1.5, -1.5, math.inf, -math.inf, None]) | st.floats()
+_KEY = st.tuples(_doubles, st.none() | st.text(max_size=3), st.none() | st.binary(max_size=3),
+                 st.none() | st.decimals(min_value=-999, max_value=999, places=2, allow_nan=False),
+                 st.none() | st.tuples(st.integers(-3, 3), st.none() | st.floats(allow_nan=True)))
+_KEY_DDL = "x double, t string, b binary, d decimal(6,2), s struct<i:int,f:double>"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.lists(_KEY, min_size=1, max_size=30))
+def test_normal_groups_and_orders_keys_as_spark_does(spark, keys):
+    rows = [(x, t, b, d, None if s is None else {"i": s[0], "f": s[1]}) for x, t, b, d, s in keys]
+    frame = spark.createDataFrame(rows, _KEY_DDL)
+    columns = ["x", "t", "b", "d", "s"]
+    spark_groups = frame.groupBy(*columns).count().orderBy(*columns).collect()
+    got = [normal(tuple(row[c].asDict() if c == "s" and row[c] is not None else row[c] for c in columns))
+           for row in spark_groups]
+    mine = sorted({normal(row) for row in rows})
+    assert len(got) == len(mine)  # the same keys are one key (every NaN one, -0.0 is 0.0)
+    assert got == mine  # and in Spark's order
+
+
+def _sorted_file(path: str, rows: list[tuple], chunk: int) -> None:
+    schema = pa.schema([("k", pa.float64()), ("name", pa.string()), ("__fw_kind", pa.string()),
+                        ("__fw_seq", pa.int64()), ("__fw_row", pa.string()), ("__fw_state", pa.string())])
+    with pa.ipc.new_stream(path, schema) as writer:
+        # output rows first (the backlog engine writes both kinds, in separate batches)
+        writer.write_batch(pa.record_batch([[1.0], ["out"], ["element"], [0], ["out"], [None]], schema=schema))
+        for at in range(0, len(rows), chunk):
+            part = rows[at:at + chunk]
+            writer.write_batch(pa.record_batch([[r[0] for r in part], [r[1] for r in part], [None] * len(part),
+                                                [None] * len(part), ["state"] * len(part),
+                                                [json.dumps({"n": i + at}) for i in range(len(part))]],
+                                               schema=schema))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.sets(st.tuples(st.none() | st.floats(allow_nan=False), st.none() | st.text(max_size=2)),
+                    max_size=60),
+       probes=st.lists(st.tuples(st.none() | st.floats(), st.none() | st.text(max_size=2)), max_size=20),
+       chunk=st.integers(1, 7))
+def test_a_sorted_partition_file_finds_each_of_its_keys_and_no_other(tmp_path_factory, keys, probes, chunk):
+    unique = {normal(k): k for k in keys}  # 0.0 and -0.0 are one key
+    ordered = sorted(unique.values(), key=normal)
+    root = str(tmp_path_factory.mktemp("sorted"))
+    _sorted_file(os.path.join(root, "p.arrow"), ordered, chunk)
+    states = seeds.SortedStates(root, "p.arrow", ("k", "name"))
+    model = {normal(k): json.dumps({"n": i}) for i, k in enumerate(ordered)}
+    for key in list(unique.values()) + probes:
+        assert states.state(normal(key)) == model.get(normal(key))
+    assert states.rows == len(ordered)
+
+
+# -- every key type through the switch ----------------------------------------------------------------
+
+_TYPED_SCHEMA = "x double, d decimal(6,2), b binary, s struct<i:int,f:double>, v long, ts timestamp"
+_TYPED_KEYS = ["x", "d", "b", "s"]
+
+
+def _typed_rows(seed: int, count: int, start: int) -> list[dict]:
+    rng = random.Random(seed)
+    doubles = [0.0, -0.0, math.nan, 1.25, -7.5, None]
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    return [{"x": rng.choice(doubles), "d": rng.choice([decimal.Decimal("1.10"), decimal.Decimal("-0.00"), None]),
+             "b": rng.choice([b"", b"\x00", b"\xff", None]),
+             "s": rng.choice([{"i": 1, "f": -0.0}, {"i": 1, "f": 0.0}, {"i": 2, "f": math.nan}, None]),
+             "v": rng.randint(1, 9), "ts": base + dt.timedelta(seconds=start + i)} for i in range(count)]
+
+
+def _write_typed(directory: str, number: int, rows: list[dict]) -> None:
+    schema = pa.schema([("x", pa.float64()), ("d", pa.decimal128(6, 2)), ("b", pa.binary()),
+                        ("s", pa.struct([("i", pa.int32()), ("f", pa.float64())])), ("v", pa.int64()),
+                        ("ts", pa.timestamp("us", tz="UTC"))])
+    hidden = os.path.join(directory, f".f{number}.tmp")
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), hidden)
+    os.utime(hidden, (1_700_000_000 + number,) * 2)
+    os.replace(hidden, os.path.join(directory, f"f{number}.parquet"))
+
+
+def _typed_model(files: list[list[dict]]) -> dict:
+    """Count and sum of v per key, keys as Spark groups them."""
+    out: dict = {}
+    for rows in files:
+        for r in rows:
+            key = normal(tuple(r[k] for k in _TYPED_KEYS))
+            n, total = out.get(key, (0, 0))
+            out[key] = (n + 1, total + r["v"])
+    return out
+
+
+def _typed_latest(job) -> dict:
+    """The job's latest count and sum per key, read in Spark (pandas would make a null double NaN)."""
+    from fw_magics.streaming.sink import latest_frame
+
+    out = {}
+    for row in latest_frame(job.changelog_frame(), _TYPED_KEYS).collect():
+        key = normal(tuple(row[k].asDict() if k == "s" and row[k] is not None else row[k] for k in _TYPED_KEYS))
+        assert key not in out, f"key {key} has two latest rows"
+        out[key] = (row["n"], row["total"])
+    return out
+
+
+@pytest.mark.core
+def test_double_decimal_binary_and_struct_keys_with_nan_and_negative_zero_match_the_model(area):
+    backlog = [_typed_rows(1, 120, 0), _typed_rows(2, 120, 200)]
+    fresh = [_typed_rows(3, 40, 1000)]
+    results = {}
+    for mode in ("mixed", "stream"):
+        directory = area.source(f"typed-{mode}")
+        for number, rows in enumerate(backlog):
+            _write_typed(directory, number, rows)
+        stream = fw.from_files(directory, "parquet", _TYPED_SCHEMA, event_time="ts")
+        job = stream.key_by(_TYPED_KEYS).aggregate(functions.CountSum()).start(
+            job_dir=area.jobs, job_name=f"typed-{mode}", mode=mode, trigger=TRIGGER, parallelism=3)
+        try:
+            job.process_all_available()
+            _write_typed(directory, 9, fresh[0])
+            job.process_all_available()
+            results[mode] = _typed_latest(job)
+        finally:
+            job.stop()
+    expected = _typed_model(backlog + fresh)
+    assert results["stream"] == expected
+    assert results["mixed"] == expected
+
+
+# -- a worker's work is its partition's -----------------------------------------------------------------
+
+KEYS = 300
+BACKLOG = [[(k, 1, k % 50) for k in range(KEYS)], [(k, 2, 60 + k % 50) for k in range(0, KEYS, 3)]]
+FRESH = [[(k, 5, 200) for k in (1, 2, 3, 50, 101, 299)] + [(KEYS + 1, 1, 201)]]
+
+
+@pytest.mark.core
+def test_each_stream_worker_opens_only_its_partition_and_finds_only_keys_with_fresh_records(area, tmp_path,
+                                                                                            monkeypatch):
+    stats = tmp_path / "seed-stats"
+    stats.mkdir()
+    monkeypatch.setenv(seeds.STATS, str(stats))
+    for f in BACKLOG:
+        area.write(f, "w")
+    stream = fw.from_files(area.source("w"), "parquet", functions.SCHEMA, event_time="ts")
+    job = operator("aggregate", stream).start(job_dir=area.jobs, job_name="w", trigger=TRIGGER, parallelism=4)
+    try:
+        job.process_all_available()
+        area.write(FRESH[0], "w")
+        job.process_all_available()
+        got = latest_rows(job)
+        aligned = job.plan.flavour.sets_state_partitions
+    finally:
+        job.stop()
+    assert got == expected_latest(model("aggregate", 0, BACKLOG, FRESH), "aggregate")
+    reports = [json.loads(open(path).read()) for path in glob.glob(str(stats / "*.json"))]
+    assert reports, "no stream worker reported its lookups"
+    if aligned:  # classic: a worker's files are its partition's, a quarter of the keys or so
+        assert all(r["files"] == 1 for r in reports)
+        assert all(r["rows"] < KEYS // 2 for r in reports)
+        by_partition = {r["partition"]: r["rows"] for r in reports}
+        assert sum(by_partition.values()) <= KEYS and len(by_partition) >= 2
+    # only keys with a fresh record are ever found, each once (then the store holds it)
+    assert sum(r["found"] for r in reports) == len({k for k, _, _ in FRESH[0]} & set(range(KEYS)))
+
+
+# -- a savepoint with untouched keys, restored at 1, 3 and 7 ----------------------------------------------
+
+SAVED_BACKLOG = [[(k, k % 7 + 1, k) for k in range(60)], [(k, 3, 70 + k) for k in range(0, 60, 4)]]
+SAVED_FRESH = [[(1, 2, 200), (61, 5, 201)], [(2, 4, 210), (59, 1, 211), (62, 8, 212), (1, 1, 213)]]
+
+
+@pytest.mark.extended  # make test-extended (CI)
+def test_a_savepoint_with_untouched_backlog_keys_restored_at_1_3_and_7_ends_as_an_unscaled_job(area, tmp_path,
+                                                                                                monkeypatch):
+    for f in SAVED_BACKLOG:
+        area.write(f, "u")
+    op = operator("aggregate", fw.from_files(area.source("u"), "parquet", functions.SCHEMA, event_time="ts",
+                                             watermark_delay="0 milliseconds"))
+    job = op.start(job_dir=area.jobs, job_name="u", trigger=TRIGGER, parallelism=2)
+    try:
+        job.process_all_available()
+        area.write(SAVED_FRESH[0], "u")
+        job.process_all_available()
+        path = job.savepoint()  # keys 0..60 but 1 untouched by the stream: only in the backlog's files
+        area.write(SAVED_FRESH[1], "u")
+        job.process_all_available()
+        unscaled = latest_rows(job)
+    finally:
+        job.stop()
+    expected = expected_latest(model("aggregate", 0, SAVED_BACKLOG, SAVED_FRESH), "aggregate")
+    assert unscaled == expected
+    saved = pq.read_table(os.path.join(path, "keyed-state.parquet"))
+    assert sorted(saved.column("k").to_pylist()) == list(range(60)) + [61]
+    stats = tmp_path / "restore-stats"
+    stats.mkdir()
+    monkeypatch.setenv(seeds.STATS, str(stats))
+    for n in (1, 3, 7):
+        restored = op.start(job_dir=area.jobs, job_name=f"u{n}", trigger=TRIGGER, from_savepoint=path,
+                            parallelism=n)
+        try:
+            restored.process_all_available()
+            # the savepoint's state is the restored job's handover: n files, sorted, searched lazily
+            handover = json.loads(open(os.path.join(area.jobs, f"u{n}", "backlog", "handover.json")).read())
+            assert len(handover["seed"]) == n
+            assert restored.events()[-1]["type"] != "job_failed"
+            assert latest_rows(restored) == unscaled  # the unread file is the restored job's first fresh one
+        finally:
+            restored.stop()
+    # each restored job found in its handed-over files exactly the saved keys that had a fresh record
+    found = sum(json.loads(open(p).read())["found"] for p in glob.glob(str(stats / "*.json")))
+    assert found == 3 * len({k for k, _, _ in SAVED_FRESH[1]} & (set(range(60)) | {61}))
