@@ -2,6 +2,7 @@
 
     python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,import,widgets,recovery,fullwindow,backlog]
     python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R] [--ratio-only]
+    python -m benchmarks --only keys [--keys 10000,1000000] [--backlog-records N] [--files F] [--runs R]
     python -m benchmarks --scale [--scale-rows 1000000,5000000,20000000] [--wide-columns 50] [--wide-rows N]
                          [--runs R] [--case NAME] [--plot docs/scale.png]   (alone, in a fresh process)
     python -m benchmarks --against-flink [--rows N (default 1,000,000)] [--runs R] [--case NAME]   (make bench-flink)
@@ -102,7 +103,9 @@ def main() -> None:
     parser.add_argument("--case", default="", help="full-window cases whose name contains this")
     parser.add_argument("--no-naive", action="store_true", help="skip the (slow) naive Python timings")
     parser.add_argument("--backlog-records", type=int, default=2_000_000, help="backlog: records (default 2,000,000)")
-    parser.add_argument("--keys", type=int, default=10_000, help="backlog: distinct keys (default 10,000)")
+    parser.add_argument("--keys", default=None,
+                        help="backlog: distinct keys (default 10,000); keys: the sizes, comma-separated "
+                             "(default 10000,1000000)")
     parser.add_argument("--files", type=int, default=20, help="backlog: Parquet files (default 20)")
     parser.add_argument("--quick", type=int, default=None,
                         help="backlog: run the 1-file-per-trigger stream over only this many files, scaled")
@@ -171,8 +174,11 @@ def main() -> None:
               f"median of {args.runs} runs taken in turns after two warm-up rounds, embedded Spark local[*]")
         print_fullwindow(fullwindow.run(args.rows, args.partitions, args.runs, only=args.case,
                                         naive=not args.no_naive))
+    sizes = [int(k) for k in (args.keys or "").split(",") if k.strip()]
     if not only or "backlog" in only:
         from benchmarks import backlog
+
+        args.keys = sizes[0] if sizes else 10_000
 
         then = ("mixed and batch only" if args.ratio_only else f"then 1 fresh file of {backlog.SMALL_FILE:,} records "
                 f"and a burst of 3 fresh files of {args.backlog_records // args.files:,}")
@@ -181,6 +187,15 @@ def main() -> None:
               "one warm-up round, embedded Spark local[*]")
         print_backlog(backlog.run(args.backlog_records, args.keys, args.files, runs=args.runs, quick=args.quick,
                                   ratio_only=args.ratio_only))
+    if "keys" in only:  # long (minutes per size): only when asked for
+        from benchmarks import keys
+
+        sizes = sizes or [10_000, 1_000_000]
+        print(f"\nkeyed state at scale (issue 33): {', '.join(f'{k:,}' for k in sizes)} keys, "
+              f"{args.backlog_records:,} records (at least 2 per key) in {args.files} Parquet files, a keyed count "
+              f"and sum at parallelism 2 (restored at 3); backlog variants: median of {args.runs} run(s) taken in "
+              "turns; switch, fresh result, savepoint and restore: one run each; embedded Spark local[*]")
+        keys.print_table(keys.run(sizes, args.backlog_records, args.files, runs=args.runs))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ it was restored); nothing below it asks again:
   restored job's (its files: the savepoint's state, re-partitioned);
 * ``HELD``: ``LAZY``, and the query starts *while the backlog runs*, its fresh source held until
   the handover file (``backlog/handover.json``) exists: Spark's ~7 s of planning and starting a
-  query no longer wait for the backlog. A reduce's or an aggregate's way (no timers).
+  query no longer wait for the backlog. A reduce's or an aggregate's way (no timers);
+* ``INITIAL_STATE``: a job restored by an earlier fw-magics (its savepoint's state whole in
+  ``restored/keyed-state.parquet``, no handover file) goes on through ``initialState``.
 
 No way depends on the number of keys or their types: the files are searched, never loaded.
 The strategy owns what the query's source and sink wait for (``hold``) and writes the handover
@@ -23,8 +25,8 @@ file (``hand_over``).
 
 from __future__ import annotations
 
-from ..recovery.paths import HANDOVER
-from . import seed
+from ..recovery.paths import HANDOVER, RESTORED_KEYED
+from . import seed, state_files
 from .phases import Mode
 
 
@@ -43,12 +45,9 @@ class Handover:
         """Record the handover file: the state's files, one per partition, sorted by key; ``aligned``:
         they are the stream's state partitions. Once (idempotent: a restart finds it written)."""
 
-    def query_state(self, states, kind: str, root: str, key_names):
-        """(``initialState`` rows or None, a ``PartitionSeed`` or None) for the query about to start.
-
-        ``states``: the handed-over state rows as a DataFrame (key columns, ``__fw_state``), or
-        None when the handover is not written yet (a query started during the backlog).
-        """
+    def query_state(self, job, warm: bool):
+        """(``initialState`` rows or None, a ``PartitionSeed`` or None) for ``job``'s query about to
+        start; ``warm``: started during the backlog, before the handover is written."""
         return None, None
 
     def __repr__(self) -> str:
@@ -63,11 +62,13 @@ class _Lazy(Handover):
         if not storage.exists(storage.path(HANDOVER)):
             seed.write_handover(storage.root, files, aligned)
 
-    def query_state(self, states, kind, root, key_names):
-        # only keys with timers go in now (only a process function has timers); the others are read
-        # on their first fresh record
-        initial = seed.timer_keys(states) if kind == "process" and states is not None else None
-        return initial, seed.PartitionSeed(root, key_names)
+    def query_state(self, job, warm):
+        lazily = seed.PartitionSeed(job.root, job.spec.key_names)
+        if warm or job.spec.kind != "process":  # only a process function has timers
+            return None, lazily
+        # only keys with timers go in now; the others are read on their first fresh record
+        states = state_files.handed_over(job.spark, job.root, job.output, job.spec.key_names)
+        return seed.timer_keys(states), lazily
 
 
 class _Held(_Lazy):
@@ -78,14 +79,29 @@ class _Held(_Lazy):
         return storage.path(HANDOVER)
 
 
-NONE, LAZY, HELD = Handover(), _Lazy(), _Held()
+class _InitialState(Handover):
+    """A job restored by an earlier fw-magics, which kept the savepoint's keyed state whole in
+    ``restored/keyed-state.parquet`` and gave it to Spark's ``initialState`` (which Spark ignores
+    once the checkpoint holds state): it goes on that way."""
+
+    name = "initial-state"
+
+    def query_state(self, job, warm):
+        path = job.storage.path(RESTORED_KEYED)
+        return state_files.saved_states(job.spark, path, job.output, job.spec.key_names), None
 
 
-def choose(mode: Mode, kind: str, restored: bool) -> Handover:
+NONE, LAZY, HELD, INITIAL_STATE = Handover(), _Lazy(), _Held(), _InitialState()
+
+
+def choose(mode: Mode, kind: str, restored: bool, storage) -> Handover:
     """The handover of a job in ``mode`` running ``kind`` ("reduce", "aggregate", "process" or
-    "operator"); ``restored``: started from a savepoint (its state's files exist before the query)."""
+    "operator"); ``restored``: started from a savepoint (its state's files exist before the query);
+    ``storage``: the job's folder (a job restored by an earlier fw-magics has no handover file)."""
     if mode is not Mode.MIXED or kind == "operator":
         return NONE
+    if restored and storage.present_inside(RESTORED_KEYED) and not storage.present_inside(HANDOVER):
+        return INITIAL_STATE
     if restored or kind == "process":
         return LAZY
     return HELD

@@ -19,9 +19,7 @@ import uuid
 from ..recovery.paths import CHECKPOINT
 from .phases import Mode
 from .query import keyed_query_frame
-from .savepoints import hand_over_if_older
 from .sink import ChangelogSink
-from .state_files import handed_over
 
 PARTITIONS = "spark.sql.shuffle.partitions"
 
@@ -67,11 +65,6 @@ def keyed_job_frame(job, warm: bool = False):
     if plan.mode is not Mode.MIXED:
         return keyed_query_frame(source.stream(spark, job.root, plan.max_files), job.spec, job.output,
                                  source.delay_ms, None)
-    if job.restored_from is not None:
-        hand_over_if_older(job)
-    # the handover names the backlog's files or the savepoint's state, re-partitioned (a held query
-    # starts before it is written)
-    states = None if warm else handed_over(spark, job.root, job.output, job.spec.key_names)
-    initial, seed = plan.handover.query_state(states, job.spec.kind, job.root, job.spec.key_names)
+    initial, seed = plan.handover.query_state(job, warm)
     stream = source.fresh_stream(spark, job.root, plan.max_files, plan.parallelism, plan.handover.hold(job.storage))
     return keyed_query_frame(stream, job.spec, job.output, source.delay_ms, job.watermark, initial, seed)

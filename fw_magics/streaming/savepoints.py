@@ -36,12 +36,11 @@ import uuid
 
 import pyarrow as pa
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from ..errors import FullWindowError, ResumeError
 from ..graph import JobGraph
 from ..recovery.filesystem import Storage
-from ..recovery.paths import CHECKPOINT, HANDOVER, RESTORED_KEYED, RESTORED_LATEST, RESTORED_OPERATOR, SAVEPOINTS
+from ..recovery.paths import CHECKPOINT, RESTORED_LATEST, RESTORED_OPERATOR, SAVEPOINTS
 from ..state import operator_state_document, redistribute_snapshots, validate_subtask_snapshot
 from . import backlog, files_source
 from .changelog import BATCH, STATE, changelog_schema
@@ -54,7 +53,7 @@ from .seed import merged_state
 from .sink import latest_rows
 from .sources import source_change
 from .splits import restored_manifest, source_snapshots
-from .state_files import handed_over, partition_states, write_parquet
+from .state_files import handed_over, partition_states, saved_states, write_parquet
 
 #: The largest restored operator-state file read back.
 MAX_RESTORED_BYTES = 256 << 20
@@ -187,7 +186,7 @@ class _Keyed(StateKind):
         return {}, functools.partial(write_parquet, keyed), functools.partial(write_parquet, latest), True
 
     def restore(self, savepoint, storage, job):
-        hand_over_saved(job, _saved_state(job, savepoint.keyed_path))
+        hand_over_saved(job, saved_states(job.spark, savepoint.keyed_path, job.output, job.spec.key_names))
         if savepoint.latest_path is not None:
             _copy(savepoint.latest_path, storage.path(RESTORED_LATEST))
 
@@ -294,24 +293,11 @@ def _copy(source: str, target: str) -> None:
     os.replace(tmp, target)
 
 
-def _saved_state(job, path: str):
-    """A savepoint's keyed state file as a DataFrame: the key columns (the job's types), then ``__fw_state``."""
-    schema = T.StructType([job.output[k] for k in job.spec.key_names] + [T.StructField(STATE, T.StringType())])
-    return job.spark.read.schema(schema).parquet(path)
-
-
 def hand_over_saved(job, states) -> None:
     """A restored job's handover: ``states`` (a savepoint's keyed state) re-partitioned to the job's
     parallelism by one Spark job and recorded as the files its stream's lazy seed searches."""
     files = partition_states(states, job.spec.key_names, job.output, job.parallelism, job.root)
     job.plan.handover.hand_over(job.storage, files, aligned=job.plan.flavour.sets_state_partitions)
-
-
-def hand_over_if_older(job) -> None:
-    """A job restored by an earlier fw-magics kept its savepoint's state in ``restored/keyed-state.parquet``
-    and no handover: hand it over now (once)."""
-    if not job.storage.present_inside(HANDOVER) and job.storage.present_inside(RESTORED_KEYED):
-        hand_over_saved(job, _saved_state(job, job.storage.path(RESTORED_KEYED)))
 
 
 def restored_latest(spark, storage: Storage, output):

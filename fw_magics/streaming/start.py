@@ -100,7 +100,7 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     kind = stateful.spec.kind
     restored = savepoint is not None or state.restored_from is not None
     plan = Plan(mode=mode, trigger=trigger, sink=sink, max_files=max_files, parallelism=chosen,
-                handover=handovers.choose(mode, kind, restored), flavour=flavour)
+                handover=handovers.choose(mode, kind, restored, log.storage), flavour=flavour)
     job = (OperatorJob if kind == OPERATOR else StreamingJob)(stateful, source, log, plan, graph)
     job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
     job.skips_noted = set(state.skipped)

@@ -77,6 +77,12 @@ def partition_states(states, key_names, output: T.StructType, parallelism: int, 
     return [found[i] for i in range(parallelism)]
 
 
+def saved_states(spark, path: str, output: T.StructType, key_names):
+    """A savepoint's keyed state file as a DataFrame: the key columns (the job's types), ``__fw_state``."""
+    schema = T.StructType([output[k] for k in key_names] + [T.StructField(STATE, T.StringType())])
+    return spark.read.schema(schema).parquet(path)
+
+
 def handed_over(spark, root: str, output: T.StructType, key_names):
     """The state rows of the files the job's handover names (key columns, ``__fw_state``)."""
     files, _ = read_handover(root)

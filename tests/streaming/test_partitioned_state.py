@@ -247,3 +247,37 @@ def test_a_savepoint_with_untouched_backlog_keys_restored_at_1_3_and_7_ends_as_a
     # each restored job found in its handed-over files exactly the saved keys that had a fresh record
     found = sum(json.loads(open(p).read())["found"] for p in glob.glob(str(stats / "*.json")))
     assert found == 3 * len({k for k, _, _ in SAVED_FRESH[1]} & (set(range(60)) | {61}))
+
+
+@pytest.mark.extended  # make test-extended (CI)
+def test_a_job_restored_by_an_earlier_fw_magics_goes_on_through_initial_state(area):
+    """Its folder: the savepoint's state whole in restored/keyed-state.parquet, no handover file."""
+    import shutil
+
+    from fw_magics.streaming import handover
+
+    for f in SAVED_BACKLOG:
+        area.write(f, "old")
+    op = operator("aggregate", fw.from_files(area.source("old"), "parquet", functions.SCHEMA, event_time="ts",
+                                             watermark_delay="0 milliseconds"))
+    job = op.start(job_dir=area.jobs, job_name="old", trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        path = job.savepoint()
+    finally:
+        job.stop()
+    restored = op.start(job_dir=area.jobs, job_name="old-r", trigger=TRIGGER, from_savepoint=path, parallelism=3)
+    restored.stop()
+    folder = os.path.join(area.jobs, "old-r")  # as an earlier fw-magics left it before its first micro-batch
+    os.remove(os.path.join(folder, "backlog", "handover.json"))
+    shutil.rmtree(os.path.join(folder, "checkpoint"))
+    shutil.copyfile(os.path.join(path, "keyed-state.parquet"), os.path.join(folder, "restored", "keyed-state.parquet"))
+    area.write(SAVED_FRESH[0], "old")
+    again = op.start(job_dir=area.jobs, job_name="old-r", trigger=TRIGGER)
+    try:
+        assert again.plan.handover is handover.INITIAL_STATE
+        again.process_all_available()
+        assert latest_rows(again) == expected_latest(model("aggregate", 0, SAVED_BACKLOG, SAVED_FRESH[:1]),
+                                                     "aggregate")
+    finally:
+        again.stop()

@@ -1,0 +1,301 @@
+"""Keyed state at scale (issue 33): mixed mode, a savepoint and a restore as the number of keys grows.
+
+For each number of keys, over a backlog of ``records`` rows (k, v, ts) in ``files`` Parquet files,
+a keyed count-and-sum (an AggregateFunction with a typed accumulator) is timed:
+
+* **backlog**: fw-magics' mixed mode from ``start()`` to the last backlog subtask committed,
+  against the same count and sum as a plain Spark batch ``groupBy().agg()`` (JVM, no Python), as
+  a plain Spark batch ``groupBy().applyInPandas()`` of the same per-key Python function, and as
+  ``applyInPandasWithState`` (a Structured Streaming query, ``availableNow``, over the same
+  files: Spark's own per-key Python state), each to a noop sink, in turns (``timing``);
+* **switch**: from the last backlog subtask committed to ``process_all_available()`` returning
+  (the state handed over, the query caught up);
+* **first fresh result**: one small file landing to the micro-batch that processed it;
+* **savepoint**: ``job.savepoint()`` (the store's keys and the untouched backlog keys, merged and
+  written by Spark's tasks), against writing its keyed-state rows with ``DataFrame.write.parquet``;
+* **restore to first result**: ``start(from_savepoint=..., parallelism=p + 1)`` with one small
+  unread file waiting, to ``process_all_available()`` returning.
+
+A sampler thread records, every 0.2 s, the RSS of this (driver) Python process, of the largest
+Python worker (``pyspark.daemon`` and its forks) and of the JVM, and the JVM's used heap; each
+phase reports its peaks.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+
+from .backlog import SCHEMA, write_files
+from .timing import interleaved_medians
+
+SMALL_FILE = 1_000
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class Sampler:
+    """Peak memory per phase: driver Python, largest Python worker, JVM RSS and JVM used heap (MiB)."""
+
+    def __init__(self, spark, interval: float = 0.2):
+        self.spark, self.interval = spark, interval
+        self.phase, self.peaks = None, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="fw-bench-sampler")
+        try:
+            self._runtime = spark._jvm.java.lang.Runtime.getRuntime()
+        except Exception:  # Spark Connect: no JVM in this process
+            self._runtime = None
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def mark(self, phase: str | None) -> None:
+        self.phase = phase
+        if phase is not None:
+            self.peaks.setdefault(phase, {"driver": 0, "worker": 0, "jvm": 0, "heap": 0})
+
+    def _sample(self) -> dict:
+        me = os.getpid()
+        worker = jvm = 0
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            line = _cmdline(pid)
+            if "pyspark.daemon" in line or "pyspark/daemon" in line or "pyspark.worker" in line:
+                worker = max(worker, _rss_kib(int(pid)))
+            elif line.startswith("/") and "java" in line.split(" ")[0] and "SparkSubmit" in line:
+                jvm = max(jvm, _rss_kib(int(pid)))
+        heap = 0
+        if self._runtime is not None:
+            try:
+                heap = (self._runtime.totalMemory() - self._runtime.freeMemory()) >> 10
+            except Exception:
+                heap = 0
+        return {"driver": _rss_kib(me), "worker": worker, "jvm": jvm, "heap": heap}
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            phase = self.phase
+            if phase is None:
+                continue
+            sample = self._sample()
+            peaks = self.peaks[phase]
+            for k, v in sample.items():
+                peaks[k] = max(peaks[k], v >> 10)
+
+
+def _aggregate():
+    import fw_magics as fw
+
+    class CountSum(fw.AggregateFunction):
+        schema = "n long, total long"
+        accumulator_schema = "n long, total long"
+
+        def create_accumulator(self):
+            return (0, 0)
+
+        def add(self, value, accumulator):
+            return (accumulator[0] + 1, accumulator[1] + value.v)
+
+        def get_result(self, accumulator):
+            return accumulator
+
+        def merge(self, a, b):
+            return (a[0] + b[0], a[1] + b[1])
+
+    return CountSum()
+
+
+def _references(spark, source: str, checkpoints: str):
+    """Spark's own ways of the same per-key count and sum over the backlog, each to a noop sink."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    def count_sum(pdf: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({"k": [pdf["k"].iloc[0]], "n": [len(pdf)], "total": [int(pdf["v"].sum())]})
+
+    def with_state(key, pdfs, state):
+        n, total = state.get if state.exists else (0, 0)
+        for pdf in pdfs:
+            n, total = n + len(pdf), total + int(pdf["v"].sum())
+        state.update((n, total))
+        yield pd.DataFrame({"k": [key[0]], "n": [n], "total": [total]})
+
+    def frame():
+        return spark.read.schema(SCHEMA).parquet(source)
+
+    def jvm():
+        frame().groupBy("k").agg(F.count("v"), F.sum("v")).write.format("noop").mode("overwrite").save()
+
+    def pandas():
+        frame().groupBy("k").applyInPandas(count_sum, "k long, n long, total long") \
+            .write.format("noop").mode("overwrite").save()
+
+    count = {"n": 0}
+
+    def stateful():
+        count["n"] += 1
+        stream = spark.readStream.schema(SCHEMA).parquet(source).groupBy("k").applyInPandasWithState(
+            with_state, "k long, n long, total long", "n long, total long", "Update", GroupStateTimeout.NoTimeout)
+        query = (stream.writeStream.format("noop").outputMode("update").trigger(availableNow=True)
+                 .option("checkpointLocation", os.path.join(checkpoints, f"state-{count['n']}")).start())
+        query.awaitTermination()
+
+    return {"Spark groupBy().agg()": jvm, "Spark groupBy().applyInPandas()": pandas,
+            "Spark applyInPandasWithState (availableNow)": stateful}
+
+
+def _first_batch_after(job, land) -> float:
+    from fw_magics import hooks
+
+    seen = threading.Event()
+    handle = hooks.register("micro_batch", lambda j, info: seen.set() if j is job and info["input_rows"] else None)
+    try:
+        landed = time.perf_counter()
+        land()
+        if not seen.wait(900):
+            raise TimeoutError("no fresh result within 900 s")
+        return time.perf_counter() - landed
+    finally:
+        handle.unregister()
+
+
+def _one_size(spark, scratch: str, keys: int, records: int, files: int, parallelism: int, runs: int,
+              sampler: Sampler) -> dict:
+    import fw_magics as fw
+
+    source = os.path.join(scratch, f"src-{keys}")
+    jobs = os.path.join(scratch, "jobs")
+    write_files(source, records, keys, files)
+    stateful = fw.from_files(source, "parquet", SCHEMA, event_time="ts").key_by("k").aggregate(_aggregate())
+    count = {"n": 0}
+
+    def mixed_backlog():
+        """A mixed job to the end of its backlog (then stopped): what the references are timed against."""
+        count["n"] += 1
+        job = stateful.start(job_dir=jobs, job_name=f"backlog-{keys}-{count['n']}", trigger="100 milliseconds",
+                             parallelism=parallelism)
+        try:
+            job.process_all_available()
+        finally:
+            job.stop()
+
+    variants = {"fw-magics mixed (to the stream)": mixed_backlog,
+                **_references(spark, source, os.path.join(scratch, f"checkpoints-{keys}"))}
+    sampler.mark(f"backlog {keys}")
+    medians = interleaved_medians(variants, runs, warmups=0)
+
+    result = {"keys": keys, "records": records, "medians": medians}
+    sampler.mark(f"switch {keys}")
+    started = time.perf_counter()
+    job = stateful.start(job_dir=jobs, job_name=f"mixed-{keys}", trigger="100 milliseconds", parallelism=parallelism)
+    try:
+        job.process_all_available()
+        ready = time.perf_counter()
+        events = job.events()
+        committed = max(e["time"] for e in events if e["type"] == "subtask_finished")
+        began = min(e["time"] for e in events if e["type"] == "stream_started")
+        result["backlog_s"] = committed - began
+        result["switch_s"] = ready - started - result["backlog_s"]
+        result["first_fresh_s"] = _first_batch_after(
+            job, lambda: write_files(source, SMALL_FILE, keys, 1, first=files + 10))
+        sampler.mark(f"savepoint {keys}")
+        started = time.perf_counter()
+        path = job.savepoint()
+        result["savepoint_s"] = time.perf_counter() - started
+    finally:
+        job.stop()
+    sampler.mark(None)
+    keyed = os.path.join(path, "keyed-state.parquet")
+    target = os.path.join(scratch, f"plain-write-{keys}")
+
+    def plain_write():
+        spark.read.parquet(keyed).write.mode("overwrite").parquet(target)
+
+    plain_write()  # warm
+    result["plain_write_s"] = interleaved_medians({"w": plain_write}, 1)["w"]
+    write_files(source, SMALL_FILE, keys, 1, first=files + 11)  # unread: the restored job's first fresh file
+    sampler.mark(f"restore {keys}")
+    started = time.perf_counter()
+    restored = stateful.start(job_dir=jobs, job_name=f"restored-{keys}", trigger="100 milliseconds",
+                              from_savepoint=path, parallelism=parallelism + 1)
+    try:
+        restored.process_all_available()
+        result["restore_s"] = time.perf_counter() - started
+        result["restored_rows"] = sum(e.get("input_rows", 0) for e in restored.events() if e["type"] == "micro_batch")
+    finally:
+        restored.stop()
+        sampler.mark(None)
+    shutil.rmtree(source, ignore_errors=True)
+    return result
+
+
+def run(sizes, records: int, files: int = 20, runs: int = 1, parallelism: int = 2, spark=None) -> list[dict]:
+    """One result per number of keys (see the module docstring); ``records`` at least twice the keys."""
+    import fw_magics as fw
+
+    spark = spark or fw.get_spark()
+    scratch = tempfile.mkdtemp(prefix="fw-bench-keys-")
+    results = []
+    try:
+        with Sampler(spark) as sampler:
+            for keys in sizes:
+                results.append(_one_size(spark, scratch, keys, max(records, 2 * keys), files, parallelism, runs,
+                                         sampler))
+                for phase in ("backlog", "switch", "savepoint", "restore"):
+                    results[-1][f"peak_{phase}"] = sampler.peaks.get(f"{phase} {keys}")
+        return results
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def print_table(results) -> None:
+    references = [name for name in results[0]["medians"] if not name.startswith("fw-magics")]
+    print("\n| keys | records | fw-magics backlog | " + " | ".join(references) + " | backlog / applyInPandas |")
+    print("|---" * (4 + len(references)) + "|")
+    for r in results:
+        m = r["medians"]
+        pandas = m["Spark groupBy().applyInPandas()"]
+        cells = " | ".join(f"{m[name]:.2f} s" for name in references)
+        print(f"| {r['keys']:,} | {r['records']:,} | {r['backlog_s']:.2f} s | {cells} | {r['backlog_s'] / pandas:.2f}x |")
+    print("\n| keys | switch | first fresh result | savepoint | DataFrame.write.parquet of its rows | savepoint / "
+          "write | restore to first result | restore / savepoint |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['keys']:,} | {r['switch_s']:.2f} s | {r['first_fresh_s']:.2f} s | {r['savepoint_s']:.2f} s | "
+              f"{r['plain_write_s']:.2f} s | {r['savepoint_s'] / r['plain_write_s']:.2f}x | {r['restore_s']:.2f} s | "
+              f"{r['restore_s'] / r['savepoint_s']:.2f}x |")
+    print("\npeak memory (MiB): driver Python / largest Python worker / JVM RSS / JVM used heap")
+    print("\n| keys | backlog (all variants) | switch and first result | savepoint | restore |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        cells = []
+        for phase in ("backlog", "switch", "savepoint", "restore"):
+            p = r.get(f"peak_{phase}") or {}
+            cells.append(f"{p.get('driver', 0)} / {p.get('worker', 0)} / {p.get('jvm', 0)} / {p.get('heap', 0)}")
+        print(f"| {r['keys']:,} | " + " | ".join(cells) + " |")
