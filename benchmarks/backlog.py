@@ -135,7 +135,7 @@ def _fresh_results(stateful, runner: _Runner, source: str, first_file: int, fres
     job = stateful.start(job_dir=runner.jobs, job_name=runner.name("fresh"), trigger="100 milliseconds")
     try:
         job.process_all_available()
-        small = _first_batch_after(job, lambda: write_files(source, SMALL_FILE, keys, 1, first=first_file))
+        small = first_batch_after(job, lambda: write_files(source, SMALL_FILE, keys, 1, first=first_file))
         landed = time.perf_counter()
         write_files(source, records_per_file * fresh, keys, fresh, first=first_file + 1)
         job.process_all_available()
@@ -144,7 +144,7 @@ def _fresh_results(stateful, runner: _Runner, source: str, first_file: int, fres
         job.stop()
 
 
-def _first_batch_after(job, land) -> float:
+def first_batch_after(job, land) -> float:
     """Seconds from ``land()`` starting to the first micro-batch with input rows ending."""
     from fw_magics import hooks
 

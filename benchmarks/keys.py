@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from .backlog import SCHEMA, write_files
+from .backlog import SCHEMA, first_batch_after, operators, write_files
 from .timing import interleaved_medians
 
 SMALL_FILE = 1_000
@@ -108,28 +108,6 @@ class Sampler:
                 peaks[k] = max(peaks[k], v >> 10)
 
 
-def _aggregate():
-    import fw_magics as fw
-
-    class CountSum(fw.AggregateFunction):
-        schema = "n long, total long"
-        accumulator_schema = "n long, total long"
-
-        def create_accumulator(self):
-            return (0, 0)
-
-        def add(self, value, accumulator):
-            return (accumulator[0] + 1, accumulator[1] + value.v)
-
-        def get_result(self, accumulator):
-            return accumulator
-
-        def merge(self, a, b):
-            return (a[0] + b[0], a[1] + b[1])
-
-    return CountSum()
-
-
 def _references(spark, source: str, checkpoints: str):
     """Spark's own ways of the same per-key count and sum over the backlog, each to a noop sink."""
     import pandas as pd
@@ -170,21 +148,6 @@ def _references(spark, source: str, checkpoints: str):
             "Spark applyInPandasWithState (availableNow)": stateful}
 
 
-def _first_batch_after(job, land) -> float:
-    from fw_magics import hooks
-
-    seen = threading.Event()
-    handle = hooks.register("micro_batch", lambda j, info: seen.set() if j is job and info["input_rows"] else None)
-    try:
-        landed = time.perf_counter()
-        land()
-        if not seen.wait(900):
-            raise TimeoutError("no fresh result within 900 s")
-        return time.perf_counter() - landed
-    finally:
-        handle.unregister()
-
-
 def _one_size(spark, scratch: str, keys: int, records: int, files: int, parallelism: int, runs: int,
               sampler: Sampler) -> dict:
     import fw_magics as fw
@@ -192,7 +155,7 @@ def _one_size(spark, scratch: str, keys: int, records: int, files: int, parallel
     source = os.path.join(scratch, f"src-{keys}")
     jobs = os.path.join(scratch, "jobs")
     write_files(source, records, keys, files)
-    stateful = fw.from_files(source, "parquet", SCHEMA, event_time="ts").key_by("k").aggregate(_aggregate())
+    stateful = operators(fw.from_files(source, "parquet", SCHEMA, event_time="ts"))["aggregate"]
     count = {"n": 0}
 
     def mixed_backlog():
@@ -222,7 +185,7 @@ def _one_size(spark, scratch: str, keys: int, records: int, files: int, parallel
         began = min(e["time"] for e in events if e["type"] == "stream_started")
         result["backlog_s"] = committed - began
         result["switch_s"] = ready - started - result["backlog_s"]
-        result["first_fresh_s"] = _first_batch_after(
+        result["first_fresh_s"] = first_batch_after(
             job, lambda: write_files(source, SMALL_FILE, keys, 1, first=files + 10))
         sampler.mark(f"savepoint {keys}")
         started = time.perf_counter()
