@@ -10,6 +10,9 @@ between the two kinds; code elsewhere asks that object and never tests the sessi
   (a SparkContext job tag with interrupt-on-cancel on classic, ``spark.addTag`` under Connect),
   and ``cancel`` stops them and says how many it stopped (jobs, or operations under Connect:
   ``unit``);
+* ``sets_state_partitions``: whether a streaming query's state partitions are the session's
+  ``spark.sql.shuffle.partitions`` at its start (classic, and a Connect server this process started:
+  ``InProcessConnect``; a remote server's may be its own default);
 * ``progress(spark, report)``: a context manager calling ``report(done, total)`` with Spark's task
   progress while its block runs (a status-tracker poll on classic, the server's progress handler
   under Connect; ``fw_magics.spark.progress``).
@@ -26,6 +29,8 @@ end as an interruption, not a failure.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import threading
 import uuid
 
@@ -135,7 +140,19 @@ class Connect(Flavour):
         return connect_handler(spark, report)
 
 
-CLASSIC, CONNECT = Classic(), Connect()
+class InProcessConnect(Connect):
+    """A Spark Connect server this process started (``SPARK_REMOTE=local[N]``), with settings that
+    let a streaming query's state partitions follow the session's ``spark.sql.shuffle.partitions``.
+
+    Every process such a server starts inherits PySpark's ``PYSPARK_REMOTE_INIT_CONF_*`` variables,
+    and its ``foreachBatch`` worker sets their ``spark.sql.*`` settings again on the session while the
+    query starts, after fw-magics set the job's parallelism: ``get_spark()`` keeps SQL settings out of
+    them. A remote server's environment cannot be seen from here, so ``Connect`` assumes nothing."""
+
+    sets_state_partitions = True
+
+
+CLASSIC, CONNECT, IN_PROCESS_CONNECT = Classic(), Connect(), InProcessConnect()
 
 #: What an error says when its Spark work was cancelled, or the session went away, rather than failed.
 _INTERRUPTED = (
@@ -176,7 +193,24 @@ def answers(spark) -> bool:
 
 def flavour_of(spark) -> Flavour:
     """The flavour of ``spark``, a classic SparkSession or a Spark Connect client session."""
-    return CONNECT if type(spark).__module__.startswith("pyspark.sql.connect") else CLASSIC
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        return CLASSIC
+    return IN_PROCESS_CONNECT if _in_process_server_keeps_partitions() else CONNECT
+
+
+def _in_process_server_keeps_partitions() -> bool:
+    """Whether the Connect server is this process's and its inherited settings leave the state
+    partitions alone (``InProcessConnect``)."""
+    if os.environ.get("SPARK_LOCAL_REMOTE") != "1":
+        return False
+    for i in range(int(os.environ.get("PYSPARK_REMOTE_INIT_CONF_LEN", "0") or 0)):
+        try:
+            inherited = json.loads(os.environ.get(f"PYSPARK_REMOTE_INIT_CONF_{i}", "{}"))
+        except ValueError:
+            return False
+        if not isinstance(inherited, dict) or "spark.sql.shuffle.partitions" in inherited:
+            return False
+    return True
 
 
 def is_connect(spark) -> bool:

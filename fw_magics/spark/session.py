@@ -50,6 +50,7 @@ _EMBEDDED_CONF = {
 
 
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+SQL_PREFIX = "spark.sql."
 
 
 def check_java() -> None:
@@ -84,12 +85,22 @@ def get_spark(conf: dict[str, str] | None = None):
     if remote:
         if not remote.startswith("local"):
             return builder.remote(remote).getOrCreate()
-        # An in-process Connect server: its JVM starts with these settings (PySpark
-        # reads them from this variable; static ones cannot be set on the session).
+        # An in-process Connect server: its JVM starts with these settings. The JVM's own
+        # (static) ones go through the variable PySpark reads at the server's start; the SQL
+        # ones through the builder, which sets them on the JVM and on this session only: every
+        # process the server starts inherits the variable, and pyspark's foreachBatch worker
+        # sets its spark.sql.* settings again on this session while a query starts, so a
+        # streaming query would get the variable's spark.sql.shuffle.partitions, not the one
+        # start(parallelism=N) set (fw_magics.spark.flavour: InProcessConnect).
         _prepare_local_jvm()
+        settings = embedded_conf(conf)
         if "PYSPARK_REMOTE_INIT_CONF_LEN" not in os.environ:
             os.environ["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
-            os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(embedded_conf(conf))
+            os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(
+                {k: v for k, v in settings.items() if not k.startswith(SQL_PREFIX)})
+        for key, value in settings.items():
+            if key.startswith(SQL_PREFIX):
+                builder = builder.config(key, value)
         with jvm_output.filtered_stderr():
             return builder.remote(remote).getOrCreate()
     master = os.environ.get("FW_SPARK_MASTER")

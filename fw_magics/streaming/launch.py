@@ -1,7 +1,9 @@
 """Starting a job's streaming query: a keyed job's frame, its changelog sink, checkpoint, trigger and state partitions.
 
 ``spark.sql.shuffle.partitions`` fixes the state partitions of a fresh checkpoint (Spark keeps the
-checkpoint's on a restart): it is set to the job's parallelism around ``start()`` and put back.
+checkpoint's on a restart): it is set to the job's parallelism around ``start()`` and put back. Where
+the flavour says the stream's partitions are the handover's files, a setting changed while the query
+started (``fw_magics.spark.flavour.InProcessConnect``) stops it with one line rather than seed it wrong.
 
 A process killed while Spark wrote a checkpoint log entry leaves its temporary file
 (``offsets/.0.<uuid>.tmp`` and its ``.crc``) beside the entries; Spark never reads it, but
@@ -16,6 +18,7 @@ from __future__ import annotations
 import re
 import uuid
 
+from ..errors import SparkUnavailableError
 from ..recovery.paths import CHECKPOINT
 from .phases import Mode
 from .query import keyed_query_frame
@@ -51,11 +54,21 @@ def launch(job, frame):
                                 .queryName(f"fw-{job.job_name}-{uuid.uuid4().hex[:8]}"))
     spark = job.spark
     before = spark.conf.get(PARTITIONS)
-    spark.conf.set(PARTITIONS, str(plan.parallelism))
+    wanted = str(plan.parallelism)
+    spark.conf.set(PARTITIONS, wanted)
     try:
-        return writer.start()
+        query = writer.start()
+        got = spark.conf.get(PARTITIONS)
     finally:
         spark.conf.set(PARTITIONS, before)
+    if got != wanted and plan.flavour.sets_state_partitions:
+        # set again while the query started (fw_magics.spark.flavour.InProcessConnect): its state
+        # partitions are not the handover's files, and a worker would search only its own
+        query.stop()
+        raise SparkUnavailableError(f"the session's {PARTITIONS} became {got} while job {job.job_name!r}'s query started "
+                              f"(it needs {wanted}): something sets it again on every query start (a Spark Connect "
+                              "server's PYSPARK_REMOTE_INIT_CONF_* naming it?); remove that setting")
+    return query
 
 
 def keyed_job_frame(job, warm: bool = False):

@@ -15,9 +15,9 @@ partition ``p`` opens only file ``p``: memory-mapped, never read whole, searched
 its sorted key columns (``keys.normal``: Spark's grouping and order, for every key type, floats'
 NaN and -0.0 included). No worker holds a dict of keys, nor anything that grows with the number
 of keys but the pages of the mapped file it touched. Where the stream's partitions need not be
-the files' (under Spark Connect a ``foreachBatch`` query may run at the server's default
-``spark.sql.shuffle.partitions``), the handover says ``aligned: false`` and a worker searches
-every file for the key, each by bisection.
+the files' (on a remote Spark Connect server a ``foreachBatch`` query may run at a
+``spark.sql.shuffle.partitions`` the server sets: ``fw_magics.spark.flavour``), the handover says
+``aligned: false`` and a worker searches every file for the key, each by bisection.
 
 The store then stays the truth for every key it holds: a key whose state the stream cleared is
 written as the empty document ``TOMBSTONE`` (never read from the files again), and a savepoint

@@ -192,13 +192,22 @@ def test_each_stream_worker_opens_only_its_partition_and_finds_only_keys_with_fr
     assert got == expected_latest(model("aggregate", 0, BACKLOG, FRESH), "aggregate")
     reports = [json.loads(open(path).read()) for path in glob.glob(str(stats / "*.json"))]
     assert reports, "no stream worker reported its lookups"
-    if aligned:  # classic: a worker's files are its partition's, a quarter of the keys or so
-        assert all(r["files"] == 1 for r in reports)
-        assert all(r["rows"] < KEYS // 2 for r in reports)
-        by_partition = {r["partition"]: r["rows"] for r in reports}
-        assert sum(by_partition.values()) <= KEYS and len(by_partition) >= 2
+    assert aligned, "a session this test run started (classic, or its own Connect server) sets the partitions"
+    assert state_partitions(area.jobs, "w") == 4
+    # a worker's files are its partition's, a quarter of the keys or so
+    assert all(r["files"] == 1 for r in reports)
+    assert all(r["rows"] < KEYS // 2 for r in reports)
+    by_partition = {r["partition"]: r["rows"] for r in reports}
+    assert sum(by_partition.values()) <= KEYS and len(by_partition) >= 2
     # only keys with a fresh record are ever found, each once (then the store holds it)
     assert sum(r["found"] for r in reports) == len({k for k, _, _ in FRESH[0]} & set(range(KEYS)))
+
+
+def state_partitions(jobs: str, name: str) -> int:
+    """The state partitions job ``name``'s query runs with: what its checkpoint's first offset entry recorded."""
+    with open(os.path.join(jobs, name, "checkpoint", "offsets", "0")) as f:
+        metadata = json.loads(f.read().splitlines()[1])
+    return int(metadata["conf"]["spark.sql.shuffle.partitions"])
 
 
 # -- a savepoint with untouched keys, restored at 1, 3 and 7 ----------------------------------------------
@@ -247,6 +256,34 @@ def test_a_savepoint_with_untouched_backlog_keys_restored_at_1_3_and_7_ends_as_a
     # each restored job found in its handed-over files exactly the saved keys that had a fresh record
     found = sum(json.loads(open(p).read())["found"] for p in glob.glob(str(stats / "*.json")))
     assert found == 3 * len({k for k, _, _ in SAVED_FRESH[1]} & (set(range(60)) | {61}))
+
+
+@pytest.mark.core
+def test_a_restore_at_another_parallelism_runs_its_stream_at_that_many_state_partitions(area):
+    """Classic and Spark Connect alike: the restored stream's partitions are the handover's files."""
+    for f in SAVED_BACKLOG:
+        area.write(f, "r")
+    op = operator("aggregate", fw.from_files(area.source("r"), "parquet", functions.SCHEMA, event_time="ts",
+                                             watermark_delay="0 milliseconds"))
+    job = op.start(job_dir=area.jobs, job_name="r", trigger=TRIGGER, parallelism=2)
+    try:
+        job.process_all_available()
+        area.write(SAVED_FRESH[0], "r")
+        job.process_all_available()
+        path = job.savepoint()
+    finally:
+        job.stop()
+    assert state_partitions(area.jobs, "r") == 2
+    area.write(SAVED_FRESH[1], "r")
+    restored = op.start(job_dir=area.jobs, job_name="r3", trigger=TRIGGER, from_savepoint=path, parallelism=3)
+    try:
+        restored.process_all_available()
+        got = latest_rows(restored)
+    finally:
+        restored.stop()
+    handover = json.loads(open(os.path.join(area.jobs, "r3", "backlog", "handover.json")).read())
+    assert (len(handover["seed"]), handover["aligned"], state_partitions(area.jobs, "r3")) == (3, True, 3)
+    assert got == expected_latest(model("aggregate", 0, SAVED_BACKLOG, SAVED_FRESH), "aggregate")
 
 
 @pytest.mark.extended  # make test-extended (CI)
