@@ -216,24 +216,35 @@ SAVED_BACKLOG = [[(k, k % 7 + 1, k) for k in range(60)], [(k, 3, 70 + k) for k i
 SAVED_FRESH = [[(1, 2, 200), (61, 5, 201)], [(2, 4, 210), (59, 1, 211), (62, 8, 212), (1, 1, 213)]]
 
 
+def savepointed(area, name: str, then=None):
+    """A mixed aggregate over SAVED_BACKLOG at parallelism 2 that processed SAVED_FRESH[0], then took a
+    savepoint; ``then(job)`` runs before it stops. Returns (the operator, the savepoint, what ``then`` gave)."""
+    for f in SAVED_BACKLOG:
+        area.write(f, name)
+    op = operator("aggregate", fw.from_files(area.source(name), "parquet", functions.SCHEMA, event_time="ts",
+                                             watermark_delay="0 milliseconds"))
+    job = op.start(job_dir=area.jobs, job_name=name, trigger=TRIGGER, parallelism=2)
+    try:
+        job.process_all_available()
+        area.write(SAVED_FRESH[0], name)
+        job.process_all_available()
+        path = job.savepoint()
+        after = then(job) if then is not None else None
+    finally:
+        job.stop()
+    return op, path, after
+
+
 @pytest.mark.extended  # make test-extended (CI)
 def test_a_savepoint_with_untouched_backlog_keys_restored_at_1_3_and_7_ends_as_an_unscaled_job(area, tmp_path,
                                                                                                 monkeypatch):
-    for f in SAVED_BACKLOG:
-        area.write(f, "u")
-    op = operator("aggregate", fw.from_files(area.source("u"), "parquet", functions.SCHEMA, event_time="ts",
-                                             watermark_delay="0 milliseconds"))
-    job = op.start(job_dir=area.jobs, job_name="u", trigger=TRIGGER, parallelism=2)
-    try:
-        job.process_all_available()
-        area.write(SAVED_FRESH[0], "u")
-        job.process_all_available()
-        path = job.savepoint()  # keys 0..60 but 1 untouched by the stream: only in the backlog's files
+    def unscaled_end(job):
         area.write(SAVED_FRESH[1], "u")
         job.process_all_available()
-        unscaled = latest_rows(job)
-    finally:
-        job.stop()
+        return latest_rows(job)
+
+    # keys 0..60 but 1 untouched by the stream when it is taken: only in the backlog's files
+    op, path, unscaled = savepointed(area, "u", then=unscaled_end)
     expected = expected_latest(model("aggregate", 0, SAVED_BACKLOG, SAVED_FRESH), "aggregate")
     assert unscaled == expected
     saved = pq.read_table(os.path.join(path, "keyed-state.parquet"))
@@ -261,18 +272,7 @@ def test_a_savepoint_with_untouched_backlog_keys_restored_at_1_3_and_7_ends_as_a
 @pytest.mark.core
 def test_a_restore_at_another_parallelism_runs_its_stream_at_that_many_state_partitions(area):
     """Classic and Spark Connect alike: the restored stream's partitions are the handover's files."""
-    for f in SAVED_BACKLOG:
-        area.write(f, "r")
-    op = operator("aggregate", fw.from_files(area.source("r"), "parquet", functions.SCHEMA, event_time="ts",
-                                             watermark_delay="0 milliseconds"))
-    job = op.start(job_dir=area.jobs, job_name="r", trigger=TRIGGER, parallelism=2)
-    try:
-        job.process_all_available()
-        area.write(SAVED_FRESH[0], "r")
-        job.process_all_available()
-        path = job.savepoint()
-    finally:
-        job.stop()
+    op, path, _ = savepointed(area, "r")
     assert state_partitions(area.jobs, "r") == 2
     area.write(SAVED_FRESH[1], "r")
     restored = op.start(job_dir=area.jobs, job_name="r3", trigger=TRIGGER, from_savepoint=path, parallelism=3)
