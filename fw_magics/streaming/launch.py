@@ -65,9 +65,10 @@ def launch(job, frame):
         # set again while the query started (fw_magics.spark.flavour.InProcessConnect): its state
         # partitions are not the handover's files, and a worker would search only its own
         query.stop()
-        raise SparkUnavailableError(f"the session's {PARTITIONS} became {got} while job {job.job_name!r}'s query started "
-                              f"(it needs {wanted}): something sets it again on every query start (a Spark Connect "
-                              "server's PYSPARK_REMOTE_INIT_CONF_* naming it?); remove that setting")
+        raise SparkUnavailableError(
+            f"the session's {PARTITIONS} became {got} while job {job.job_name!r}'s query started (it needs "
+            f"{wanted}): something sets it again on every query start (a Spark Connect server's "
+            "PYSPARK_REMOTE_INIT_CONF_* naming it?); remove that setting")
     return query
 
 
