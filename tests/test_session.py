@@ -1,5 +1,6 @@
 """The Java check gives one line naming what was found and what to install."""
 
+import json
 import os
 import stat
 
@@ -68,3 +69,27 @@ def test_the_test_session_does_not_retry_failing_tasks(spark):
         assert os.environ["SPARK_REMOTE"] == "local[2]"  # local[N]: one attempt per task
     else:
         assert spark.sparkContext.master == "local[*,1]"
+
+
+@pytest.mark.parametrize("local, inherited, aligned", [
+    ("1", {"spark.driver.memory": "4g"}, True),  # get_spark()'s in-process server: no SQL settings inherited
+    (None, {"spark.driver.memory": "4g"}, False),  # a remote server: its environment is not ours to see
+    ("1", {"spark.sql.shuffle.partitions": "8"}, False),  # re-set by pyspark's foreachBatch worker at each start
+    ("1", "not json", False),
+])
+def test_a_connect_session_is_aligned_only_on_an_in_process_server_that_inherits_no_partitions(
+        monkeypatch, local, inherited, aligned):
+    from fw_magics.spark import flavour
+
+    class FakeConnectSession:  # only its module is looked at
+        pass
+
+    FakeConnectSession.__module__ = "pyspark.sql.connect.session"
+    if local is None:
+        monkeypatch.delenv("SPARK_LOCAL_REMOTE", raising=False)
+    else:
+        monkeypatch.setenv("SPARK_LOCAL_REMOTE", local)
+    monkeypatch.setenv("PYSPARK_REMOTE_INIT_CONF_LEN", "1")
+    monkeypatch.setenv("PYSPARK_REMOTE_INIT_CONF_0", inherited if isinstance(inherited, str) else json.dumps(inherited))
+    chosen = flavour.flavour_of(FakeConnectSession())
+    assert chosen.connect and chosen.sets_state_partitions is aligned
