@@ -40,6 +40,7 @@ class Backlog:
         self.finished = dict(finished)
         self.attempts = attempts
         self.state_writes = 0
+        self._counted: dict[int, dict] = {}  # subtask -> its sidecar's counters, read once
         self.recorded: dict | None = None  # the backlog's position, as recorded at the first start
 
     # -- W --------------------------------------------------------------------------------------
@@ -122,7 +123,7 @@ class Backlog:
         for subtask, meta in committed(self.storage, self.vertex).items():
             if subtask in todo and meta.get("attempt") == attempt and subtask not in self.finished:
                 record = {"path": meta["path"], "size": meta["size"], "sha256": meta["sha256"]}
-                counters = meta.get("counters", {})
+                counters = self._counted[subtask] = meta.get("counters", {})
                 event = events.subtask_finished(self.vertex, subtask, attempt, records_in=counters.get("records"),
                                                 records_out=meta["records"], bytes=meta["size"],
                                                 duration=meta["duration"], files=[record])
@@ -131,8 +132,12 @@ class Backlog:
         self.log.flush()
 
     def _counters(self, subtask: int) -> dict:
-        meta = committed(self.storage, self.vertex).get(subtask, {})
-        return meta.get("counters", {})
+        """A finished subtask's counters, read from the sidecars once: ``committed()`` hashes every
+        result file, which at millions of keys costs seconds a call (the switch, ``job.dropped``)."""
+        if subtask not in self._counted:
+            for done, meta in committed(self.storage, self.vertex).items():
+                self._counted.setdefault(done, meta.get("counters", {}))
+        return self._counted.get(subtask, {})
 
     def counts(self) -> dict:
         """The backlog's counters summed over its subtasks (records, keys, outputs, timers fired)."""
