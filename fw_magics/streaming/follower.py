@@ -27,6 +27,12 @@ PROGRESS_POLL_S = 0.2  # how often a running job reads its query's progress
 BACKLOG_POLL_S = 1.0  # ... while its backlog runs (a warm-up query has nothing to record; only a failure)
 
 
+def ran(progress) -> bool:
+    """Whether a progress report is of a micro-batch that ran: a trigger that found nothing new reports
+    (every 10 s, Spark's ``noDataProgressEventInterval``) the *next* batch's id, with no ``addBatch``."""
+    return "addBatch" in (getattr(progress, "durationMs", None) or {})
+
+
 def held(progress) -> bool:
     """Whether a micro-batch ran while its source was held (the warm-up during the backlog)."""
     sources = getattr(progress, "sources", None) or []
@@ -125,7 +131,7 @@ class Follower:
             self._record(progress)
 
     def _record(self, progress) -> None:
-        if held(progress):  # a warm-up batch (its source held) read nothing and is not one of the job's
+        if not ran(progress) or held(progress):  # idle, or a warm-up batch (its source held): not the job's
             return
         with self._lock:
             if progress.batchId in self.recorded or self._stopped:

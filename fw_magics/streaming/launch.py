@@ -1,7 +1,9 @@
 """Starting a job's streaming query: a keyed job's frame, its changelog sink, checkpoint, trigger and state partitions.
 
 ``spark.sql.shuffle.partitions`` fixes the state partitions of a fresh checkpoint (Spark keeps the
-checkpoint's on a restart): it is set to the job's parallelism around ``start()`` and put back. Where
+checkpoint's on a restart): it is set to the job's parallelism around ``start()`` and put back, one
+query start at a time (two jobs started back to back start their queries from their own threads, and
+each took the other's setting: a job at parallelism 1 ran 3 state partitions). Where
 the flavour says the stream's partitions are the handover's files, a setting changed while the query
 started (``fw_magics.spark.flavour.InProcessConnect``) stops it with one line rather than seed it wrong.
 
@@ -16,6 +18,7 @@ writer).
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 
 from ..errors import SparkUnavailableError
@@ -25,6 +28,8 @@ from .query import keyed_query_frame
 from .sink import ChangelogSink
 
 PARTITIONS = "spark.sql.shuffle.partitions"
+#: Held while a query starts with the job's partitions set on the session (jobs start from their own threads).
+_SETTING = threading.Lock()
 
 
 #: The checkpoint's logs whose torn writes are removed (``.<entry>.<uuid>.tmp`` and ``..<entry>.<uuid>.tmp.crc``).
@@ -53,14 +58,15 @@ def launch(job, frame):
                                 .option("checkpointLocation", job.storage.path(CHECKPOINT))
                                 .queryName(f"fw-{job.job_name}-{uuid.uuid4().hex[:8]}"))
     spark = job.spark
-    before = spark.conf.get(PARTITIONS)
     wanted = str(plan.parallelism)
-    spark.conf.set(PARTITIONS, wanted)
-    try:
-        query = writer.start()
-        got = spark.conf.get(PARTITIONS)
-    finally:
-        spark.conf.set(PARTITIONS, before)
+    with _SETTING:  # the setting is the session's: two jobs starting at once must not take each other's
+        before = spark.conf.get(PARTITIONS)
+        spark.conf.set(PARTITIONS, wanted)
+        try:
+            query = writer.start()
+            got = spark.conf.get(PARTITIONS)
+        finally:
+            spark.conf.set(PARTITIONS, before)
     if got != wanted and plan.flavour.sets_state_partitions:
         # set again while the query started (fw_magics.spark.flavour.InProcessConnect): its state
         # partitions are not the handover's files, and a worker would search only its own

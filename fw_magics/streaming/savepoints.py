@@ -45,6 +45,7 @@ from ..state import operator_state_document, redistribute_snapshots, validate_su
 from . import backlog, files_source
 from .changelog import BATCH, STATE, changelog_schema
 from .files_source import SUBTASK
+from .follower import ran
 from .manifest import Manifest
 from .operator_query import OPERATOR_VARIABLE
 from .query import STATE_VARIABLE
@@ -73,8 +74,7 @@ def graph_at(graph: JobGraph, parallelism: int) -> JobGraph:
 
 
 def _last_progress(job):
-    # a trigger that found nothing new reports the *next* batch id, not committed: only batches that ran count
-    reports = [p for p in (job.query.recentProgress or []) if p.sources and "addBatch" in (p.durationMs or {})]
+    reports = [p for p in (job.query.recentProgress or []) if p.sources and ran(p)]
     if not reports:
         raise FullWindowError(f"job {job.job_name!r} has committed no micro-batch yet; call "
                               "job.process_all_available() before job.savepoint()")

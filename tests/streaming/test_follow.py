@@ -45,3 +45,30 @@ def test_a_fresh_file_reaches_the_hooks_live_and_a_stopped_job_leaves_no_thread(
     while _leftovers() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _leftovers() == []
+
+
+@pytest.mark.core
+def test_an_idle_trigger_s_report_is_not_taken_for_the_micro_batch_that_then_runs(area, spark):
+    """Spark reports an idle trigger (every noDataProgressEventInterval, 10 s by default: a learner
+    reading between two cells) with the *next* batch's id; that batch, when a file lands, is the one
+    the job records, with its rows."""
+    area.write([(1, 1, 1), (2, 5, 2)], "idle")
+    stream = fw.from_files(area.source("idle"), "parquet", functions.SCHEMA, event_time="ts",
+                           watermark_delay="0 milliseconds")
+    interval = "spark.sql.streaming.noDataProgressEventInterval"
+    before = spark.conf.get(interval)
+    spark.conf.set(interval, "100ms")  # read by each query at its start
+    try:
+        job = operator("reduce", stream).start(job_dir=area.jobs, job_name="idle", trigger=TRIGGER)
+        try:
+            job.process_all_available()
+        finally:
+            spark.conf.set(interval, before)
+        time.sleep(1.5)  # idle reports, each naming the batch that has not run yet
+        area.write([(1, 2, 10), (3, 7, 11), (4, 1, 12)], "idle")
+        job.process_all_available()
+        batches = [e for e in job.events() if e["type"] == "micro_batch"]
+    finally:
+        job.stop()
+    assert sum(e["input_rows"] for e in batches) == 3, batches
+    assert len({e["batch"] for e in batches}) == len(batches)

@@ -286,6 +286,28 @@ def test_a_restore_at_another_parallelism_runs_its_stream_at_that_many_state_par
     assert got == expected_latest(model("aggregate", 0, SAVED_BACKLOG, SAVED_FRESH), "aggregate")
 
 
+@pytest.mark.core
+def test_two_restores_started_back_to_back_each_run_at_their_own_state_partitions(area):
+    """Each job starts its query from its own thread, and the partitions are a session setting
+    (tutorial 07 starts a restore at 1 and one at 3 in one cell; without one start at a time it failed
+    there 3 runs in 5, and a job at 1 could have run 3 partitions)."""
+    op, path, _ = savepointed(area, "b")
+    area.write(SAVED_FRESH[1], "b")
+    jobs = {n: op.start(job_dir=area.jobs, job_name=f"b{n}", trigger=TRIGGER, from_savepoint=path, parallelism=n)
+            for n in (1, 2, 3)}
+    try:
+        got = {}
+        for n, job in jobs.items():
+            job.process_all_available()
+            got[n] = latest_rows(job)
+    finally:
+        for job in jobs.values():
+            job.stop()
+    expected = expected_latest(model("aggregate", 0, SAVED_BACKLOG, SAVED_FRESH), "aggregate")
+    assert got == {n: expected for n in jobs}
+    assert {n: state_partitions(area.jobs, f"b{n}") for n in jobs} == {n: n for n in jobs}
+
+
 @pytest.mark.extended  # make test-extended (CI)
 def test_a_job_restored_by_an_earlier_fw_magics_goes_on_through_initial_state(area):
     """Its folder: the savepoint's state whole in restored/keyed-state.parquet, no handover file."""
