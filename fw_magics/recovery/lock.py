@@ -37,6 +37,7 @@ import os
 import secrets
 import socket
 import stat
+import sys
 import threading
 import time
 import warnings
@@ -171,7 +172,7 @@ class JobLock:
                     return False  # removed meanwhile: try again
                 if found.holder is not None and not self._stale(found.holder):
                     raise JobLockedError(self._busy_message(found.holder)) from None
-                warnings.warn(self._stale_message(found), stacklevel=4)
+                warnings.warn(self._stale_message(found), stacklevel=_callers_level())
                 try:
                     if self._ident(os.lstat(self.path)) != found.ident:
                         return False  # not the file judged stale any more
@@ -365,3 +366,15 @@ def _parse(data: bytes) -> tuple[dict | None, str | None]:
     if isinstance(value.get("token"), str):
         holder["token"] = value["token"]
     return holder, None
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` of the first frame outside fw-magics, for a warning that names the user's
+    own line (``start()`` or ``execute()`` in a cell), not fw-magics' internals."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level

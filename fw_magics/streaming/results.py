@@ -100,17 +100,17 @@ class JobResults:
         return graph
 
     def __repr__(self) -> str:
-        w = "" if self.watermark is None else f", W={self.watermark}"
+        w = "" if self.watermark is None else f", W {_moment(self.watermark)}"
         try:
             dropped = "".join(f", {n} {kind}" for kind, n in self.dropped.items() if n)
         except Exception:  # a repr never fails: the log may be unreadable
             dropped = ""
         return (f"StreamingJob({self.job_name!r}, {self.mode}: phase {self.phase}, "
-                f"{len(self.recorded)} micro-batches{w}{dropped})")
+                f"{len(self.recorded)} micro-batch{'' if len(self.recorded) == 1 else 'es'}{w}{dropped})")
 
 
 def _moment(millis: int | None) -> str | None:
-    """W as the drawing shows it: a UTC time to the millisecond ("2024-01-01 00:01:40.000Z"), not epoch ms."""
+    """W as the drawing and the repr show it: a UTC time to the millisecond ("2024-01-01 00:01:40.000Z"), not epoch ms."""
     if millis is None:
         return None
     moment = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=millis)

@@ -135,8 +135,9 @@ def test_a_holder_paused_past_stale_after_loses_the_lock_and_does_not_clobber_it
     try:
         os.kill(paused.pid, signal.SIGSTOP)
         time.sleep(stale_after * 1.6)
-        with pytest.warns(UserWarning, match="taking over a stale lock"):
+        with pytest.warns(UserWarning, match="taking over a stale lock") as caught:
             mine = JobLock(str(tmp_path), stale_after=stale_after).acquire()
+        assert caught[0].filename == __file__  # the caller's line, not fw-magics' internals
         try:
             os.kill(paused.pid, signal.SIGCONT)
             time.sleep(stale_after)  # three of its heartbeats
