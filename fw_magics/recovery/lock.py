@@ -31,13 +31,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import glob
+import inspect
 import json
 import math
 import os
 import secrets
 import socket
 import stat
-import sys
 import threading
 import time
 import warnings
@@ -374,7 +374,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _callers_level() -> int:
     """The ``stacklevel`` of the first frame outside fw-magics, for a warning that names the user's
     own line (``start()`` or ``execute()`` in a cell), not fw-magics' internals."""
-    frame, level = sys._getframe(1), 1
+    frame, level = inspect.currentframe().f_back, 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep):
         frame, level = frame.f_back, level + 1
     return level
