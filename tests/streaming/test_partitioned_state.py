@@ -270,6 +270,7 @@ def test_a_savepoint_with_untouched_backlog_keys_restored_at_1_3_and_7_ends_as_a
 
 
 @pytest.mark.core
+@pytest.mark.extended  # make test-extended (CI) and its Spark Connect run: a savepoint and restores
 def test_a_restore_at_another_parallelism_runs_its_stream_at_that_many_state_partitions(area):
     """Classic and Spark Connect alike: the restored stream's partitions are the handover's files."""
     op, path, _ = savepointed(area, "r")
@@ -287,6 +288,7 @@ def test_a_restore_at_another_parallelism_runs_its_stream_at_that_many_state_par
 
 
 @pytest.mark.core
+@pytest.mark.extended  # make test-extended (CI) and its Spark Connect run: a savepoint and restores
 def test_two_restores_started_back_to_back_each_run_at_their_own_state_partitions(area):
     """Each job starts its query from its own thread, and the partitions are a session setting
     (tutorial 07 starts a restore at 1 and one at 3 in one cell; without one start at a time it failed
