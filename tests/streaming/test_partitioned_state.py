@@ -192,15 +192,20 @@ def test_each_stream_worker_opens_only_its_partition_and_finds_only_keys_with_fr
     assert got == expected_latest(model("aggregate", 0, BACKLOG, FRESH), "aggregate")
     reports = [json.loads(open(path).read()) for path in glob.glob(str(stats / "*.json"))]
     assert reports, "no stream worker reported its lookups"
-    assert aligned, "a session this test run started (classic, or its own Connect server) sets the partitions"
-    assert state_partitions(area.jobs, "w") == 4
-    # a worker's files are its partition's, a quarter of the keys or so
-    assert all(r["files"] == 1 for r in reports)
-    assert all(r["rows"] < KEYS // 2 for r in reports)
-    by_partition = {r["partition"]: r["rows"] for r in reports}
-    assert sum(by_partition.values()) <= KEYS and len(by_partition) >= 2
+    assert aligned or REMOTE_CONNECT, "a session this process started (classic, in-process Connect) is aligned"
+    if aligned:  # a worker's files are its partition's, a quarter of the keys or so
+        assert state_partitions(area.jobs, "w") == 4
+        assert all(r["files"] == 1 for r in reports)
+        assert all(r["rows"] < KEYS // 2 for r in reports)
+        by_partition = {r["partition"]: r["rows"] for r in reports}
+        assert sum(by_partition.values()) <= KEYS and len(by_partition) >= 2
     # only keys with a fresh record are ever found, each once (then the store holds it)
     assert sum(r["found"] for r in reports) == len({k for k, _, _ in FRESH[0]} & set(range(KEYS)))
+
+
+#: A separately started Spark Connect server (make test-cluster): whether its queries follow the session's
+#: partitions cannot be seen from here, so its handovers are unaligned (fw_magics.spark.flavour).
+REMOTE_CONNECT = os.environ.get("SPARK_REMOTE", "").startswith("sc://")
 
 
 def state_partitions(jobs: str, name: str) -> int:
@@ -283,7 +288,9 @@ def test_a_restore_at_another_parallelism_runs_its_stream_at_that_many_state_par
     finally:
         restored.stop()
     handover = json.loads(open(os.path.join(area.jobs, "r3", "backlog", "handover.json")).read())
-    assert (len(handover["seed"]), handover["aligned"], state_partitions(area.jobs, "r3")) == (3, True, 3)
+    assert len(handover["seed"]) == 3 and handover["aligned"] is not REMOTE_CONNECT
+    if handover["aligned"]:
+        assert state_partitions(area.jobs, "r3") == 3
     assert got == expected_latest(model("aggregate", 0, SAVED_BACKLOG, SAVED_FRESH), "aggregate")
 
 
@@ -307,7 +314,8 @@ def test_two_restores_started_back_to_back_each_run_at_their_own_state_partition
             job.stop()
     expected = expected_latest(model("aggregate", 0, SAVED_BACKLOG, SAVED_FRESH), "aggregate")
     assert got == {n: expected for n in jobs}
-    assert {n: state_partitions(area.jobs, f"b{n}") for n in jobs} == {n: n for n in jobs}
+    if not REMOTE_CONNECT:
+        assert {n: state_partitions(area.jobs, f"b{n}") for n in jobs} == {n: n for n in jobs}
 
 
 @pytest.mark.extended  # make test-extended (CI)
