@@ -83,6 +83,7 @@ CHECKPOINT = "checkpoint"
 CHANGELOG = "changelog"
 RESTORED_KEYED = "restored/keyed-state.parquet"
 RESTORED_LATEST = "restored/latest.parquet"
+RESTORED_BASE = "restored/base"  # a restored job's base state files, shared with its savepoint's
 RESTORED_OPERATOR = "restored/operator-state.json"
 SAVEPOINTS = "savepoints"
 #: What a streaming job's restart with ``reset=True`` removes: all it recorded but its savepoints.

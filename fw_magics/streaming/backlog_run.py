@@ -24,6 +24,7 @@ from ..recovery.paths import WATERMARK
 from ..runtime.result_files import committed, folder_in_the_way
 from ..watermarks import valid_watermark
 from . import backlog
+from .seed import Handed
 
 #: The largest watermark file read back.
 MAX_WATERMARK_BYTES = 1 << 16
@@ -157,6 +158,11 @@ class Backlog:
     def files(self) -> list[dict]:
         """Every subtask's committed file record (``path``, ``size``, ``sha256``), in subtask order."""
         return [self.finished[i]["files"][0] for i in range(self.parallelism)]
+
+    def handed(self, flavour) -> Handed:
+        """The handover of the backlog's state: its files, the stream's partitions where ``flavour``
+        sets the stream's state partition count."""
+        return Handed([(f["path"], f["sha256"]) for f in self.files()], flavour.sets_state_partitions)
 
     def results(self):
         """The committed backlog results (every subtask's file, one partition each), or None."""

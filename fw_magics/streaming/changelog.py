@@ -19,6 +19,8 @@ from ..keyed_process import KeyedOperatorSpec
 
 KIND, SEQ, ROW, STATE, BATCH = "__fw_kind", "__fw_seq", "__fw_row", "__fw_state", "__fw_batch"
 OUT, STATE_ROW = "out", "state"
+#: A key's state once the stream cleared it, where an older layer had some: the newer layer's word wins.
+TOMBSTONE = "{}"
 BACKLOG_BATCH = -1
 RESTORED_BATCH = -2  # a restored job's changelog opens with the savepoint's latest row of each key
 

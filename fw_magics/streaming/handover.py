@@ -1,8 +1,9 @@
 """How a keyed job's state reaches its streaming query: one named strategy, chosen at start.
 
 The backlog engine leaves each key's state in its committed result files, one per state
-partition, sorted by key; a restored job finds it in its savepoint, which the restore
-re-partitions to the new parallelism the same way (``savepoints``). The streaming query must start
+partition, sorted by key; a restored job finds it in its savepoint: the base (those same files,
+shared) and the keys written since, which the restore re-partitions to the new parallelism the
+same way (``savepoints``). The streaming query must start
 from it. ``choose()`` picks the way where the job starts (from the mode, the operator and whether
 it was restored); nothing below it asks again:
 
@@ -11,7 +12,7 @@ it was restored); nothing below it asks again:
 * ``LAZY``: the query reads a key's state from its partition's file on the key's first fresh
   record (``seed.PartitionSeed``); only keys holding timers after W go in through Spark's
   ``initialState`` (Spark must know their timers first). A process function's way, and a
-  restored job's (its files: the savepoint's state, re-partitioned);
+  restored job's (its files: the savepoint's base, and over it the keys written since);
 * ``HELD``: ``LAZY``, and the query starts *while the backlog runs*, its fresh source held until
   the handover file (``backlog/handover.json``) exists: Spark's ~7 s of planning and starting a
   query no longer wait for the backlog. A reduce's or an aggregate's way (no timers);
@@ -41,9 +42,9 @@ class Handover:
         """The file the query's fresh source and its sink wait for (the handover), or None."""
         return None
 
-    def hand_over(self, storage, files, aligned: bool = True) -> None:
-        """Record the handover file: the state's files, one per partition, sorted by key; ``aligned``:
-        they are the stream's state partitions. Once (idempotent: a restart finds it written)."""
+    def hand_over(self, storage, handed: seed.Handed) -> None:
+        """Record the handover file (``seed.Handed``: the state's files, one per partition, sorted by
+        key). Once (idempotent: a restart finds it written)."""
 
     def query_state(self, job, warm: bool):
         """(``initialState`` rows or None, a ``PartitionSeed`` or None) for ``job``'s query about to
@@ -58,9 +59,9 @@ class _Lazy(Handover):
     name = "lazy"
     lazy = True
 
-    def hand_over(self, storage, files, aligned=True) -> None:
+    def hand_over(self, storage, handed) -> None:
         if not storage.exists(storage.path(HANDOVER)):
-            seed.write_handover(storage.root, files, aligned)
+            seed.write_handover(storage.root, handed)
 
     def query_state(self, job, warm):
         lazily = seed.PartitionSeed(job.root, job.spec.key_names)

@@ -110,7 +110,7 @@ class StreamingJob(JobResults):
                 if self._phase == "switching":
                     deliver(self.plan.sink, self.backlog_outputs(), BACKLOG_BATCH)  # again after a restart: idempotent
                 if self.backlog is not None and self.backlog.complete:
-                    self.plan.handover.hand_over(self.storage, self.backlog.files(), self.plan.flavour.sets_state_partitions)
+                    self.plan.handover.hand_over(self.storage, self.backlog.handed(self.plan.flavour))
                 if not self._stopping:
                     if self.query is None:
                         self._start_query()

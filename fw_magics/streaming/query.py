@@ -29,10 +29,9 @@ from pyspark.sql.streaming import StatefulProcessor
 from ..keyed_process import KeyedOperatorSpec
 from ..records import record_type
 from ..watermarks import effective_watermark
-from .changelog import STATE, ChangelogWriter, changelog_schema
+from .changelog import STATE, TOMBSTONE, ChangelogWriter, changelog_schema
 from .key_frame import normalized_keys
 from .processors import KeyedCore
-from .seed import TOMBSTONE
 
 STATE_STORE = ("spark.sql.streaming.stateStore.providerClass",
                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")

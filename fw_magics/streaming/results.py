@@ -62,7 +62,7 @@ class JobResults:
 
     def changelog_frame(self):
         """Every committed changelog row as a Spark DataFrame (the output columns, kind, seq, batch)."""
-        restored = savepoints.restored_latest(self.spark, self.storage, self.output)
+        restored = savepoints.restored_rows(self.spark, self.storage, self.output, self.spec.key_names)
         backlog = None if self.backlog is None else self.backlog.outputs()
         return changelog_frame(self.spark, self.root, self.output, backlog, restored)
 

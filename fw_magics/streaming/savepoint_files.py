@@ -3,14 +3,24 @@
 No Spark session is needed here (pyarrow and JSON only). ``<job>/savepoints/savepoint-000001/`` holds::
 
     savepoint.json         the document: format, version, job, graph, parallelism, source, watermark,
-                           the batch it was taken after, and every other file's size and SHA-256
+                           the batch it was taken after, every other file's size and SHA-256, and
+                           ``base``: the base files in partition order (version 3)
     operator-state.json    fw_magics.state's versioned operator-state document (the source's splits)
     source-manifest.json   the source's manifest (its files in order, "backlog": how many were read)
-    keyed-state.parquet    the keyed state: the key column(s) and ``__fw_state`` (the per-key core's
-                           JSON, its pending timers included), one row per key
-    latest.parquet         each key's latest changelog row as of that batch (the output columns,
-                           kind and sequence): what a restored job's ``latest()`` shows for a key
-                           until it sees a fresh record (version 2; a version 1 savepoint lacks it)
+    base/0000.arrow ...    the base (version 3): the job's committed state files, one per partition
+                           of Spark's hash of the key, sorted by key (a backlog's results: state rows
+                           and output rows), shared with the job's folder (hard links)
+    keyed-state.parquet    the keyed state over the base: the key column(s) and ``__fw_state`` (the
+                           per-key core's JSON, its pending timers included), one row per key the
+                           stream wrote since the base; ``{}`` (a tombstone) for a base key it cleared.
+                           Before version 3 there is no base and this is every key's state
+    latest.parquet         each key's latest changelog row since the base (the output columns, kind
+                           and sequence); a key not in it shows the base's last output row (version
+                           2 and 3; a version 1 savepoint lacks it)
+
+A savepoint is so **incremental**: what it writes grows with the keys the stream touched, not with
+all the keys; the base costs a link per file. ``Savepoint.keyed_table()`` and ``latest_table()``
+read the whole, layered, for tests and small savepoints.
 
 Writing (:func:`write_savepoint`): every file goes into ``savepoints/.tmp-<random>/``, is fsynced,
 ``savepoint.json`` last; then the directory is renamed to its final name and the parent fsynced.
@@ -18,11 +28,13 @@ A crash at any point leaves the earlier savepoints as they were and at worst a `
 that nothing reads. The ``savepoint_writing`` hook (``fn(directory, step)``) is called after each
 file, for tests that kill the writer.
 
-Reading (:func:`load_savepoint`): the directory is untrusted input. Only the five names above are
-opened, each must be a regular file (no symlink) inside the directory; every field of the
+Reading (:func:`load_savepoint`): the directory is untrusted input. Only the names above are
+opened, each must be a regular file (no symlink) inside the directory (``base/`` not a link); every field of the
 document is checked for its type and range, then each file's size, the Parquet files' footers
-(their row counts and columns: the keyed state is the key columns then ``__fw_state``), and only
-then the SHA-256 of each; every key's state must be a JSON object. JSON is parsed, nothing is
+(their row counts and columns: the keyed state is the key columns then ``__fw_state``), the base
+files' Arrow schemas (the same key types, the row kind, ``__fw_state``), and only then the SHA-256
+of each; every state in the keyed-state file must be a JSON object (a base file's are read when
+the stream first meets their key). JSON is parsed, nothing is
 unpickled or run. An unknown format or version, or anything else wrong, is refused in one line
 naming the field or the file. A SHA-256 here finds damage, not a forgery: whoever can write the
 savepoint can write its document too, so what a restore takes from it is checked against the job
@@ -44,20 +56,22 @@ from ..graph import JobGraph
 from ..recovery.paths import SAVEPOINTS
 from ..state import parse_operator_state
 from ..watermarks import valid_watermark
-from .changelog import KIND, SEQ, STATE
+from .changelog import KIND, OUT, ROW, SEQ, STATE, STATE_ROW, TOMBSTONE
+from .keys import normal
 from .manifest import check_manifest
 from .plan import MAX_PARALLELISM
 
 FORMAT = "fw-magics/savepoint"
-VERSION = 2
-READABLE = (1, 2)  # version 1 lacks latest.parquet
+VERSION = 3
+READABLE = (1, 2, 3)  # version 1 lacks latest.parquet; version 2 has no base files
 DOCUMENT = "savepoint.json"
 OPERATOR_STATE = "operator-state.json"
 MANIFEST = "source-manifest.json"
 KEYED = "keyed-state.parquet"
 LATEST = "latest.parquet"
 FILES = (OPERATOR_STATE, MANIFEST, KEYED, LATEST)
-FILES_OF = {1: FILES[:3], 2: FILES}
+FILES_OF = {1: FILES[:3], 2: FILES, 3: FILES}
+BASE = "base"  # the folder of the base files (version 3)
 _NAME = re.compile(r"savepoint-(\d{6})")
 _MAX_JSON = 64 << 20
 
@@ -79,10 +93,51 @@ class Savepoint:
     keyed_path: str
     latest_path: str | None  # None: a version 1 savepoint, which did not keep the latest rows
     key_types: list  # the key columns' Arrow types in the keyed state
+    base: tuple = ()  # version 3: the base files, (path, sha256) each, in partition order
 
     @property
     def parallelism(self) -> int:
         return self.document["parallelism"]
+
+    def keyed_table(self):
+        """The whole keyed state (key columns, ``__fw_state``), the base's state rows under the keyed-state
+        file's (its tombstones hide a base key), read into this process: for tests and small savepoints."""
+        import pyarrow as pa
+        import pyarrow.compute  # noqa: F401  (pa.compute)
+        import pyarrow.parquet as pq
+
+        keys = list(self.document["key_names"])
+        over = pq.read_table(self.keyed_path)
+        rows = {}
+        for table in self._base_tables():
+            table = table.filter(pa.compute.equal(table.column(ROW), STATE_ROW)).select(keys + [STATE])
+            rows.update(_by_key(table, keys))
+        rows.update(_by_key(over, keys))
+        kept = [row for row in rows.values() if row[STATE] != TOMBSTONE]
+        return pa.Table.from_pylist(kept, schema=over.schema)
+
+    def latest_table(self):
+        """Each key's latest changelog row (the output columns, kind, sequence): the base's outputs' last
+        under the latest-rows file's, read into this process: for tests and small savepoints."""
+        import pyarrow as pa
+        import pyarrow.compute  # noqa: F401  (pa.compute)
+        import pyarrow.parquet as pq
+
+        keys = list(self.document["key_names"])
+        latest = pq.read_table(self.latest_path)
+        rows = {}
+        for table in self._base_tables():
+            table = table.filter(pa.compute.equal(table.column(ROW), OUT)).select(latest.column_names)
+            rows.update(_by_key(table.sort_by(SEQ), keys))
+        rows.update(_by_key(latest, keys))
+        return pa.Table.from_pylist(list(rows.values()), schema=latest.schema)
+
+    def _base_tables(self):
+        import pyarrow as pa
+
+        for path, _ in self.base:
+            with pa.ipc.open_stream(pa.OSFile(path)) as reader:
+                yield reader.read_all()
 
     def __repr__(self) -> str:
         doc = self.document
@@ -90,6 +145,11 @@ class Savepoint:
                 f"{doc.get('batch')}, parallelism {self.parallelism}, {doc.get('read_files')} of "
                 f"{len(self.manifest.get('files', []))} files read, operator state of "
                 f"{', '.join(self.operator_state) or 'none'})")
+
+
+def _by_key(table, keys: list) -> dict:
+    """The rows of ``table`` by their key (``keys.normal``), the last one of each key kept."""
+    return {normal(tuple(row[k] for k in keys)): row for row in table.to_pylist()}
 
 
 def _fsync_dir(path: str) -> None:
@@ -148,14 +208,35 @@ def _write_table(directory: str, name: str, table) -> tuple[dict, list]:
     return dict(_digest(path), rows=footer.metadata.num_rows), schema
 
 
-def write_savepoint(root: str, document: dict, operator_state: dict, manifest: dict, keyed, latest=None) -> str:
+def share(source: str, target: str) -> None:
+    """``target`` made the same file as ``source`` (a hard link: no byte copied), or a copy of it
+    where the two folders are on different file systems; atomic either way."""
+    import shutil
+
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+    try:
+        os.link(source, tmp)
+    except OSError:
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, target)
+
+
+def base_name(i: int) -> str:
+    return f"{BASE}/{i:04d}.arrow"
+
+
+def write_savepoint(root: str, document: dict, operator_state: dict, manifest: dict, keyed, latest=None,
+                    base_files=()) -> str:
     """Write a savepoint of the job at ``root`` atomically; returns its directory.
 
     ``document``: the JSON fields of savepoint.json (format, version and files are added);
     ``operator_state``: a ``fw_magics.state.operator_state_document``; ``manifest``: the source's
-    manifest; ``keyed``: the keyed state; ``latest``: each key's latest changelog row (None: an
-    empty table, for a job without keyed output). Each a pyarrow Table or ``write(path)``, which
-    writes it as a Parquet file (a Spark task: the rows never pass through this process).
+    manifest; ``keyed``: the keyed state over the base (tombstones kept); ``latest``: each key's
+    latest changelog row over the base's (None: an empty table, for a job without keyed output).
+    Each a pyarrow Table or ``write(path)``, which writes it as a Parquet file (a Spark task: the
+    rows never pass through this process). ``base_files``: the job's committed state files as (path,
+    sha256), one per partition, shared into ``base/`` (hard links where the file system allows).
     """
     import pyarrow as pa
 
@@ -171,12 +252,19 @@ def write_savepoint(root: str, document: dict, operator_state: dict, manifest: d
     files, columns = {}, {}
     for name, table in ((KEYED, keyed), (LATEST, pa.table({}) if latest is None else latest)):
         files[name], columns[name] = _write_table(tmp, name, table)
+    based = []
+    for i, (source, sha) in enumerate(base_files):
+        share(source, os.path.join(tmp, base_name(i)))
+        based.append({"name": base_name(i), "size": os.path.getsize(source), "sha256": sha})
+    if based:
+        _fsync_dir(os.path.join(tmp, BASE))
+        hooks.trigger("savepoint_writing", tmp, BASE)
     files[OPERATOR_STATE] = _write(os.path.join(tmp, OPERATOR_STATE), json.dumps(operator_state).encode())
     hooks.trigger("savepoint_writing", tmp, OPERATOR_STATE)
     files[MANIFEST] = _write(os.path.join(tmp, MANIFEST), json.dumps(manifest).encode())
     hooks.trigger("savepoint_writing", tmp, MANIFEST)
     doc = {"format": FORMAT, "version": VERSION, **document,
-           "keyed_schema": columns[KEYED], "files": files}
+           "keyed_schema": columns[KEYED], "files": files, "base": based}
     _write(os.path.join(tmp, DOCUMENT), json.dumps(doc, indent=1).encode())
     hooks.trigger("savepoint_writing", tmp, DOCUMENT)
     _fsync_dir(tmp)
@@ -238,9 +326,13 @@ def load_savepoint(path) -> Savepoint:
         if not isinstance(recorded, dict) or recorded.get("size") != os.path.getsize(paths[name]):
             raise _damaged(name, directory)
     keyed_types = _check_tables(doc, paths, directory)
+    base = _check_base(doc, directory, keyed_types)
     for name in expected:
         if files[name].get("sha256") != _digest(paths[name])["sha256"]:
             raise _damaged(name, directory)
+    for (path, sha), record in zip(base, doc.get("base", [])):
+        if _digest(path)["sha256"] != sha:
+            raise _damaged(record["name"], directory)
     try:
         operators = parse_operator_state(_read_json(paths[OPERATOR_STATE], "operator state"))
     except FullWindowError as error:
@@ -252,7 +344,7 @@ def load_savepoint(path) -> Savepoint:
                              f"manifest says {manifest['backlog']} files were read; the savepoint is damaged")
     if doc.get("kind") != "operator":
         _check_states(paths[KEYED], directory)
-    return Savepoint(directory, doc, operators, manifest, paths[KEYED], paths.get(LATEST), keyed_types)
+    return Savepoint(directory, doc, operators, manifest, paths[KEYED], paths.get(LATEST), keyed_types, tuple(base))
 
 
 def _damaged(name: str, directory: str) -> SavepointError:
@@ -338,6 +430,46 @@ def _check_tables(doc: dict, paths: dict, directory: str):
                                  f"accepted: the job's output columns (its keys {keys!r:.60} among them), then "
                                  f"{KIND}, {SEQ}: the savepoint is damaged")
     return [keyed.field(k).type for k in keys] if not operator else []
+
+
+def _check_base(doc: dict, directory: str, key_types: list) -> list:
+    """A version 3 savepoint's base files: listed in partition order, each a regular file of its recorded
+    size inside ``base/``, an Arrow stream of the state's shape (the key columns of the keyed state's
+    types, the row kind and ``__fw_state``); (path, sha256) each, hashed by the caller."""
+    import pyarrow as pa
+
+    records = doc.get("base", [])
+    if doc["version"] < 3 or (doc.get("kind") == "operator" and not records):
+        return []
+    if not isinstance(records, list) or len(records) > MAX_PARALLELISM or not all(
+            isinstance(r, dict) and r.get("name") == base_name(i) and type(r.get("size")) is int
+            and isinstance(r.get("sha256"), str) and len(r["sha256"]) == 64 for i, r in enumerate(records)):
+        raise SavepointError(f"savepoint {directory}: field 'base' is {records!r:.100}; accepted: a list of "
+                             f"{{name: {base_name(0)!r}, size, sha256}}, one per partition in order")
+    if records and doc.get("kind") == "operator":
+        raise SavepointError(f"savepoint {directory}: field 'base' lists files; accepted: [] for a non-keyed "
+                             "operator's savepoint")
+    if records and os.path.islink(os.path.join(directory, BASE)):
+        raise SavepointError(f"savepoint folder {BASE!r} in {directory} is a link; refused")
+    found = []
+    for record in records:
+        name = record["name"]
+        path = _inside(os.path.join(directory, BASE), os.path.basename(name))
+        if os.path.getsize(path) != record["size"]:
+            raise _damaged(name, directory)
+        try:
+            with pa.ipc.open_stream(pa.OSFile(path)) as reader:
+                schema = reader.schema
+        except Exception as error:  # a truncated or forged file: pyarrow says what is wrong with it
+            raise SavepointError(f"savepoint file {name!r} in {directory} is not an Arrow stream fw-magics wrote "
+                                 f"({type(error).__name__})") from None
+        keys = doc["key_names"]
+        if not set(keys + [ROW, STATE]) <= set(schema.names) or [schema.field(k).type for k in keys] != key_types:
+            raise SavepointError(f"savepoint file {name!r} in {directory} has columns {schema.names!r:.120}; "
+                                 f"accepted: the keys {keys!r:.60} of the keyed state's types, {ROW}, {STATE}: the "
+                                 "savepoint is damaged")
+        found.append((path, record["sha256"]))
+    return found
 
 
 def _check_states(path: str, directory: str) -> None:

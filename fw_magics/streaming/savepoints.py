@@ -6,14 +6,17 @@ Taking one (``take(job)``), after the query's last committed micro-batch ``B``:
   ``n`` manifest files are read), and the manifest as it is; the source's splits as operator
   state, one ``ListState`` per source subtask (``splits``);
 * the job's **state**, by its kind (``KEYED`` or ``OPERATOR``, the job's ``state_kind``):
-  a keyed job's state read with Spark's state data source (``spark.read.format("statestore")``
-  at ``batchId=B``, the one value state ``fw_state`` per key), joined with the handed-over
-  files' state of each key the stream has not touched yet, and each key's latest changelog row
-  up to ``B`` (so that a restored job's ``latest()`` lists every key): both written as Parquet
-  by a Spark task (``state_files.write_parquet``), never collected; a non-keyed operator's
-  snapshot per subtask (value state ``fw_operator``);
+  a keyed job's savepoint is **incremental**: the files its state was handed over in (the
+  backlog's committed results, each key's state and outputs, one per partition) are shared as its
+  base (hard links), and only what the stream wrote is written: the store's keys, read with Spark's
+  state data source (``spark.read.format("statestore")`` at ``batchId=B``, the one value state
+  ``fw_state`` per key; a cleared key's tombstone kept), over a restored job's newer layer by a
+  Spark join, and each key's latest changelog row since the base up to ``B``: both written as
+  Parquet by a Spark task (``state_files.write_parquet``), never collected. A non-keyed
+  operator's snapshot per subtask (value state ``fw_operator``);
 * **watermark**: ``max(W, greatest event time read - delay)``: the watermark the query's next
-  micro-batch would use (Spark's rule over everything read, the backlog's W included);
+  micro-batch would use (Spark's rule over everything read); W covers the backlog's files, so
+  only the files the stream read are scanned;
 * the job graph, its parallelism, the source's description, the key columns.
 
 Restoring (``start(..., from_savepoint=PATH, parallelism=N)``) is a new job (a new job name, a
@@ -21,10 +24,12 @@ fresh checkpoint): ``check_restorable`` refuses a savepoint of another graph, so
 key in one line (a savepoint is untrusted: its checksums find damage, not a forgery), and
 ``prepare_restore`` lays the new job's folder out: the splits redistributed to N source subtasks
 (the read files become its backlog, never read again), and the state for the new subtasks -- a
-keyed job's re-partitioned to N by one Spark job and handed over lazily as a backlog's is
-(``hand_over_saved``: no ``initialState``, nothing per key in Python until a key's first fresh
-record) with the latest rows opening its changelog (batch -2), an operator's snapshots
-redistributed by each state's mode. Everything public: no private Spark API, no JVM internals.
+keyed job's base shared into ``restored/base/`` as it is (a worker bisects each base file when
+their count is not N), its keyed-state file (the keys written since) re-partitioned to N by one
+Spark job as the layer over it, both handed over lazily as a backlog's are (no ``initialState``,
+nothing per key in Python until a key's first fresh record), the latest rows over the base's
+opening its changelog (batch -2); an operator's snapshots redistributed by each state's mode.
+Everything public: no private Spark API, no JVM internals.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import functools
 import json
 import os
 import uuid
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import functions as F
@@ -40,7 +46,7 @@ from pyspark.sql import functions as F
 from ..errors import FullWindowError, ResumeError
 from ..graph import JobGraph
 from ..recovery.filesystem import Storage
-from ..recovery.paths import CHECKPOINT, RESTORED_LATEST, RESTORED_OPERATOR, SAVEPOINTS
+from ..recovery.paths import CHECKPOINT, HANDOVER, RESTORED_BASE, RESTORED_LATEST, RESTORED_OPERATOR, SAVEPOINTS
 from ..state import operator_state_document, redistribute_snapshots, validate_subtask_snapshot
 from . import backlog, files_source
 from .changelog import BATCH, STATE, changelog_schema
@@ -49,12 +55,12 @@ from .follower import ran
 from .manifest import Manifest
 from .operator_query import OPERATOR_VARIABLE
 from .query import STATE_VARIABLE
-from .savepoint_files import Savepoint, load_savepoint, write_savepoint
-from .seed import merged_state
-from .sink import latest_rows
+from .savepoint_files import Savepoint, load_savepoint, share, write_savepoint
+from .seed import Handed, overlaid, read_handover
+from .sink import changelog_frame, latest_rows
 from .sources import source_change
 from .splits import restored_manifest, source_snapshots
-from .state_files import handed_over, partition_states, saved_states, write_parquet
+from .state_files import handed_over_outputs, handover_layers, partition_states, saved_states, write_parquet
 
 #: The largest restored operator-state file read back.
 MAX_RESTORED_BYTES = 256 << 20
@@ -97,12 +103,12 @@ def _committed_position(job) -> tuple[int, int, dict]:
     return progress.batchId, int(end["files"]), job.source.manifest(job.root).read()
 
 
-def _read_files_frame(job, manifest: dict, read: int, scratch: str):
-    """A batch DataFrame of the first ``read`` manifest files (for the watermark)."""
-    doc = dict(manifest, backlog=read)
+def _read_files_frame(job, manifest: dict, first: int, read: int, scratch: str):
+    """A batch DataFrame of manifest files ``first`` to ``read`` (for the watermark)."""
+    doc = dict(manifest, files=manifest["files"][first:read], backlog=read - first)
     source = job.source
     if source.format == "parquet":
-        paths = [os.path.join(doc["directory"], f["name"]) for f in doc["files"][:read]]
+        paths = [os.path.join(doc["directory"], f["name"]) for f in doc["files"] if not f.get("skipped")]
         return job.spark.read.schema(source.schema).parquet(*paths)
     Manifest(job.root, scratch).write(doc)
     files_source.register(job.spark)
@@ -111,13 +117,16 @@ def _read_files_frame(job, manifest: dict, read: int, scratch: str):
 
 
 def _watermark(job, manifest: dict, read: int) -> int | None:
+    """``max(W, greatest event time read - delay)``: W covers the backlog's files (it is that over them,
+    or a restored job's savepoint's), so only the files the stream read are scanned."""
     if job.spec.event_time is None:
         return None
-    if read == 0:
+    first = min(manifest.get("backlog", 0), read)
+    if read == first:
         return job.watermark
     scratch = f"{SAVEPOINTS}/.manifest-{uuid.uuid4().hex}.json"
     try:
-        w, _ = backlog.switch_watermark(_read_files_frame(job, manifest, read, scratch), job.spec.event_time,
+        w, _ = backlog.switch_watermark(_read_files_frame(job, manifest, first, read, scratch), job.spec.event_time,
                                         job.source.delay_ms)
     finally:
         path = job.storage.path(scratch)
@@ -159,14 +168,25 @@ def operator_snapshots(spark, checkpoint: str, parallelism: int, batch: int | No
     return snapshots
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """What a savepoint takes of a job's state: operator snapshots by operator name; the keyed state
+    and the latest rows (each a pyarrow Table, None, or ``write(path)`` for a Spark task to write
+    it); whether W applies; the committed state files shared as the savepoint's base."""
+
+    operators: dict
+    keyed: object
+    latest: object
+    timed: bool
+    base: tuple = ()
+
+
 class StateKind:
     """What a job's state is, and how a savepoint takes it and a restore lays it out (keyed or operator)."""
 
     name = "?"
 
-    def snapshot(self, job, batch: int) -> tuple[dict, object, object, bool]:
-        """(operator snapshots by operator name, the keyed state, the latest rows, whether W applies):
-        each of the two tables a pyarrow Table, None, or ``write(path)`` for a Spark task to write it."""
+    def snapshot(self, job, batch: int) -> Snapshot:
         raise NotImplementedError
 
     def restore(self, savepoint: Savepoint, storage: Storage, job) -> None:
@@ -175,20 +195,39 @@ class StateKind:
 
 
 class _Keyed(StateKind):
+    """A keyed job's savepoint is incremental over the files its state was handed over in (a backlog's
+    results): those are shared as its base, and only what the stream wrote since -- the store's keys
+    over the handover's newer layer, each key's latest changelog row since the base -- is written."""
+
     name = "keyed"
 
     def snapshot(self, job, batch):
         keys = job.spec.key_names
         keyed = keyed_state_frame(job.spark, job.storage.path(CHECKPOINT), keys, batch)
+        base, restored = (), restored_latest(job.spark, job.storage, job.output)
+        backlog_outputs = None if job.backlog is None else job.backlog.outputs()
         if job.plan.handover.lazy:  # keys the stream has not touched are still only in the handed-over files
-            keyed = merged_state(keyed, handed_over(job.spark, job.root, job.output, keys), keys)
-        latest = latest_rows(job.changelog_frame().where(F.col(BATCH) <= batch), keys).drop(BATCH)
-        return {}, functools.partial(write_parquet, keyed), functools.partial(write_parquet, latest), True
+            _, over = handover_layers(job.spark, job.root, job.output, keys)
+            keyed = keyed if over is None else overlaid(keyed, over, keys)
+            base = tuple((job.storage.path(path), sha) for path, sha in read_handover(job.root).base)
+            backlog_outputs = None  # the base files hold them
+        changelog = changelog_frame(job.spark, job.root, job.output, backlog_outputs, restored)
+        latest = latest_rows(changelog.where(F.col(BATCH) <= batch), keys).drop(BATCH)
+        return Snapshot({}, functools.partial(write_parquet, keyed), functools.partial(write_parquet, latest), True,
+                        base)
 
     def restore(self, savepoint, storage, job):
-        hand_over_saved(job, saved_states(job.spark, savepoint.keyed_path, job.output, job.spec.key_names))
+        base = []
+        for i, (path, sha) in enumerate(savepoint.base):
+            share(path, storage.path(f"{RESTORED_BASE}/{i:04d}.arrow"))
+            base.append((f"{RESTORED_BASE}/{i:04d}.arrow", sha))
+        states = saved_states(job.spark, savepoint.keyed_path, job.output, job.spec.key_names)
+        over = partition_states(states, job.spec.key_names, job.output, job.parallelism, job.root)
+        aligned = job.plan.flavour.sets_state_partitions
+        job.plan.handover.hand_over(storage, Handed(base, aligned and len(base) == job.parallelism,
+                                                    [(f["path"], f["sha256"]) for f in over], aligned))
         if savepoint.latest_path is not None:
-            _copy(savepoint.latest_path, storage.path(RESTORED_LATEST))
+            share(savepoint.latest_path, storage.path(RESTORED_LATEST))
 
 
 class _Operator(StateKind):
@@ -196,7 +235,7 @@ class _Operator(StateKind):
 
     def snapshot(self, job, batch):
         snapshots = operator_snapshots(job.spark, job.storage.path(CHECKPOINT), job.parallelism, batch)
-        return {job.stateful.step.name: snapshots}, pa.table({}), None, False
+        return Snapshot({job.stateful.step.name: snapshots}, pa.table({}), None, False)
 
     def restore(self, savepoint, storage, job):
         operator = job.stateful.step.name
@@ -218,15 +257,16 @@ def take(job) -> str:
     _check_running(job)
     batch, read, manifest = _committed_position(job)
     source_name = job.graph.operators[0].name
-    states, keyed, latest, timed = job.state_kind.snapshot(job, batch)
+    snap = job.state_kind.snapshot(job, batch)
     operators = operator_state_document({source_name: source_snapshots(manifest["files"], read, job.parallelism),
-                                         **states})
+                                         **snap.operators})
     document = {
         "job": job.job_name, "batch": batch, "parallelism": job.parallelism, "graph": job.graph.to_json(),
-        "source": job.source.describe(), "watermark": _watermark(job, manifest, read) if timed else None,
-        "key_names": list(job.spec.key_names) if timed else [], "kind": job.spec.kind, "read_files": read,
+        "source": job.source.describe(), "watermark": _watermark(job, manifest, read) if snap.timed else None,
+        "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind, "read_files": read,
     }
-    return write_savepoint(job.storage.base, document, operators, dict(manifest, backlog=read), keyed, latest)
+    return write_savepoint(job.storage.base, document, operators, dict(manifest, backlog=read), snap.keyed,
+                           snap.latest, snap.base)
 
 
 def check_restorable(savepoint: Savepoint, job) -> None:
@@ -279,32 +319,27 @@ def prepare_restore(savepoint: Savepoint, job) -> dict:
     job.state_kind.restore(savepoint, job.storage, job)
     detail = {"restored_from": savepoint.path, "restored_parallelism": savepoint.parallelism,
               "read_files": manifest["backlog"]}
-    if job.state_kind is KEYED:
+    if job.state_kind is KEYED and not savepoint.base:
         detail["keys"] = savepoint.document["files"]["keyed-state.parquet"].get("rows")
     return detail
 
 
-def _copy(source: str, target: str) -> None:
-    import shutil
-
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, target)
-
-
-def hand_over_saved(job, states) -> None:
-    """A restored job's handover: ``states`` (a savepoint's keyed state) re-partitioned to the job's
-    parallelism by one Spark job and recorded as the files its stream's lazy seed searches."""
-    files = partition_states(states, job.spec.key_names, job.output, job.parallelism, job.root)
-    job.plan.handover.hand_over(job.storage, files, aligned=job.plan.flavour.sets_state_partitions)
-
-
 def restored_latest(spark, storage: Storage, output):
-    """A restored job's first changelog part (each key's latest row in the savepoint), or None."""
+    """A restored job's latest rows as its savepoint wrote them (over its base's), or None."""
     if storage.size_inside(RESTORED_LATEST) is None:
         return None
     return spark.read.schema(changelog_schema(output)).parquet(storage.path(RESTORED_LATEST))
+
+
+def restored_rows(spark, storage: Storage, output, key_names):
+    """A restored job's first changelog part: each key's latest row in its savepoint (the latest rows
+    over the base's outputs), or None for a job not restored."""
+    latest = restored_latest(spark, storage, output)
+    if latest is None or not storage.present_inside(HANDOVER) or not read_handover(storage.root).base:
+        return latest
+    base = handed_over_outputs(spark, storage.root, output)  # a backlog's outputs, in its order
+    layered = base.withColumn(BATCH, F.lit(0).cast("long")).unionByName(latest.withColumn(BATCH, F.lit(1).cast("long")))
+    return latest_rows(layered, key_names).drop(BATCH)
 
 
 def restored_operator_state(storage: Storage) -> list[dict] | None:

@@ -9,8 +9,7 @@ whatever the key's fresh records changed. Keys the stream never meets never pass
 **Partitioned.** The files are one per state partition, each sorted by key: the backlog engine
 hash-partitions keys exactly as the stream's ``transformWithState`` does (``repartition(n, key)``
 and the stateful operator's exchange use the same hash of the same columns, ``n`` the job's
-parallelism), and sorts each partition by key; a restored job's savepoint state is re-partitioned
-to the new parallelism by one Spark job (``savepoints``). So the Python worker running stream
+parallelism), and sorts each partition by key. So the Python worker running stream
 partition ``p`` opens only file ``p``: memory-mapped, never read whole, searched by bisection over
 its sorted key columns (``keys.normal``: Spark's grouping and order, for every key type, floats'
 NaN and -0.0 included). No worker holds a dict of keys, nor anything that grows with the number
@@ -19,9 +18,15 @@ the files' (on a remote Spark Connect server a ``foreachBatch`` query may run at
 ``spark.sql.shuffle.partitions`` the server sets: ``fw_magics.spark.flavour``), the handover says
 ``aligned: false`` and a worker searches every file for the key, each by bisection.
 
+**Layered.** A restored job's handover has two layers (``Handed``): the savepoint's base (the
+first job's backlog files, shared: aligned when there are as many as the restored job's
+partitions, else each searched) and over it the keys its stream wrote since (re-partitioned to
+the new parallelism by one Spark job: small). A key is looked up in the newer layer first; a
+``TOMBSTONE`` there ends the search (the key was cleared).
+
 The store then stays the truth for every key it holds: a key whose state the stream cleared is
 written as the empty document ``TOMBSTONE`` (never read from the files again), and a savepoint
-takes the store's keys and the files' others (``merged_state``, a Spark join).
+writes the store's keys over the files, which it shares as its base (``savepoints``).
 
 A query started while the backlog still runs cannot know the files yet: its seed reads them
 from the handover file (``backlog/handover.json``, written at the switch, before the stream reads
@@ -37,39 +42,64 @@ import json
 import mmap
 import os
 from collections import OrderedDict
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pyspark.sql import functions as F
 
 from ..recovery.filesystem import Storage
 from ..recovery.paths import HANDOVER
-from .changelog import ROW, STATE, STATE_ROW
+from .changelog import ROW, STATE, STATE_ROW, TOMBSTONE
 from .keys import normal
 
-#: A key's state once the stream cleared it, where the files had some: the store's word wins.
-TOMBSTONE = "{}"
 #: The largest handover file read back (it names one file per state partition).
 MAX_HANDOVER_BYTES = 16 << 20
-#: How many partitions' files a worker keeps open (mapped) at once.
-OPEN_FILES = 8
+#: How many files a worker keeps open (mapped) at once: a restored job's task may search every file of
+#: its base (when their count is not its parallelism) besides its own partition's newer layer.
+OPEN_FILES = 32
 #: The environment variable naming a folder where workers report their lookups (tests).
 STATS = "FW_SEED_STATS"
 
 _CACHE: OrderedDict = OrderedDict()  # (root, path, sha256) -> SortedStates
 
 
-def write_handover(root: str, files: list[dict], aligned: bool = True) -> None:
-    """Record the handover (atomically) in ``backlog/handover.json``: ``{"seed": [{"path", "sha256"},
-    ...], "aligned": bool}``: the files the lazy seed reads, one per state partition, and whether they
-    are the stream's state partitions. A held query's fresh source reads nothing before it exists."""
+@dataclass(frozen=True)
+class Handed:
+    """What a handover names: ``base`` files, one per partition of Spark's hash of the key into
+    ``len(base)`` (a backlog's results, or a restored savepoint's), ``aligned`` if those are the
+    stream's state partitions; ``over``: files whose word wins over the base's (a restored
+    savepoint's keys written since its base: a ``TOMBSTONE`` there hides a base key), likewise
+    one per partition, ``over_aligned`` if they are the stream's. Paths inside the job's folder."""
+
+    base: list
+    aligned: bool
+    over: list = field(default_factory=list)
+    over_aligned: bool = False
+
+    def to_json(self) -> dict:
+        def files(records):
+            return [{"path": path, "sha256": sha} for path, sha in records]
+        return {"seed": files(self.base), "aligned": self.aligned, "over": files(self.over),
+                "over_aligned": self.over_aligned}
+
+
+def write_handover(root: str, handed: Handed) -> None:
+    """Record the handover (atomically) in ``backlog/handover.json`` (``Handed.to_json``): the files the
+    lazy seed reads. A held query's fresh source reads nothing before it exists."""
     storage = Storage(root)
-    seed = [{"path": f["path"], "sha256": f["sha256"]} for f in files]
-    storage.write_bytes(storage.path(HANDOVER), json.dumps({"seed": seed, "aligned": aligned}).encode())
+    storage.write_bytes(storage.path(HANDOVER), json.dumps(handed.to_json()).encode())
 
 
-def read_handover(root: str) -> tuple[list[tuple[str, str]], bool]:
-    """The files the handover names, as (path, sha256), and whether they are the stream's partitions;
-    checked, one line when it is not one fw-magics wrote (a job directory is untrusted)."""
+def _records(value) -> list | None:
+    if not isinstance(value, list) or not all(
+            isinstance(d, dict) and isinstance(d.get("path"), str) and isinstance(d.get("sha256"), str) for d in value):
+        return None
+    return [(d["path"], d["sha256"]) for d in value]
+
+
+def read_handover(root: str) -> Handed:
+    """The handover the job's folder records; checked, one line when it is not one fw-magics wrote (a
+    job directory is untrusted)."""
     from ..errors import JobStorageError
 
     with Storage(root).open_inside(HANDOVER, MAX_HANDOVER_BYTES) as f:
@@ -77,12 +107,12 @@ def read_handover(root: str) -> tuple[list[tuple[str, str]], bool]:
             doc = json.loads(f.read())
         except (ValueError, UnicodeDecodeError):
             doc = None
-    files = doc.get("seed") if isinstance(doc, dict) else None
-    if not isinstance(files, list) or not all(
-            isinstance(d, dict) and isinstance(d.get("path"), str) and isinstance(d.get("sha256"), str) for d in files):
+    base = _records(doc.get("seed")) if isinstance(doc, dict) else None
+    over = _records(doc.get("over", [])) if isinstance(doc, dict) else None
+    if base is None or over is None:
         raise JobStorageError(f"{Storage(root).path(HANDOVER)} is not a handover fw-magics wrote; the job "
                               "directory is damaged")
-    return [(d["path"], d["sha256"]) for d in files], doc.get("aligned", False) is True
+    return Handed(base, doc.get("aligned", False) is True, over, doc.get("over_aligned", False) is True)
 
 
 class SortedStates:
@@ -148,6 +178,7 @@ class PartitionSeed:
         self.root = root
         self.key_names = tuple(key_names)
         self.stats = os.environ.get(STATS)  # set on the driver: where workers say what they looked up
+        self._over: list[SortedStates] = []
         self._open: list[SortedStates] = []
         self.found = 0  # the keys this task found state for
 
@@ -155,14 +186,17 @@ class PartitionSeed:
         return {"root": self.root, "key_names": self.key_names, "stats": self.stats}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _open=[], found=0)
+        self.__dict__.update(state, _over=[], _open=[], found=0)
 
     def open(self, partition: int) -> None:
-        """Open what stream partition ``partition`` looks keys up in: its own file when the files are the
-        stream's partitions, else every file."""
-        files, aligned = read_handover(self.root)
-        chosen = [files[partition]] if aligned and partition < len(files) else files
-        self._open = [_states(self.root, path, sha, self.key_names) for path, sha in chosen]
+        """Open what stream partition ``partition`` looks keys up in, of each layer: its own file when the
+        layer's files are the stream's partitions, else every file."""
+        handed = read_handover(self.root)
+
+        def chosen(files, aligned):
+            picked = [files[partition]] if aligned and partition < len(files) else files
+            return [_states(self.root, path, sha, self.key_names) for path, sha in picked]
+        self._over, self._open = chosen(handed.over, handed.over_aligned), chosen(handed.base, handed.aligned)
 
     def state(self, key) -> str | None:
         """The key's handed-over state text, or None (a key with no state there)."""
@@ -176,6 +210,10 @@ class PartitionSeed:
 
     def _find(self, key) -> str | None:
         key_normal = normal(tuple(key))
+        for states in self._over:  # the newer layer's word wins, a tombstone included
+            text = states.state(key_normal)
+            if text is not None:
+                return None if text == TOMBSTONE else text
         for states in self._open:
             text = states.state(key_normal)
             if text is not None:
@@ -185,10 +223,11 @@ class PartitionSeed:
     def report(self, partition: int) -> None:
         """With ``FW_SEED_STATS`` set on the driver (a folder): write what this task looked up there, for
         the tests that hold a worker's work to its own partition's keys."""
-        if not self.stats or not self._open:
+        opened = self._over + self._open
+        if not self.stats or not opened:
             return
-        doc = {"rows": sum(s.rows for s in self._open), "found": self.found, "partition": partition,
-               "pid": os.getpid(), "files": len(self._open)}
+        doc = {"rows": sum(s.rows for s in opened), "found": self.found, "partition": partition,
+               "pid": os.getpid(), "files": len(opened)}
         name = f"{partition}-{os.getpid()}-{id(self)}.json"
         with open(os.path.join(self.stats, name), "w") as f:
             json.dump(doc, f)
@@ -199,9 +238,14 @@ def timer_keys(initial):
     return initial.where(F.get_json_object(F.col(STATE), "$.t").isNotNull())
 
 
+def overlaid(newer, older, key_names):
+    """Every key of ``newer`` (its tombstones kept), and each key of ``older`` that ``newer`` lacks (a
+    Spark join). Both frames: the key columns and ``__fw_state``."""
+    on = [newer[k].eqNullSafe(older[k]) for k in key_names]
+    return newer.unionByName(older.join(newer, on, "left_anti"))
+
+
 def merged_state(store, seed, key_names):
-    """A savepoint's keyed state: every key in the store (tombstones dropped), and each handed-over key
-    the stream has not touched. Both frames: the key columns and ``__fw_state``."""
-    on = [store[k].eqNullSafe(seed[k]) for k in key_names]
-    untouched = seed.join(store, on, "left_anti")
-    return store.unionByName(untouched).where(F.col(STATE) != F.lit(TOMBSTONE))
+    """A key's state: every key in the store, and each handed-over key the stream has not touched;
+    the keys cleared (tombstones) dropped."""
+    return overlaid(store, seed, key_names).where(F.col(STATE) != F.lit(TOMBSTONE))

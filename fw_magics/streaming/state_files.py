@@ -1,13 +1,14 @@
 """Keyed state moved the way Spark moves data: written and re-partitioned by the executors.
 
-No process holds every key. A savepoint's keyed state and latest rows are each written by one
-Spark task as a Parquet file (``write_parquet``: the driver only renames it and reads its digest).
-A restore re-partitions the savepoint's keyed state to the new parallelism with one Spark job
-(``partition_states``): hash-partitioned on the key exactly as the stream's state partitions,
+No process holds every key. A savepoint's keyed state (over its base) and latest rows are each
+written by one Spark task as a Parquet file (``write_parquet``: the driver only renames it and reads
+its digest). A restore re-partitions the savepoint's keyed-state file to the new parallelism with
+one Spark job (``partition_states``): hash-partitioned on the key exactly as the stream's state partitions,
 sorted by key, each partition committed by its task as a backlog-shaped Arrow file with the
 runtime's machinery (atomic, checksummed: ``results/restored/``), which the lazy handover
-(``seed``) then searches without loading, as it searches a backlog's files. ``handed_over`` reads
-whichever files the handover names back as rows, for Spark (a savepoint's merge, timers' keys).
+(``seed``) then searches without loading, over the savepoint's base, as it searches a backlog's
+files. ``handover_layers`` and ``handed_over`` read whichever files the handover names back as rows,
+for Spark (a savepoint's merge, timers' keys).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from ..actions import run_action
 from ..runtime.result_files import META_SCHEMA, read_results, write_partition
 from ..schema import arrow_schema
 from ..streams.arrow_calls import map_in_arrow
-from .backlog import initial_state
+from .backlog import backlog_outputs, initial_state
 from .changelog import KIND, ROW, SEQ, STATE, STATE_ROW, backlog_schema
-from .seed import read_handover
+from .seed import merged_state, read_handover
 
 #: The job vertex a restored job's re-partitioned state is committed under (``results/restored/``).
 RESTORED_VERTEX = "restored"
@@ -59,7 +60,7 @@ def _commit(root: str, schema, batches):
 def partition_states(states, key_names, output: T.StructType, parallelism: int, root: str) -> list[dict]:
     """``states`` (the key columns, ``__fw_state``) re-partitioned by key into ``parallelism`` files,
     each sorted by key and shaped as a backlog's (state rows), committed under ``results/restored/``;
-    their records (path, size, sha256), in partition order."""
+    their records (path, size, sha256), in partition order; none for no state (Spark runs no task)."""
     names = list(key_names)
     keys = [F.col(f"`{n}`") for n in names]
     shape = backlog_schema(output)
@@ -72,9 +73,9 @@ def partition_states(states, key_names, output: T.StructType, parallelism: int, 
     rows = run_action(lambda: map_in_arrow(ordered, task, META_SCHEMA).collect(), states.sparkSession)
     found = {row["subtask"]: {"path": row["path"], "size": row["size"], "sha256": row["sha256"]} for row in rows}
     missing = [i for i in range(parallelism) if i not in found]
-    if missing:
+    if missing and found:
         raise RuntimeError(f"re-partitioning the state committed no file for partitions {missing}")
-    return [found[i] for i in range(parallelism)]
+    return [found[i] for i in range(parallelism)] if found else []
 
 
 def saved_states(spark, path: str, output: T.StructType, key_names):
@@ -83,7 +84,27 @@ def saved_states(spark, path: str, output: T.StructType, key_names):
     return spark.read.schema(schema).parquet(path)
 
 
+def _rows(spark, root: str, files, output: T.StructType):
+    return read_results(spark, root, [path for path, _ in files], backlog_schema(output))
+
+
+def handover_layers(spark, root: str, output: T.StructType, key_names):
+    """(the base's state rows, the over layer's or None): key columns, ``__fw_state`` (the over
+    layer's tombstones kept), of the files the job's handover names."""
+    handed = read_handover(root)
+    base = initial_state(_rows(spark, root, handed.base, output), key_names)
+    over = initial_state(_rows(spark, root, handed.over, output), key_names) if handed.over else None
+    return base, over
+
+
 def handed_over(spark, root: str, output: T.StructType, key_names):
-    """The state rows of the files the job's handover names (key columns, ``__fw_state``)."""
-    files, _ = read_handover(root)
-    return initial_state(read_results(spark, root, [path for path, _ in files], backlog_schema(output)), key_names)
+    """The state rows of the files the job's handover names (key columns, ``__fw_state``): the over
+    layer's keys (tombstones dropped), then the base's others."""
+    base, over = handover_layers(spark, root, output, key_names)
+    return base if over is None else merged_state(over, base, key_names)
+
+
+def handed_over_outputs(spark, root: str, output: T.StructType):
+    """The changelog rows the handover's base files hold (a backlog's outputs; none in re-partitioned
+    state), with the changelog's columns."""
+    return backlog_outputs(_rows(spark, root, read_handover(root).base, output))

@@ -201,7 +201,7 @@ def test_fw_savepoint_of_a_running_job_prints_its_path_and_the_savepoint_restore
         assert result.success, repr(result.error_in_exec)
         path = result.result
         assert path == os.path.join(area.jobs, "sp", "savepoints", "savepoint-000001") and path in out.stdout
-        assert sorted(os.listdir(path)) == sorted(FILES + ("savepoint.json",))
+        assert sorted(os.listdir(path)) == sorted(FILES + ("savepoint.json", "base"))  # base: the shared backlog files
         assert load_savepoint(path).parallelism == 2
         assert shell.user_ns["job"].phase == "stream"  # it keeps running
     finally:

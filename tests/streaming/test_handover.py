@@ -49,8 +49,11 @@ def test_only_the_keys_the_stream_meets_enter_the_state_store_and_a_savepoint_ho
         path = job.savepoint()
     finally:
         job.stop()
-    saved = pq.read_table(load_savepoint(path).keyed_path).to_pylist()
+    savepoint = load_savepoint(path)
+    saved = savepoint.keyed_table().to_pylist()
     assert sorted(row["k"] for row in saved) == list(range(KEYS)) + [KEYS + 7]  # each key once
+    # incremental: the savepoint wrote the store's keys; the backlog's files are its base
+    assert sorted(pq.read_table(savepoint.keyed_path).column("k").to_pylist()) == [1, 2, KEYS + 7]
 
 
 @pytest.mark.extended  # make test-extended (CI): make test keeps the handover's core case
@@ -73,6 +76,41 @@ def test_a_key_cleared_in_the_stream_does_not_get_its_backlog_state_back(area):
         finally:
             job.stop()
     assert results["mixed"] == results["stream"] == {(1,): (1, "element", 1, 0), (2,): (2, "element", 2, 0)}
+
+
+@pytest.mark.core
+@pytest.mark.extended  # make test-extended (CI) and its Spark Connect run
+def test_keys_cleared_before_and_after_a_restore_stay_cleared_through_a_chain_of_incremental_savepoints(area):
+    """Savepoint A (key 1 cleared over the backlog's files), restored at 3; key 2 cleared there, savepoint B
+    (its base still the first job's backlog files, its keyed-state file over them), restored at 1: each key
+    ends as in one job that never stopped; key 4, untouched since the backlog, keeps its backlog row."""
+    backlog = [[(1, 5, 1), (1, 5, 2), (1, 5, 3), (2, 5, 4), (3, 5, 5), (4, 5, 6)]]
+    fresh = [[(1, 0, 10)], [(2, 0, 11)], [(1, 5, 12), (2, 5, 13), (3, 5, 14)]]
+    for f in backlog:
+        area.write(f, "chain")
+    op = _stream(area, "chain").key_by("k").process(functions.Resets())
+    path, restored = None, None
+    for step, parallelism in enumerate((2, 3, 1)):
+        name = f"chain-{step}"
+        job = op.start(job_dir=area.jobs, job_name=name, trigger=TRIGGER, parallelism=parallelism,
+                       **({"from_savepoint": path} if path else {}))
+        try:
+            job.process_all_available()
+            area.write(fresh[step], "chain")
+            job.process_all_available()
+            if step < 2:
+                path = job.savepoint()
+                saved = load_savepoint(path)
+                assert len(saved.base) == 2  # the first job's backlog files, shared again
+                cleared = {1} if step == 0 else {1, 2}
+                assert {r["k"] for r in saved.keyed_table().to_pylist()} == {1, 2, 3, 4} - cleared
+            else:
+                restored = latest_rows(job)
+        finally:
+            job.stop()
+    # counted from nothing after each clear; key 3 from its backlog count; key 4's row is the backlog's
+    assert restored == {(1,): (1, "element", 1, 0), (2,): (2, "element", 1, 0), (3,): (3, "element", 2, 0),
+                        (4,): (4, "element", 1, 0)}
 
 
 def _typed_file(directory: str, count: int, rows) -> None:

@@ -30,10 +30,11 @@ from hypothesis import strategies as st
 
 import fw_magics as fw
 from fw_magics.streaming import seed as seeds
+from fw_magics.streaming.changelog import ROW, STATE_ROW
 from fw_magics.streaming.keys import normal
 
 from . import functions
-from .files import TRIGGER, expected_latest, latest_rows, model, operator
+from .files import TRIGGER, expected_latest, fired_timers, latest_rows, model, model_timers, operator
 
 pytestmark = [pytest.mark.spark]
 
@@ -221,6 +222,15 @@ SAVED_BACKLOG = [[(k, k % 7 + 1, k) for k in range(60)], [(k, 3, 70 + k) for k i
 SAVED_FRESH = [[(1, 2, 200), (61, 5, 201)], [(2, 4, 210), (59, 1, 211), (62, 8, 212), (1, 1, 213)]]
 
 
+def state_keys(paths) -> list:
+    """The keys of the state rows in backlog-shaped Arrow files."""
+    keys = []
+    for p in paths:
+        table = pa.ipc.open_stream(pa.OSFile(p)).read_all()
+        keys += [k for k, row in zip(table.column("k").to_pylist(), table.column(ROW).to_pylist()) if row == STATE_ROW]
+    return keys
+
+
 def savepointed(area, name: str, then=None):
     """A mixed aggregate over SAVED_BACKLOG at parallelism 2 that processed SAVED_FRESH[0], then took a
     savepoint; ``then(job)`` runs before it stops. Returns (the operator, the savepoint, what ``then`` gave)."""
@@ -252,8 +262,14 @@ def test_a_savepoint_with_untouched_backlog_keys_restored_at_1_3_and_7_ends_as_a
     op, path, unscaled = savepointed(area, "u", then=unscaled_end)
     expected = expected_latest(model("aggregate", 0, SAVED_BACKLOG, SAVED_FRESH), "aggregate")
     assert unscaled == expected
+    # incremental: the savepoint wrote the keys the stream touched; the others are in its base, the backlog's
+    # committed files shared (hard links: no byte copied)
     saved = pq.read_table(os.path.join(path, "keyed-state.parquet"))
-    assert sorted(saved.column("k").to_pylist()) == list(range(60)) + [61]
+    assert sorted(saved.column("k").to_pylist()) == [1, 61]
+    base = sorted(glob.glob(os.path.join(path, "base", "*.arrow")))
+    handed = json.loads(open(os.path.join(area.jobs, "u", "backlog", "handover.json")).read())["seed"]
+    assert [os.path.samefile(b, os.path.join(area.jobs, "u", h["path"])) for b, h in zip(base, handed)] == [True, True]
+    assert sorted(set(state_keys(base)) | {1, 61}) == list(range(60)) + [61]
     stats = tmp_path / "restore-stats"
     stats.mkdir()
     monkeypatch.setenv(seeds.STATS, str(stats))
@@ -264,7 +280,8 @@ def test_a_savepoint_with_untouched_backlog_keys_restored_at_1_3_and_7_ends_as_a
             restored.process_all_available()
             # the savepoint's state is the restored job's handover: n files, sorted, searched lazily
             handover = json.loads(open(os.path.join(area.jobs, f"u{n}", "backlog", "handover.json")).read())
-            assert len(handover["seed"]) == n
+            assert len(handover["over"]) == n and len(handover["seed"]) == 2
+            assert handover["aligned"] is (n == 2 and not REMOTE_CONNECT)
             assert restored.events()[-1]["type"] != "job_failed"
             assert latest_rows(restored) == unscaled  # the unread file is the restored job's first fresh one
         finally:
@@ -272,6 +289,38 @@ def test_a_savepoint_with_untouched_backlog_keys_restored_at_1_3_and_7_ends_as_a
     # each restored job found in its handed-over files exactly the saved keys that had a fresh record
     found = sum(json.loads(open(p).read())["found"] for p in glob.glob(str(stats / "*.json")))
     assert found == 3 * len({k for k, _, _ in SAVED_FRESH[1]} & (set(range(60)) | {61}))
+
+
+@pytest.mark.extended  # make test-extended (CI)
+def test_keys_with_timers_after_w_in_a_savepoint_fire_after_a_restore_at_three_as_in_the_model(area):
+    """A process function's timers (4 s after each record) pending after W when the savepoint is taken, some
+    in the base (the backlog's), some the stream wrote: restored at 3, a late-enough record fires each once."""
+    backlog = [[(k, 1, k) for k in range(12)], [(k, 2, 10 + k) for k in range(0, 12, 3)]]
+    fresh = [[(1, 5, 30), (13, 6, 31)], [(2, 1, 100)]]
+    for f in backlog:
+        area.write(f, "timed")
+    op = operator("process", fw.from_files(area.source("timed"), "parquet", functions.SCHEMA, event_time="ts",
+                                           watermark_delay="0 milliseconds"))
+    job = op.start(job_dir=area.jobs, job_name="timed", trigger=TRIGGER, parallelism=2)
+    try:
+        job.process_all_available()
+        area.write(fresh[0], "timed")
+        job.process_all_available()
+        path = job.savepoint()
+    finally:
+        job.stop()
+    area.write(fresh[1], "timed")
+    restored = op.start(job_dir=area.jobs, job_name="timed3", trigger=TRIGGER, from_savepoint=path, parallelism=3)
+    try:
+        restored.process_all_available()
+        got, fired = latest_rows(restored), fired_timers(restored)
+    finally:
+        restored.stop()
+    m = model("process", 0, backlog, fresh)
+    assert got == expected_latest(m, "process")
+    # the timers pending in the savepoint (W = 21 s, keys 9 and 10 from the backlog, 1 and 13 from the
+    # stream), fired by the restored job: its changelog opens with the savepoint's latest rows (batch -2)
+    assert {(k, at) for k, at in model_timers(m) if at > 21_000} <= fired
 
 
 @pytest.mark.core
@@ -288,8 +337,9 @@ def test_a_restore_at_another_parallelism_runs_its_stream_at_that_many_state_par
     finally:
         restored.stop()
     handover = json.loads(open(os.path.join(area.jobs, "r3", "backlog", "handover.json")).read())
-    assert len(handover["seed"]) == 3 and handover["aligned"] is not REMOTE_CONNECT
-    if handover["aligned"]:
+    assert len(handover["over"]) == 3 and handover["over_aligned"] is not REMOTE_CONNECT
+    assert len(handover["seed"]) == 2 and handover["aligned"] is False  # the base: the backlog's 2 partitions
+    if handover["over_aligned"]:
         assert state_partitions(area.jobs, "r3") == 3
     assert got == expected_latest(model("aggregate", 0, SAVED_BACKLOG, SAVED_FRESH), "aggregate")
 
@@ -340,7 +390,11 @@ def test_a_job_restored_by_an_earlier_fw_magics_goes_on_through_initial_state(ar
     folder = os.path.join(area.jobs, "old-r")  # as an earlier fw-magics left it before its first micro-batch
     os.remove(os.path.join(folder, "backlog", "handover.json"))
     shutil.rmtree(os.path.join(folder, "checkpoint"))
-    shutil.copyfile(os.path.join(path, "keyed-state.parquet"), os.path.join(folder, "restored", "keyed-state.parquet"))
+    # the savepoint's whole keyed state and latest rows, as a version 2 savepoint kept them
+    saved = fw.load_savepoint(path)
+    pq.write_table(saved.keyed_table(), os.path.join(folder, "restored", "keyed-state.parquet"))
+    os.remove(os.path.join(folder, "restored", "latest.parquet"))  # shared with the savepoint's: not rewritten
+    pq.write_table(saved.latest_table(), os.path.join(folder, "restored", "latest.parquet"))
     area.write(SAVED_FRESH[0], "old")
     again = op.start(job_dir=area.jobs, job_name="old-r", trigger=TRIGGER)
     try:

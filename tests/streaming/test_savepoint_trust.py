@@ -28,16 +28,34 @@ from .test_splits_and_savepoints import GRAPH, manifest
 GIB = 1 << 30
 
 
-def savepoint(root: str, rows: int = 3) -> str:
+def base_file(path: str, keys=range(5), key_type=pa.int64()) -> tuple[str, str]:
+    """A backlog's result file (an Arrow stream): an output row and a state row per key; (path, sha256)."""
+    keys = list(keys)
+    n = len(keys)
+    table = pa.table({"k": pa.array(keys * 2, key_type), "v": pa.array([10 + i for i in range(n)] + [None] * n,
+                                                                      pa.int64()),
+                      "__fw_kind": pa.array(["element"] * n + [None] * n), "__fw_seq": pa.array(range(2 * n), pa.int64()),
+                      "__fw_row": pa.array(["out"] * n + ["state"] * n),
+                      "__fw_state": pa.array([None] * n + ['{"v": 0}'] * n)})
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        for batch in table.to_batches(max_chunksize=n):
+            writer.write_batch(batch)
+    with open(path, "rb") as f:
+        return path, hashlib.sha256(f.read()).hexdigest()
+
+
+def savepoint(root: str, rows: int = 3, states=None) -> str:
     doc = manifest(4, 2)
     ops = operator_state_document({"files(src)": source_snapshots(doc["files"], 2, 2)})
-    keyed = pa.table({"k": pa.array(range(rows), pa.int64()), "__fw_state": pa.array(['{"v": 1}'] * rows)})
+    states = states or ['{"v": 1}'] * rows
+    keyed = pa.table({"k": pa.array(range(rows), pa.int64()), "__fw_state": pa.array(states)})
     latest = pa.table({"k": pa.array(range(rows), pa.int64()), "v": pa.array(range(rows), pa.int64()),
                        "__fw_kind": pa.array(["element"] * rows), "__fw_seq": pa.array(range(rows), pa.int64())})
     document = {"job": "j", "graph": GRAPH, "parallelism": 2, "source": {"path": "/data", "kind": "files"},
                 "watermark": 1_700_000_000_000, "key_names": ["k"], "kind": "aggregate", "batch": 3,
                 "read_files": 2}
-    return write_savepoint(root, document, ops, doc, keyed, latest)
+    return write_savepoint(root, document, ops, doc, keyed, latest, [base_file(f"{root}/results/v1/0.arrow")])
 
 
 def read_document(path: str) -> dict:
@@ -136,6 +154,42 @@ def linked_out(path):
     os.symlink(outside, os.path.join(path, "source-manifest.json"))
 
 
+def base_forged(data_of):
+    """Replace the base file and recompute its size and SHA-256 in the document."""
+    def tamper(path):
+        target = os.path.join(path, "base", "0000.arrow")
+        data = data_of(target)
+        os.remove(target)  # a hard link to the job's file: not written through
+        with open(target, "wb") as f:
+            f.write(data)
+        doc = read_document(path)
+        doc["base"][0].update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+        write_document(path, doc)
+    return tamper
+
+
+def base_flipped(path):
+    target = os.path.join(path, "base", "0000.arrow")
+    with open(target, "rb") as f:
+        data = bytearray(f.read())
+    data[-20] ^= 0xFF
+    os.remove(target)
+    with open(target, "wb") as f:
+        f.write(bytes(data))
+
+
+def base_linked_out(path):
+    outside = os.path.join(os.path.dirname(path), "elsewhere")
+    os.replace(os.path.join(path, "base"), outside)
+    os.symlink(outside, os.path.join(path, "base"))
+
+
+def _other_key_type(target):
+    other = base_file(target + ".other", key_type=pa.string(), keys=map(str, range(5)))[0]
+    with open(other, "rb") as f:
+        return f.read()
+
+
 TAMPERINGS = {
     # every document field, of the wrong type or out of range
     "job not a name": (field("job", 5), "field 'job' is 5; accepted: a job name"),
@@ -166,6 +220,13 @@ TAMPERINGS = {
     "a FIFO": (fifo, "lacks the regular file 'keyed-state.parquet'"),
     "a link to /dev/zero": (dev_zero, "lacks the regular file 'operator-state.json'"),
     "a link out of the folder": (linked_out, "lacks the regular file 'source-manifest.json'"),
+    # the base files (shared with the job's committed state)
+    "base file damaged": (base_flipped, "savepoint file 'base/0000.arrow' in"),
+    "base not an Arrow stream": (base_forged(lambda target: b"PAR1" * 64), "is not an Arrow stream fw-magics wrote"),
+    "base keys of another type": (base_forged(_other_key_type), "accepted: the keys ['k'] of the keyed state's types"),
+    "base name escaping": (field("base", [{"name": "../savepoint.json", "size": 1, "sha256": "0" * 64}]),
+                           "field 'base' is"),
+    "base folder a link": (base_linked_out, "folder 'base' in"),
 }
 
 
@@ -217,8 +278,19 @@ def test_a_sound_savepoint_loads_with_its_key_types_and_only_its_own_files_opene
     assert loaded.key_types == [pa.int64()] and loaded.document["watermark"] == 1_700_000_000_000
     assert {os.path.basename(p) for p in opened["paths"]} <= {"savepoint.json", "keyed-state.parquet",
                                                               "latest.parquet", "operator-state.json",
-                                                              "source-manifest.json"}
+                                                              "source-manifest.json", "0000.arrow"}
+    assert len(loaded.base) == 1
     assert opened["paths"]  # the hook saw the reads
+
+
+def test_the_whole_state_is_the_keyed_state_file_over_its_base_a_tombstone_hiding_a_base_key(tmp_path):
+    """Keys 0..4 in the base; the keyed-state file over it: 0 and 2 newer, 1 cleared (the tombstone)."""
+    loaded = load_savepoint(savepoint(str(tmp_path / "job"), states=['{"v": 1}', "{}", '{"v": 2}']))
+    assert sorted((r["k"], r["__fw_state"]) for r in loaded.keyed_table().to_pylist()) == [
+        (0, '{"v": 1}'), (2, '{"v": 2}'), (3, '{"v": 0}'), (4, '{"v": 0}')]
+    # the latest rows: the file's for keys 0..2, the base's outputs for 3 and 4
+    assert sorted((r["k"], r["v"]) for r in loaded.latest_table().to_pylist()) == [(0, 0), (1, 1), (2, 2), (3, 13),
+                                                                                   (4, 14)]
 
 
 def test_an_untampered_copy_still_loads(tmp_path):

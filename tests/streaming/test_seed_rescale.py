@@ -15,7 +15,6 @@ import json
 import os
 import threading
 
-import pyarrow.parquet as pq
 import pytest
 
 import fw_magics as fw
@@ -45,7 +44,7 @@ class HoldBatch:
 
 
 def _keyed_state(path: str) -> list[tuple]:
-    table = pq.read_table(load_savepoint(path).keyed_path)
+    table = load_savepoint(path).keyed_table()
     return sorted(zip(*[table.column(n).to_pylist() for n in table.column_names]))
 
 

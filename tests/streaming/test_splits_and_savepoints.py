@@ -123,8 +123,8 @@ def test_a_savepoint_reads_back_and_a_damaged_or_foreign_one_is_refused(tmp_path
     assert list_savepoints(root) == [first, second]
     doc_path = os.path.join(second, "savepoint.json")
     doc = json.load(open(doc_path))
-    json.dump(dict(doc, version=3), open(doc_path, "w"))
-    with pytest.raises(SavepointError, match=r"version 3 \(written by a newer fw-magics.*accepted: 1, 2"):
+    json.dump(dict(doc, version=4), open(doc_path, "w"))
+    with pytest.raises(SavepointError, match=r"version 4 \(written by a newer fw-magics.*accepted: 1, 2, 3"):
         load_savepoint(second)
     json.dump(dict(doc, version=1), open(doc_path, "w"))  # version 1 had no latest rows
     with pytest.raises(SavepointError, match="lists files"):
