@@ -3,6 +3,7 @@
     python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,import,widgets,recovery,fullwindow,backlog]
     python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R] [--ratio-only]
     python -m benchmarks --only keys [--keys 10000,1000000] [--backlog-records N] [--files F] [--runs R]
+                                     [--references-up-to K]
     python -m benchmarks --scale [--scale-rows 1000000,5000000,20000000] [--wide-columns 50] [--wide-rows N]
                          [--runs R] [--case NAME] [--plot docs/scale.png]   (alone, in a fresh process)
     python -m benchmarks --against-flink [--rows N (default 1,000,000)] [--runs R] [--case NAME]   (make bench-flink)
@@ -106,6 +107,9 @@ def main() -> None:
     parser.add_argument("--keys", default=None,
                         help="backlog: distinct keys (default 10,000); keys: the sizes, comma-separated "
                              "(default 10000,1000000)")
+    parser.add_argument("--references-up-to", type=int, default=None,
+                        help="keys: run the backlog's references (applyInPandas: minutes) up to this many keys "
+                             "(default 1,000,000)")
     parser.add_argument("--files", type=int, default=20, help="backlog: Parquet files (default 20)")
     parser.add_argument("--quick", type=int, default=None,
                         help="backlog: run the 1-file-per-trigger stream over only this many files, scaled")
@@ -195,7 +199,8 @@ def main() -> None:
               f"{args.backlog_records:,} records (at least 2 per key) in {args.files} Parquet files, a keyed count "
               f"and sum at parallelism 2 (restored at 3); backlog variants: median of {args.runs} run(s) taken in "
               "turns; switch, fresh result, savepoint and restore: one run each; embedded Spark local[*]")
-        keys.print_table(keys.run(sizes, args.backlog_records, args.files, runs=args.runs))
+        up_to = keys.REFERENCES_UP_TO if args.references_up_to is None else args.references_up_to
+        keys.print_table(keys.run(sizes, args.backlog_records, args.files, runs=args.runs, references_up_to=up_to))
 
 
 if __name__ == "__main__":

@@ -11,16 +11,19 @@ a keyed count-and-sum (an AggregateFunction with a typed accumulator) is timed:
 * **switch**: from the last backlog subtask committed to ``process_all_available()`` returning
   (the state handed over, the query caught up);
 * **first fresh result**: one small file landing to the micro-batch that processed it;
-* **savepoint**: ``job.savepoint()`` (the store's keys and the untouched backlog keys, merged and
-  written by Spark's tasks), against writing its keyed-state rows with ``DataFrame.write.parquet``;
+* **savepoint**: ``job.savepoint()`` (incremental: the backlog's files shared as its base, the
+  store's keys and each key's latest row since written by Spark's tasks), against writing every
+  key's state row (the base's and the store's, one Parquet file) with ``DataFrame.write.parquet``;
 * **restore to first result**: ``start(from_savepoint=..., parallelism=p + 1)`` with one small
   unread file waiting, to ``process_all_available()`` returning.
 
-Above ``REFERENCES_UP_TO`` keys the backlog's references are not run (hours on 2 cores); the
-fw-magics rows are.
+Above ``references_up_to`` keys (default ``REFERENCES_UP_TO``) the backlog's references are not run
+(hours on 2 cores); the fw-magics rows are.
 
 A sampler thread records, every 0.2 s, the RSS of this (driver) Python process, of the largest
-Python worker (``pyspark.daemon`` and its forks) and of the JVM, and the JVM's used heap; each
+Python worker (``pyspark.daemon`` and its forks; also its private memory, ``RssAnon``: RSS counts the
+pages of the state files a worker memory-maps, which are the page cache's, shared) and of the JVM,
+and the JVM's used heap; each
 phase reports its peaks.
 """
 
@@ -41,11 +44,13 @@ SMALL_FILE = 1_000
 REFERENCES_UP_TO = 1_000_000
 
 
-def _rss_kib(pid: int) -> int:
+def _rss_kib(pid: int, field: str = "VmRSS") -> int:
+    """A process's resident memory in KiB: ``VmRSS`` (all of it, the pages of files it maps included)
+    or ``RssAnon`` (its private memory: what it holds, not the page cache it looks at)."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
@@ -84,15 +89,16 @@ class Sampler:
     def mark(self, phase: str | None) -> None:
         self.phase = phase
         if phase is not None:
-            self.peaks.setdefault(phase, {"driver": 0, "worker": 0, "jvm": 0, "heap": 0})
+            self.peaks.setdefault(phase, {"driver": 0, "worker": 0, "worker_private": 0, "jvm": 0, "heap": 0})
 
     def _sample(self) -> dict:
         me = os.getpid()
-        worker = jvm = 0
+        worker = private = jvm = 0
         for pid in filter(str.isdigit, os.listdir("/proc")):
             line = _cmdline(pid)
             if "pyspark.daemon" in line or "pyspark/daemon" in line or "pyspark.worker" in line:
                 worker = max(worker, _rss_kib(int(pid)))
+                private = max(private, _rss_kib(int(pid), "RssAnon"))
             elif line.startswith("/") and "java" in line.split(" ")[0] and "SparkSubmit" in line:
                 jvm = max(jvm, _rss_kib(int(pid)))
         heap = 0
@@ -101,7 +107,7 @@ class Sampler:
                 heap = (self._runtime.totalMemory() - self._runtime.freeMemory()) >> 10
             except Exception:
                 heap = 0
-        return {"driver": _rss_kib(me), "worker": worker, "jvm": jvm, "heap": heap}
+        return {"driver": _rss_kib(me), "worker": worker, "worker_private": private, "jvm": jvm, "heap": heap}
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -155,7 +161,7 @@ def _references(spark, source: str, checkpoints: str):
 
 
 def _one_size(spark, scratch: str, keys: int, records: int, files: int, parallelism: int, runs: int,
-              sampler: Sampler) -> dict:
+              sampler: Sampler, references_up_to: int) -> dict:
     import fw_magics as fw
 
     source = os.path.join(scratch, f"src-{keys}")
@@ -175,7 +181,7 @@ def _one_size(spark, scratch: str, keys: int, records: int, files: int, parallel
             job.stop()
 
     medians = {}
-    if keys <= REFERENCES_UP_TO:
+    if keys <= references_up_to:
         variants = {"fw-magics mixed (to the stream)": mixed_backlog,
                     **_references(spark, source, os.path.join(scratch, f"checkpoints-{keys}"))}
         sampler.mark(f"backlog {keys}")
@@ -202,7 +208,7 @@ def _one_size(spark, scratch: str, keys: int, records: int, files: int, parallel
     finally:
         job.stop()
     sampler.mark(None)
-    keyed = os.path.join(path, "keyed-state.parquet")
+    keyed = _whole_state(path, os.path.join(scratch, f"whole-state-{keys}.parquet"))
     target = os.path.join(scratch, f"plain-write-{keys}")
 
     def plain_write():
@@ -226,7 +232,31 @@ def _one_size(spark, scratch: str, keys: int, records: int, files: int, parallel
     return result
 
 
-def run(sizes, records: int, files: int = 20, runs: int = 1, parallelism: int = 2, spark=None) -> list[dict]:
+def _whole_state(savepoint: str, target: str) -> str:
+    """Every key's state row of the savepoint (its base's state rows; the keys the stream wrote are a
+    handful) as one Parquet file: what the plain ``write.parquet`` reference writes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from fw_magics.streaming.savepoint_files import load_savepoint
+
+    saved = load_savepoint(savepoint)
+    columns = list(saved.document["key_names"]) + ["__fw_state"]
+    with pq.ParquetWriter(target, pq.read_schema(saved.keyed_path)) as writer:
+        for path, _ in saved.base:
+            with pa.ipc.open_stream(pa.OSFile(path)) as reader:
+                for batch in reader:
+                    table = pa.Table.from_batches([batch])
+                    table = table.filter(pc.equal(table.column("__fw_row"), "state")).select(columns)
+                    if table.num_rows:
+                        writer.write_table(table.cast(writer.schema))
+        writer.write_table(pq.read_table(saved.keyed_path))
+    return target
+
+
+def run(sizes, records: int, files: int = 20, runs: int = 1, parallelism: int = 2, spark=None,
+        references_up_to: int = REFERENCES_UP_TO) -> list[dict]:
     """One result per number of keys (see the module docstring); ``records`` at least twice the keys."""
     import fw_magics as fw
 
@@ -237,7 +267,7 @@ def run(sizes, records: int, files: int = 20, runs: int = 1, parallelism: int = 
         with Sampler(spark) as sampler:
             for keys in sizes:
                 results.append(_one_size(spark, scratch, keys, max(records, 2 * keys), files, parallelism, runs,
-                                         sampler))
+                                         sampler, references_up_to))
                 for phase in ("backlog", "switch", "savepoint", "restore"):
                     results[-1][f"peak_{phase}"] = sampler.peaks.get(f"{phase} {keys}")
                 print(f"{keys:,} keys done: {results[-1]}", flush=True)  # kept should a larger size fail
@@ -263,12 +293,14 @@ def print_table(results) -> None:
         print(f"| {r['keys']:,} | {r['switch_s']:.2f} s | {r['first_fresh_s']:.2f} s | {r['savepoint_s']:.2f} s | "
               f"{r['plain_write_s']:.2f} s | {r['savepoint_s'] / r['plain_write_s']:.2f}x | {r['restore_s']:.2f} s | "
               f"{r['restore_s'] / r['savepoint_s']:.2f}x |")
-    print("\npeak memory (MiB): driver Python / largest Python worker / JVM RSS / JVM used heap")
+    print("\npeak memory (MiB): driver Python / largest Python worker (its private memory: RssAnon, without the "
+          "pages of the state files it maps) / JVM RSS / JVM used heap")
     print("\n| keys | backlog (all variants) | switch and first result | savepoint | restore |")
     print("|---|---|---|---|---|")
     for r in results:
         cells = []
         for phase in ("backlog", "switch", "savepoint", "restore"):
             p = r.get(f"peak_{phase}") or {}
-            cells.append(f"{p.get('driver', 0)} / {p.get('worker', 0)} / {p.get('jvm', 0)} / {p.get('heap', 0)}")
+            cells.append(f"{p.get('driver', 0)} / {p.get('worker', 0)} ({p.get('worker_private', 0)}) / {p.get('jvm', 0)} / "
+                         f"{p.get('heap', 0)}")
         print(f"| {r['keys']:,} | " + " | ".join(cells) + " |")
