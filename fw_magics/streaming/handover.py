@@ -64,7 +64,7 @@ class _Lazy(Handover):
             seed.write_handover(storage.root, handed)
 
     def query_state(self, job, warm):
-        lazily = seed.PartitionSeed(job.root, job.spec.key_names)
+        lazily = seed.PartitionSeed(job.root, job.spec.key_names, seed.integer_widths(job.spec.key.arrow_schema))
         if warm or job.spec.kind != "process":  # only a process function has timers
             return None, lazily
         # only keys with timers go in now; the others are read on their first fresh record

@@ -51,6 +51,7 @@ from ..recovery.filesystem import Storage
 from ..recovery.paths import HANDOVER
 from .changelog import ROW, STATE, STATE_ROW, TOMBSTONE
 from .keys import normal
+from .spark_hash import partition as partition_of
 
 #: The largest handover file read back (it names one file per state partition).
 MAX_HANDOVER_BYTES = 16 << 20
@@ -169,34 +170,67 @@ def _states(root: str, path: str, sha: str, key_names: tuple) -> SortedStates:
     return found
 
 
+def integer_widths(key_schema) -> tuple:
+    """For each key column of ``key_schema`` (pyarrow): True if a 64-bit integer, False if a narrower one,
+    None if not an integer (what ``spark_hash.partition`` needs to hash a Python int as Spark does)."""
+    return tuple((f.type.bit_width == 64) if pa.types.is_integer(f.type) else None for f in key_schema)
+
+
+class _Layer:
+    """One layer's files as one stream partition searches them: its own file when the layer's files are
+    the stream's partitions, else every file, each opened when first searched; then the file Spark's hash
+    partitioning put the key in first (``spark_hash``: a hint; the others follow if it is not there)."""
+
+    def __init__(self, seed: PartitionSeed, files: list, aligned: bool, partition: int):
+        self.seed = seed
+        self.files = [files[partition]] if aligned and partition < len(files) else list(files)
+        self.opened: dict[int, SortedStates] = {}
+
+    def _at(self, i: int) -> SortedStates:
+        found = self.opened.get(i)
+        if found is None:
+            path, sha = self.files[i]
+            found = self.opened[i] = _states(self.seed.root, path, sha, self.seed.key_names)
+        return found
+
+    def find(self, key: tuple, key_normal: tuple) -> str | None:
+        order = range(len(self.files))
+        if len(self.files) > 1 and self.seed.widths:
+            first = partition_of(key, self.seed.widths, len(self.files))
+            if first is not None:
+                order = [first, *(i for i in order if i != first)]
+        for i in order:
+            text = self._at(i).state(key_normal)
+            if text is not None:
+                return text
+        return None
+
+
 class PartitionSeed:
     """Where a stream worker finds keys' handed-over state (pickled into the query's tasks): the files
     the handover file names, one per state partition, read from it when a worker first needs them
-    (a query started during the backlog is pickled before they exist)."""
+    (a query started during the backlog is pickled before they exist). ``widths``: the key columns'
+    ``integer_widths``, for the hint of an unaligned layer (empty: no hint)."""
 
-    def __init__(self, root: str, key_names):
+    def __init__(self, root: str, key_names, widths: tuple = ()):
         self.root = root
         self.key_names = tuple(key_names)
+        self.widths = tuple(widths)
         self.stats = os.environ.get(STATS)  # set on the driver: where workers say what they looked up
-        self._over: list[SortedStates] = []
-        self._open: list[SortedStates] = []
+        self._layers: list[_Layer] = []
         self.found = 0  # the keys this task found state for
 
     def __getstate__(self) -> dict:
-        return {"root": self.root, "key_names": self.key_names, "stats": self.stats}
+        return {"root": self.root, "key_names": self.key_names, "widths": self.widths, "stats": self.stats}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _over=[], _open=[], found=0)
+        self.__dict__.update(state, _layers=[], found=0)
 
     def open(self, partition: int) -> None:
-        """Open what stream partition ``partition`` looks keys up in, of each layer: its own file when the
-        layer's files are the stream's partitions, else every file."""
+        """Lay out what stream partition ``partition`` looks keys up in: the newer layer, then the base."""
         handed = read_handover(self.root)
-
-        def chosen(files, aligned):
-            picked = [files[partition]] if aligned and partition < len(files) else files
-            return [_states(self.root, path, sha, self.key_names) for path, sha in picked]
-        self._over, self._open = chosen(handed.over, handed.over_aligned), chosen(handed.base, handed.aligned)
+        self._layers = [_Layer(self, handed.over, handed.over_aligned, partition),
+                        _Layer(self, handed.base, handed.aligned, partition)]
 
     def state(self, key) -> str | None:
         """The key's handed-over state text, or None (a key with no state there)."""
@@ -209,21 +243,18 @@ class PartitionSeed:
         return self._find(key) is not None
 
     def _find(self, key) -> str | None:
-        key_normal = normal(tuple(key))
-        for states in self._over:  # the newer layer's word wins, a tombstone included
-            text = states.state(key_normal)
-            if text is not None:
-                return None if text == TOMBSTONE else text
-        for states in self._open:
-            text = states.state(key_normal)
-            if text is not None:
-                return text
-        return None
+        key = tuple(key)
+        key_normal = normal(key)
+        over, base = self._layers
+        text = over.find(key, key_normal)  # the newer layer's word wins, a tombstone included
+        if text is not None:
+            return None if text == TOMBSTONE else text
+        return base.find(key, key_normal)
 
     def report(self, partition: int) -> None:
         """With ``FW_SEED_STATS`` set on the driver (a folder): write what this task looked up there, for
         the tests that hold a worker's work to its own partition's keys."""
-        opened = self._over + self._open
+        opened = [states for layer in self._layers for states in layer.opened.values()]
         if not self.stats or not opened:
             return
         doc = {"rows": sum(s.rows for s in opened), "found": self.found, "partition": partition,
