@@ -29,12 +29,12 @@ that nothing reads. The ``savepoint_writing`` hook (``fn(directory, step)``) is 
 file, for tests that kill the writer.
 
 Reading (:func:`load_savepoint`): the directory is untrusted input. Only the names above are
-opened, each must be a regular file (no symlink) inside the directory (``base/`` not a link); every field of the
-document is checked for its type and range, then each file's size, the Parquet files' footers
-(their row counts and columns: the keyed state is the key columns then ``__fw_state``), the base
-files' Arrow schemas (the same key types, the row kind, ``__fw_state``), and only then the SHA-256
-of each; every state in the keyed-state file must be a JSON object (a base file's are read when
-the stream first meets their key). JSON is parsed, nothing is
+opened, each must be a regular file (no symlink) inside the directory (``base/`` not a link);
+every field of the document is checked for its type and range, then each file's size, the
+Parquet files' footers (their row counts and columns: the keyed state is the key columns then
+``__fw_state``), the base files' Arrow schemas (the same key types, the row kind, ``__fw_state``),
+and only then the SHA-256 of each; every state in the keyed-state file must be a JSON object (a
+base file's are read when the stream first meets their key). JSON is parsed, nothing is
 unpickled or run. An unknown format or version, or anything else wrong, is refused in one line
 naming the field or the file. A SHA-256 here finds damage, not a forgery: whoever can write the
 savepoint can write its document too, so what a restore takes from it is checked against the job
@@ -103,41 +103,36 @@ class Savepoint:
         """The whole keyed state (key columns, ``__fw_state``), the base's state rows under the keyed-state
         file's (its tombstones hide a base key), read into this process: for tests and small savepoints."""
         import pyarrow as pa
-        import pyarrow.compute  # noqa: F401  (pa.compute)
         import pyarrow.parquet as pq
 
-        keys = list(self.document["key_names"])
         over = pq.read_table(self.keyed_path)
-        rows = {}
-        for table in self._base_tables():
-            table = table.filter(pa.compute.equal(table.column(ROW), STATE_ROW)).select(keys + [STATE])
-            rows.update(_by_key(table, keys))
-        rows.update(_by_key(over, keys))
-        kept = [row for row in rows.values() if row[STATE] != TOMBSTONE]
+        kept = [row for row in self._layered(over, STATE_ROW).values() if row[STATE] != TOMBSTONE]
         return pa.Table.from_pylist(kept, schema=over.schema)
 
     def latest_table(self):
         """Each key's latest changelog row (the output columns, kind, sequence): the base's outputs' last
         under the latest-rows file's, read into this process: for tests and small savepoints."""
         import pyarrow as pa
-        import pyarrow.compute  # noqa: F401  (pa.compute)
         import pyarrow.parquet as pq
 
-        keys = list(self.document["key_names"])
         latest = pq.read_table(self.latest_path)
-        rows = {}
-        for table in self._base_tables():
-            table = table.filter(pa.compute.equal(table.column(ROW), OUT)).select(latest.column_names)
-            rows.update(_by_key(table.sort_by(SEQ), keys))
-        rows.update(_by_key(latest, keys))
-        return pa.Table.from_pylist(list(rows.values()), schema=latest.schema)
+        return pa.Table.from_pylist(list(self._layered(latest, OUT).values()), schema=latest.schema)
 
-    def _base_tables(self):
+    def _layered(self, top, row_kind: str) -> dict:
+        """Key -> row: the base files' rows of ``row_kind`` (in sequence order, the last of a key kept)
+        with ``top``'s columns, then ``top``'s rows over them."""
         import pyarrow as pa
+        import pyarrow.compute as pc
 
+        keys = list(self.document["key_names"])
+        rows = {}
         for path, _ in self.base:
             with pa.ipc.open_stream(pa.OSFile(path)) as reader:
-                yield reader.read_all()
+                table = reader.read_all()
+            table = table.filter(pc.equal(table.column(ROW), row_kind)).select(top.column_names)
+            rows.update(_by_key(table.sort_by(SEQ) if SEQ in top.column_names else table, keys))
+        rows.update(_by_key(top, keys))
+        return rows
 
     def __repr__(self) -> str:
         doc = self.document
