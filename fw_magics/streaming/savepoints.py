@@ -217,10 +217,9 @@ class _Keyed(StateKind):
                         base)
 
     def restore(self, savepoint, storage, job):
-        base = []
-        for i, (path, sha) in enumerate(savepoint.base):
-            share(path, storage.path(f"{RESTORED_BASE}/{i:04d}.arrow"))
-            base.append((f"{RESTORED_BASE}/{i:04d}.arrow", sha))
+        base = [(f"{RESTORED_BASE}/{i:04d}.arrow", sha) for i, (_, sha) in enumerate(savepoint.base)]
+        for (path, _), (inside, _) in zip(savepoint.base, base):
+            share(path, storage.path(inside))
         states = saved_states(job.spark, savepoint.keyed_path, job.output, job.spec.key_names)
         over = partition_states(states, job.spec.key_names, job.output, job.parallelism, job.root)
         aligned = job.plan.flavour.sets_state_partitions
