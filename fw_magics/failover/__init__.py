@@ -6,9 +6,12 @@ from .restart_strategies import (
     FailureRateRestart,
     FixedDelayRestart,
     RestartBackoffTimeStrategy,
+    checked_backoff,
+    restart_strategy,
 )
 
 __all__ = [
     "ExponentialDelayRestart", "FailoverStrategy", "FailureRateRestart", "FixedDelayRestart",
-    "RestartAllStrategy", "RestartBackoffTimeStrategy", "RestartPipelinedRegionStrategy",
+    "RestartAllStrategy", "RestartBackoffTimeStrategy", "RestartPipelinedRegionStrategy", "checked_backoff",
+    "restart_strategy",
 ]

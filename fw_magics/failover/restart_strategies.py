@@ -208,3 +208,34 @@ class ExponentialDelayRestart:
         return (f"ExponentialDelayRestart(initial_backoff={self.initial_backoff:g}, max_backoff={self.max_backoff:g}, "
                 f"multiplier={self.multiplier:g}, reset_backoff_threshold={self.reset_backoff_threshold:g}, "
                 f"jitter_factor={self.jitter_factor:g}, attempts_before_reset={self.attempts_before_reset})")
+
+
+def restart_strategy(restart) -> RestartBackoffTimeStrategy:
+    """``restart`` checked: None (the default FixedDelayRestart()) or an object with the
+    RestartBackoffTimeStrategy methods; anything else is one line naming what is missing.
+    ``execute()`` and a streaming job's ``start()`` both take it (decided once, where the job starts)."""
+    if restart is None:
+        return FixedDelayRestart()
+    accepted = ("accepted: FixedDelayRestart(...), FailureRateRestart(...), ExponentialDelayRestart(...) "
+                "from fw_magics.failover, or an object with notify_failure(), can_restart() and backoff")
+    if isinstance(restart, type):
+        raise FullWindowError(f"restart={restart.__name__} is a class; {accepted} (an instance, e.g. "
+                              f"{restart.__name__}())")
+    missing = [name for name in ("notify_failure", "can_restart") if not callable(getattr(restart, name, None))]
+    if not hasattr(type(restart), "backoff") and "backoff" not in getattr(restart, "__dict__", {}):
+        missing.append("backoff")
+    if missing:
+        raise FullWindowError(f"restart={restart!r:.60} ({type(restart).__name__}) is not a restart strategy: "
+                              f"it has no {', '.join(missing)}; {accepted}")
+    return restart
+
+
+def checked_backoff(strategy: RestartBackoffTimeStrategy, error: BaseException) -> float:
+    """The strategy's ``backoff`` once a restart is allowed: a number of seconds >= 0, else one line
+    (chained to the failure that asked for the restart)."""
+    backoff = strategy.backoff
+    if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not (
+            math.isfinite(backoff) and backoff >= 0):
+        raise FullWindowError(f"restart strategy {strategy!r:.60} gave backoff {backoff!r:.40}; "
+                              "accepted: a number of seconds >= 0") from error
+    return float(backoff)

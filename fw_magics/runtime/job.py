@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import math
 import os
 import time
 import warnings
@@ -38,10 +37,11 @@ from ..errors import (
 )
 from ..failover import (
     FailoverStrategy,
-    FixedDelayRestart,
     RestartAllStrategy,
     RestartBackoffTimeStrategy,
     RestartPipelinedRegionStrategy,
+    checked_backoff,
+    restart_strategy,
 )
 from ..graph import JobGraph, subtask_inputs
 from ..recovery import JobLock, decide_resume, events, replay, safe_job_path, subtask_attempts
@@ -109,25 +109,6 @@ def _mode(value, accepted: tuple, what: str) -> str:
         hint = did_you_mean(value, accepted) if isinstance(value, str) else ""
         raise FullWindowError(f"unknown {what} {value!r:.60}{hint}; accepted: {', '.join(accepted)}")
     return value
-
-
-def restart_strategy(restart) -> RestartBackoffTimeStrategy:
-    """``restart`` checked: None (the default FixedDelayRestart()) or an object with the
-    RestartBackoffTimeStrategy methods; anything else is one line naming what is missing."""
-    if restart is None:
-        return FixedDelayRestart()
-    accepted = ("accepted: FixedDelayRestart(...), FailureRateRestart(...), ExponentialDelayRestart(...) "
-                "from fw_magics.failover, or an object with notify_failure(), can_restart() and backoff")
-    if isinstance(restart, type):
-        raise FullWindowError(f"restart={restart.__name__} is a class; {accepted} (an instance, e.g. "
-                              f"{restart.__name__}())")
-    missing = [name for name in ("notify_failure", "can_restart") if not callable(getattr(restart, name, None))]
-    if not hasattr(type(restart), "backoff") and "backoff" not in getattr(restart, "__dict__", {}):
-        missing.append("backoff")
-    if missing:
-        raise FullWindowError(f"restart={restart!r:.60} ({type(restart).__name__}) is not a restart strategy: "
-                              f"it has no {', '.join(missing)}; {accepted}")
-    return restart
 
 
 def _both(job_name: str, error: BaseException, storage: BaseException) -> str:
@@ -403,12 +384,7 @@ class _Run:
         if not self.restart.can_restart():
             self.store.flush()
             raise error
-        backoff = self.restart.backoff
-        if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not (
-                math.isfinite(backoff) and backoff >= 0):
-            raise FullWindowError(f"restart strategy {self.restart!r:.60} gave backoff {backoff!r:.40}; "
-                                  "accepted: a number of seconds >= 0") from error
-        time.sleep(backoff)
+        time.sleep(checked_backoff(self.restart, error))
         for (name, i) in sorted(restart):
             v = next(x for x in self.vertices if x.name == name)
             todo.setdefault(v.index, set()).add(i)

@@ -92,7 +92,7 @@ class Backlog:
             problem = folder_in_the_way(self.storage, self.vertex, todo)
             if problem is not None:
                 raise JobStorageError(f"{self.log.where}: {problem}")
-            attempt = self.attempts + 1
+            attempt = self.attempts = self.attempts + 1  # a restart in this process runs the next one
             only = None if len(todo) == total else frozenset(todo)
             plan = backlog.BacklogPlan(self.spec, self.output, watermark, self.root, self.vertex, attempt, only)
             frame = backlog.engine_frame(self.source.backlog_frame(self.spark, self.root), self.spec, total,

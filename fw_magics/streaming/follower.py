@@ -7,7 +7,7 @@ can hang (pyspark joins that thread while holding the lock it needs to deliver a
 event). A poll makes no Spark call once the follower is stopped.
 
 A follower is handed the query, the job's ``JobLog`` (each micro-batch is a ``micro_batch``
-event) and two callbacks: ``on_batch(info)`` after each batch is recorded, ``on_end(error)``
+event) and two callbacks: ``on_batch(info)`` after each batch is recorded, ``on_end(query, error)``
 when the query ends by itself (``error``: its exception, or None for ``availableNow``).
 """
 
@@ -159,7 +159,7 @@ class Follower:
                                   "process_all_available() still reads its progress", stacklevel=1)
                 return
             if not self._stopped:
-                self.on_end(exception)
+                self.on_end(query, exception)
             return
 
 

@@ -7,6 +7,15 @@ the ``HELD`` handover it starts while the backlog runs, its fresh source held un
 which a ``follower`` follows. Everything is an event in the ``JobLog`` it shares with ``execute()``
 and goes to the hooks (``stream_phase``, ``backlog_progress``, ``micro_batch``) for the widgets.
 ``start()`` returns at once; ``process_all_available()`` waits.
+
+A failure goes to the job's restart strategy (``plan.restart``, the one ``execute()`` takes): while it
+allows, the job goes on after its backoff where it got to, as Flink restarts a job from its last
+checkpoint: the backlog runs the subtasks that did not commit, the query starts again from its
+checkpoint (the changelog sink is idempotent per micro-batch), each failure and restart in the log
+(``region_failed`` / ``region_restarted`` of the operator's vertex). Spark restarts neither: a
+task failure is retried (``local[*,F]``), but a query whose driver-side Python worker did not start
+in time (a busy machine) just ends. An interruption (a cancel, the session gone) and fw-magics'
+own verdicts (a damaged job directory, ``on_late="fail"``) are not restarted.
 """
 
 from __future__ import annotations
@@ -16,7 +25,8 @@ import threading
 
 from .. import hooks
 from ..actions import Scope
-from ..errors import Interrupted, error_summary, raised_again
+from ..errors import FwMagicsError, Interrupted, error_summary, raised_again
+from ..failover import checked_backoff
 from ..graph import JobGraph
 from ..recovery import events
 from ..spark.flavour import interruption
@@ -60,6 +70,10 @@ class StreamingJob(JobResults):
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = self._ended = False
+        self._restarting = threading.Lock()  # one restart at a time; stop() waits for one in flight
+        self._woken = threading.Event()  # set by stop(): a restart's backoff ends at once
+        self._warm = False  # whether the query was started warm (held during the backlog)
+        self.restarts = 0
         self._scope = Scope()  # the driver thread's Spark actions: a stop cancels them, and any it would start
 
     @property
@@ -95,35 +109,45 @@ class StreamingJob(JobResults):
             self.follower.pace(PROGRESS_POLL_S)
 
     def _drive(self) -> None:
-        try:
-            with self._scope:  # every Spark action of the backlog, cancelled by stop() (actions.Scope)
-                if self._phase == "backlog":
-                    self._run_backlog()
-                    if self._stopping or self._ended:  # stopped, or the warm query failed
-                        return
-                    if self.plan.mode is Mode.BATCH:
-                        deliver(self.plan.sink, self.backlog_outputs(), BACKLOG_BATCH)
-                        self.log.end(events.job_finished())
-                        self._end("finished")
-                        return
-                    self._switch()
-                if self._phase == "switching":
-                    deliver(self.plan.sink, self.backlog_outputs(), BACKLOG_BATCH)  # again after a restart: idempotent
-                if self.backlog is not None and self.backlog.complete:
-                    self.plan.handover.hand_over(self.storage, self.backlog.handed(self.plan.flavour))
-                if not self._stopping:
-                    if self.query is None:
-                        self._start_query()
-                    if self._phase == "switching" and self.plan.handover.warm:
-                        self._set_phase("stream")  # the state is the backlog's files: nothing to checkpoint first
-        except BaseException as error:
+        """Run what is left of the job; after a failure, again from where it got to while the restart
+        strategy allows."""
+        while True:
+            try:
+                self._drive_once()
+                return
+            except BaseException as error:
+                if self._stopping or not self._restarted(error):
+                    if not self._stopping:
+                        self._fail(error)
+                    return
+
+    def _drive_once(self) -> None:
+        with self._scope:  # every Spark action of the backlog, cancelled by stop() (actions.Scope)
+            if self._phase == "backlog":
+                self._run_backlog()
+                if self._stopping or self._ended:  # stopped, or the warm query failed
+                    return
+                if self.plan.mode is Mode.BATCH:
+                    deliver(self.plan.sink, self.backlog_outputs(), BACKLOG_BATCH)
+                    self.log.end(events.job_finished())
+                    self._end("finished")
+                    return
+                self._switch()
+            if self._phase == "switching":
+                deliver(self.plan.sink, self.backlog_outputs(), BACKLOG_BATCH)  # again after a restart: idempotent
+            if self.backlog is not None and self.backlog.complete:
+                self.plan.handover.hand_over(self.storage, self.backlog.handed(self.plan.flavour))
             if not self._stopping:
-                self._fail(error)
+                if self.query is None:
+                    self._start_query()
+                if self._phase == "switching" and self.plan.handover.warm:
+                    self._set_phase("stream")  # the state is the backlog's files: nothing to checkpoint first
 
     def _run_backlog(self) -> None:
         self.watermark = self.backlog.watermark()
         warm = None
-        if self.plan.handover.warm and not self.plan.trigger.available_now:  # availableNow would end held
+        if self.query is None and self.plan.handover.warm and not self.plan.trigger.available_now:
+            # held until the handover (availableNow would end held); after a restart it may be running
             warm = threading.Thread(target=self._warm_up, name=f"fw-stream-warm-up {self.job_name}", daemon=True)
             warm.start()
         try:
@@ -151,6 +175,7 @@ class StreamingJob(JobResults):
 
     def _start_query(self, warm: bool = False) -> None:
         query = launch(self, self._query_frame(warm))
+        self._warm = warm
         switch_w = self.watermark if self.plan.mode is Mode.MIXED else None
         follower = Follower(query, self.log, self.job_name, self.spec.event_time, switch_w, self.recorded,
                             self._batch_committed, self._terminated,
@@ -174,14 +199,52 @@ class StreamingJob(JobResults):
         for doc in new_skips(self.root, self.skips_noted):
             self.log.emit(events.file_skipped(doc["file"], doc["reason"]))
 
-    def _terminated(self, exception) -> None:
+    def _terminated(self, query, exception) -> None:
         if self._stopping or self._ended:
             return
         if exception:
+            try:
+                if self._restarted(exception, query):
+                    return
+            except Exception as error:  # the restart itself failed (its query did not start): that is the job's end
+                exception = error
             self._fail(exception)
         else:  # availableNow: everything there was is processed
             self.follower.sync()
             self._end("stopped")
+
+    def _restarted(self, error: BaseException, query=None) -> bool:
+        """Whether the job goes on after ``error`` (see the module docstring): the failure and the restart
+        in the log, the backoff waited, then the failed ``query`` (None: the driver thread's work) started
+        again from its checkpoint. True also when that query was restarted already (its follower and a
+        waiter both saw it end) and when the job was stopped meanwhile; False leaves the failure to the caller."""
+        if isinstance(error, FwMagicsError) or interruption(error, self.spark) is not None:
+            return False
+        with self._restarting:
+            if query is not None and query is not self.query:
+                return True
+            if self._stopping or self._ended:
+                return self._stopping
+            restart = self.plan.restart
+            restart.notify_failure()
+            self.restarts += 1
+            failed = [] if query is not None or self._phase != "backlog" else [
+                f"{self.vertex}[{i}]" for i in range(self.backlog.parallelism) if i not in self.backlog.finished]
+            self.log.emit(events.region_failed(self.vertex, failed, error_summary(error), self.restarts))
+            if not restart.can_restart():
+                return False
+            self._woken.wait(checked_backoff(restart, error))
+            if self._stopping:
+                return True
+            self.log.emit(events.region_restarted(self.vertex, failed, self.restarts))
+            if query is not None:
+                if self.follower is not None:
+                    self.follower.stop()
+                with contextlib.suppress(Exception):
+                    query.stop()  # ended already; stopped so nothing of it is left
+                self.query = None
+                self._start_query(self._warm and self._phase == "backlog")
+            return True
 
     def _halt(self, backlog: bool = False) -> None:
         """Stop the query, and (``backlog``) cancel the driver thread's Spark actions (the backlog's) and
@@ -207,17 +270,20 @@ class StreamingJob(JobResults):
             if not ready:
                 raise TimeoutError(f"job {self.job_name!r} did not reach its stream within {timeout} s")
             self._raise_failure()
-            query = self.query
-            if query is not None and self._phase not in ENDED:
+            while (query := self.query) is not None and self._phase not in ENDED:
                 try:
                     wait_in_thread(query.awaitTermination if self.plan.trigger.available_now
                                     else query.processAllAvailable)
                 except Exception as error:
-                    self._fail(error)
+                    self._terminated(query, error)
                     self._raise_failure()
+                    if self.query is query:  # stopped meanwhile
+                        break
+                    continue  # restarted: wait for the new query
                 self.follower.sync()
                 if self.plan.trigger.available_now:
                     self._end("stopped")
+                break
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: stopped waiting; job {self.job_name!r} keeps running in phase "
                               f"{self._phase} (job.stop() stops it)") from None
@@ -242,7 +308,9 @@ class StreamingJob(JobResults):
         if self._ended:
             return
         self._stopping = True
-        self._halt(backlog=True)
+        self._woken.set()
+        with self._restarting:  # a restart in flight has started its query (stopped here) or given up
+            self._halt(backlog=True)
         if self._thread is not None:
             self._thread.join()
         self._halt()  # a thread started it while we were stopping

@@ -3,7 +3,7 @@
 ``start()`` checks every option (one line each, before anything runs) and makes them into one
 ``Plan``: the mode (``phases.Mode``), the trigger (``Trigger``), the sink, the rate limit, the
 parallelism (the number of state partitions), the session's flavour (classic or Spark Connect,
-``fw_magics.spark.flavour``) and the handover of backlog state (``handover``). The job and the
+``fw_magics.spark.flavour``), the handover of backlog state (``handover``) and the restart strategy. The job and the
 modules under it read the plan; none of them asks again.
 """
 
@@ -82,4 +82,5 @@ class Plan:
     parallelism: int
     handover: Handover
     flavour: object  # fw_magics.spark.flavour.Flavour
+    restart: object  # a fw_magics.failover restart strategy: whether and when a failed job goes on
 

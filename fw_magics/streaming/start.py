@@ -13,7 +13,8 @@ recorded when the process exits under it), and a restart keeps the same promises
 * a restart continues where the log says the job got to (``phases.resume_phase``).
 
 Then the ``Plan`` (``plan.py``) is made: mode, trigger, sink, rate limit, parallelism, the
-session's flavour and the handover of backlog state (``handover.choose``), and the job runs.
+session's flavour, the handover of backlog state (``handover.choose``) and the restart strategy
+(``failover.restart_strategy``, as ``execute()``'s), and the job runs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import re
 import warnings
 
 from ..errors import FullWindowError, ResumeError
+from ..failover import restart_strategy
 from ..graph import JobGraph
 from ..process_function import OPERATOR
 from ..recovery import JobLog, events, replay, safe_job_path
@@ -45,7 +47,8 @@ from .sources import source_change, source_of
 
 
 def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None,
-          max_files_per_trigger=None, from_savepoint=None, parallelism=None, reset=False) -> StreamingJob:
+          max_files_per_trigger=None, from_savepoint=None, parallelism=None, reset=False,
+          restart=None) -> StreamingJob:
     """Start or continue the job of ``stateful`` (a StatefulStream or an OperatorStream); see their ``start``."""
     operator = stateful.spec.kind == OPERATOR
     mode = Mode.of(mode)
@@ -53,6 +56,7 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
     trigger = Trigger.of(trigger)
     max_files = check_max_files(max_files_per_trigger)
     check_sink(sink)
+    restart = restart_strategy(restart)
     sink = os.fspath(sink) if isinstance(sink, os.PathLike) else sink
     if not isinstance(reset, bool):
         raise FullWindowError(f"reset {reset!r:.60}; accepted: False, or True to discard what the job recorded "
@@ -68,7 +72,7 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
     try:
         if reset:
             log.clear(*STREAM_RECORDS)
-        job = _open(stateful, source, log, content, mode, trigger, sink, max_files, parallelism, savepoint)
+        job = _open(stateful, source, log, content, mode, trigger, sink, max_files, parallelism, savepoint, restart)
     except BaseException as error:
         log.close(failure=error)
         raise
@@ -83,7 +87,7 @@ def default_name(stateful) -> str:
 
 
 def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Trigger, sink, max_files,
-          parallelism, savepoint) -> StreamingJob:
+          parallelism, savepoint, restart) -> StreamingJob:
     state = replay(log.read())
     if savepoint is not None and state.started and state.restored_from != savepoint.path:
         raise ResumeError(f"job {log.job_name!r} in {log.root} already ran; restore a savepoint under a new "
@@ -100,7 +104,7 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     kind = stateful.spec.kind
     restored = savepoint is not None or state.restored_from is not None
     plan = Plan(mode=mode, trigger=trigger, sink=sink, max_files=max_files, parallelism=chosen,
-                handover=handovers.choose(mode, kind, restored, log.storage), flavour=flavour)
+                handover=handovers.choose(mode, kind, restored, log.storage), flavour=flavour, restart=restart)
     job = (OperatorJob if kind == OPERATOR else StreamingJob)(stateful, source, log, plan, graph)
     job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
     job.skips_noted = set(state.skipped)

@@ -91,7 +91,7 @@ class StatefulStream:
         return build_streaming_graph(self)
 
     def start(self, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None, max_files_per_trigger=None,
-              from_savepoint=None, parallelism=None, reset=False):
+              from_savepoint=None, parallelism=None, reset=False, restart=None):
         """Run as a streaming job in ``job_dir/job_name`` (default ``.fw-jobs/<name>``); see fw_magics.streaming.
 
         ``mode``: "mixed" (the backlog as a batch job, then the stream), "stream" (Spark's
@@ -103,11 +103,14 @@ class StatefulStream:
         one line; ``reset=True`` discards what the job recorded (not its savepoints) and starts
         afresh. ``from_savepoint``: a path ``job.savepoint()`` returned: a new job (new job
         name) starts from its state and source positions, at ``parallelism`` (1 to 1024;
-        default the savepoint's). See docs/streaming.md and docs/state.md.
+        default the savepoint's). ``restart``: what a failure does, as in ``execute()`` (default
+        ``FixedDelayRestart()``: one restart after 1 s, the backlog's committed subtasks and the
+        query's checkpoint kept). See docs/streaming.md and docs/state.md.
         """
         return verbs.call("start", self, job_dir=job_dir, job_name=job_name, mode=mode, sink=sink,
                           trigger=trigger, max_files_per_trigger=max_files_per_trigger,
-                          from_savepoint=from_savepoint, parallelism=parallelism, reset=reset)
+                          from_savepoint=from_savepoint, parallelism=parallelism, reset=reset,
+                          restart=restart)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import fw_magics as fw
+from fw_magics.failover import FixedDelayRestart
 
 from . import functions
 from .files import TRIGGER, expected_latest, latest_rows, model
@@ -100,3 +103,79 @@ def test_a_folder_where_a_backlog_result_goes_is_refused_in_one_line(area):
     again = op.start(job_dir=area.jobs, job_name="folder", mode="batch").process_all_available()
     assert again.phase == "finished"
     assert latest_rows(again) == expected_latest(model("reduce", 0, [BACKLOG[0]], []), "reduce")
+
+
+class Healing(FixedDelayRestart):
+    """The default strategy's one restart, after 0.1 s; told of the failure, it removes ``flag`` (the
+    failing function's switch): a transient failure, such as a Python worker that did not start in time."""
+
+    def __init__(self, flag):
+        super().__init__(attempts=1, delay=0.1)
+        self.flag = flag
+
+    def notify_failure(self) -> bool:
+        self.flag.unlink(missing_ok=True)
+        return super().notify_failure()
+
+
+@pytest.mark.core
+def test_a_failed_micro_batch_restarts_the_query_from_its_checkpoint_with_nothing_lost_or_twice(area, tmp_path):
+    """Spark ends a query on a failure a task retry does not absorb (a driver-side Python worker that did
+    not connect back in time ended a CI run): the job's restart strategy starts it again from its
+    checkpoint, and the micro-batch that failed runs once more, applied once."""
+    flag = tmp_path / "fail"
+    for f in BACKLOG:
+        area.write(f)
+    op = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+    job = op.start(job_dir=area.jobs, job_name="healed", trigger=TRIGGER, restart=Healing(flag))
+    try:
+        job.process_all_available()
+        area.write(FRESH[0])
+        job.process_all_available()
+        flag.write_text("on")  # key 3's next record fails, in the stream
+        area.write(FRESH[1])
+        job.process_all_available()
+        assert job.phase == "stream" and job.restarts == 1 and not flag.exists()
+        assert latest_rows(job) == expected_latest(model("aggregate", 1000, BACKLOG, FRESH), "aggregate")
+        events = job.events()
+        (failed,) = kinds(events, "region_failed")
+        assert "injected failure on key 3" in failed["cause"] and failed["vertices"] == []
+        assert len(kinds(events, "region_restarted")) == 1 and not kinds(events, "job_failed")
+        batches = [e["batch"] for e in kinds(events, "micro_batch")]
+        assert batches == sorted(set(batches))  # the batch that failed recorded once, after its re-run
+        changelog = job.changelog()
+        assert not changelog.duplicated().any()
+    finally:
+        job.stop()
+
+
+def test_a_failed_backlog_restarts_only_its_subtasks_that_did_not_commit(area, tmp_path):
+    flag = tmp_path / "fail"
+    flag.write_text("on")
+    for f in BACKLOG:
+        area.write(f)
+    op = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+    job = op.start(job_dir=area.jobs, job_name="healed", mode="batch", restart=Healing(flag)).process_all_available()
+    assert job.phase == "finished" and job.restarts == 1
+    events = job.events()
+    attempts = {e["subtask"]: e["attempt"] for e in kinds(events, "subtask_finished")}
+    (kept,) = [s for s, a in attempts.items() if a == 1]  # of 2, the one without key 3
+    assert attempts == {kept: 1, 1 - kept: 2}
+    (failed,) = kinds(events, "region_failed")
+    assert failed["vertices"] == [f"{job.vertex}[{1 - kept}]"] and "injected failure" in failed["cause"]
+    assert latest_rows(job) == expected_latest(model("aggregate", 1000, BACKLOG, []), "aggregate")
+
+
+def test_no_restart_left_fails_the_job_at_its_first_failure_and_a_bad_strategy_is_one_line(area, tmp_path):
+    flag = tmp_path / "fail"
+    flag.write_text("on")
+    area.write(BACKLOG[0])
+    op = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+    with pytest.raises(fw.FullWindowError, match="restart='twice' .* is not a restart strategy") as info:
+        op.start(job_dir=area.jobs, job_name="never", restart="twice")
+    assert "\n" not in str(info.value) and not os.path.exists(os.path.join(area.jobs, "never"))
+    job = op.start(job_dir=area.jobs, job_name="never", mode="batch", restart=FixedDelayRestart(attempts=0))
+    with pytest.raises(Exception, match="injected failure on key 3"):
+        job.process_all_available()
+    events = job.events()
+    assert job.phase == "failed" and len(kinds(events, "region_failed")) == 1 and not kinds(events, "region_restarted")
