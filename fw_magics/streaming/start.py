@@ -62,7 +62,9 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
         raise FullWindowError(f"reset {reset!r:.60}; accepted: False, or True to discard what the job recorded "
                               "(never its savepoints) and start afresh")
     if from_savepoint is not None and mode is not Mode.MIXED and not operator:
-        raise FullWindowError(f"from_savepoint restores a job in mode 'mixed'; got mode {mode.value!r}")
+        raise FullWindowError(f"from_savepoint restores a job in mode 'mixed' (the default; a savepoint of a job "
+                              f"in mode 'stream' restores so too, the files it had read not read again); got mode "
+                              f"{mode.value!r}")
     savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
     source = source_of(stateful)
     name = default_name(stateful) if job_name is None else job_name

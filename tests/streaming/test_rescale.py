@@ -87,6 +87,42 @@ def test_a_changed_parallelism_on_a_plain_restart_and_a_wrong_savepoint_are_refu
         op.start(job_dir=area.jobs, job_name="r-damaged", from_savepoint=path)
 
 
+@pytest.mark.extended  # make test-extended (CI): a stream-mode job, a savepoint, three restores
+def test_a_stream_mode_savepoint_restored_at_1_3_and_5_ends_as_the_job_that_never_rescaled(area):
+    """FLIP-8 for the baseline a user runs without a backlog (issue 32): mode "stream" reads every file
+    as a stream; its savepoint holds every key (no backlog files to share) and restores as a new job
+    (in mode "mixed", the restore's: the files it had read are not read again; "stream" is refused in
+    one line) at any parallelism, equal to the job that never rescaled and to the reference model."""
+    for f in BACKLOG:
+        area.write(f, "m")
+    op = operator(KIND, _stream(area, "m"))
+    job = op.start(job_dir=area.jobs, job_name="m", trigger=TRIGGER, mode="stream")
+    try:
+        job.process_all_available()
+        area.write(FRESH[0], "m")
+        job.process_all_available()
+        path = job.savepoint()
+        area.write(FRESH[1], "m")
+        job.process_all_available()
+        unscaled = latest_rows(job)
+    finally:
+        job.stop()
+    expected = expected_latest(model(KIND, 0, BACKLOG, FRESH[:2]), KIND)
+    assert unscaled == expected
+    saved = load_savepoint(path)
+    assert saved.base == () and saved.document["files"]["keyed-state.parquet"]["rows"] == 5  # keys 1..5
+    with pytest.raises(fw.FullWindowError, match="from_savepoint restores a job in mode 'mixed'.*got mode 'stream'"):
+        op.start(job_dir=area.jobs, job_name="m-stream", from_savepoint=path, mode="stream")
+    for n in (1, 3, 5):
+        restored = op.start(job_dir=area.jobs, job_name=f"m{n}", trigger=TRIGGER, from_savepoint=path, parallelism=n)
+        try:
+            restored.process_all_available()  # FRESH[1], written after the savepoint, is its first fresh file
+            assert latest_rows(restored) == expected, n
+            assert restored.parallelism == n and not restored.restarts
+        finally:
+            restored.stop()
+
+
 @pytest.mark.core
 def test_a_savepoint_restores_at_three_with_every_record_counted_once(area):
     """The core case, also under Spark Connect: backlog + one fresh file at 2, savepoint, restore at 3, one more."""
