@@ -105,8 +105,10 @@ class JobResults:
             dropped = "".join(f", {n} {kind}" for kind, n in self.dropped.items() if n)
         except Exception:  # a repr never fails: the log may be unreadable
             dropped = ""
+        restarts = getattr(self, "restarts", 0)
+        restarted = f", {restarts} restart{'' if restarts == 1 else 's'}" if restarts else ""
         return (f"StreamingJob({self.job_name!r}, {self.mode}: phase {self.phase}, "
-                f"{len(self.recorded)} micro-batch{'' if len(self.recorded) == 1 else 'es'}{w}{dropped})")
+                f"{len(self.recorded)} micro-batch{'' if len(self.recorded) == 1 else 'es'}{w}{dropped}{restarted})")
 
 
 def _moment(millis: int | None) -> str | None:

@@ -135,7 +135,7 @@ def test_a_failed_micro_batch_restarts_the_query_from_its_checkpoint_with_nothin
         flag.write_text("on")  # key 3's next record fails, in the stream
         area.write(FRESH[1])
         job.process_all_available()
-        assert job.phase == "stream" and job.restarts == 1 and not flag.exists()
+        assert job.phase == "stream" and job.restarts == 1 and not flag.exists() and "1 restart)" in repr(job)
         assert latest_rows(job) == expected_latest(model("aggregate", 1000, BACKLOG, FRESH), "aggregate")
         events = job.events()
         (failed,) = kinds(events, "region_failed")
