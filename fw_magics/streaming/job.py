@@ -73,6 +73,7 @@ class StreamingJob(JobResults):
         self._restarting = threading.Lock()  # one restart at a time; stop() waits for one in flight
         self._woken = threading.Event()  # set by stop(): a restart's backoff ends at once
         self._warm = False  # whether the query was started warm (held during the backlog)
+        self._lost = None  # the query whose failure the restart strategy did not allow to restart
         self.restarts = 0
         self._scope = Scope()  # the driver thread's Spark actions: a stop cancels them, and any it would start
 
@@ -116,9 +117,7 @@ class StreamingJob(JobResults):
                 self._drive_once()
                 return
             except BaseException as error:
-                if self._stopping or not self._restarted(error):
-                    if not self._stopping:
-                        self._fail(error)
+                if self._stopping or not self._recover(error) or self._stopping:
                     return
 
     def _drive_once(self) -> None:
@@ -203,40 +202,50 @@ class StreamingJob(JobResults):
         if self._stopping or self._ended:
             return
         if exception:
-            try:
-                if self._restarted(exception, query):
-                    return
-            except Exception as error:  # the restart itself failed (its query did not start): that is the job's end
-                exception = error
-            self._fail(exception)
+            self._recover(exception, query)
         else:  # availableNow: everything there was is processed
             self.follower.sync()
             self._end("stopped")
+
+    def _recover(self, error: BaseException, query=None) -> bool:
+        """Restart after ``error`` (``_restarted``), else fail the job; whether it was restarted."""
+        try:
+            if self._restarted(error, query):
+                return True
+        except Exception as failure:  # the restart itself failed (a backoff refused, a query that did not start)
+            error = failure
+        if not self._stopping:
+            self._fail(error)
+        return False
 
     def _restarted(self, error: BaseException, query=None) -> bool:
         """Whether the job goes on after ``error`` (see the module docstring): the failure and the restart
         in the log, the backoff waited, then the failed ``query`` (None: the driver thread's work) started
         again from its checkpoint. True also when that query was restarted already (its follower and a
         waiter both saw it end) and when the job was stopped meanwhile; False leaves the failure to the caller."""
-        if isinstance(error, FwMagicsError) or interruption(error, self.spark) is not None:
+        if not isinstance(error, Exception) or isinstance(error, FwMagicsError) or \
+                interruption(error, self.spark) is not None:
             return False
         with self._restarting:
             if query is not None and query is not self.query:
                 return True
+            if query is not None and query is self._lost:
+                return False  # decided already (its follower and a waiter both saw it end)
             if self._stopping or self._ended:
                 return self._stopping
-            restart = self.plan.restart
+            restart, attempt = self.plan.restart, self.restarts + 1
             restart.notify_failure()
-            self.restarts += 1
             failed = [] if query is not None or self._phase != "backlog" else [
                 f"{self.vertex}[{i}]" for i in range(self.backlog.parallelism) if i not in self.backlog.finished]
-            self.log.emit(events.region_failed(self.vertex, failed, error_summary(error), self.restarts))
+            self.log.emit(events.region_failed(self.vertex, failed, error_summary(error), attempt))
             if not restart.can_restart():
+                self._lost = query
                 return False
             self._woken.wait(checked_backoff(restart, error))
             if self._stopping:
                 return True
-            self.log.emit(events.region_restarted(self.vertex, failed, self.restarts))
+            self.restarts = attempt
+            self.log.emit(events.region_restarted(self.vertex, failed, attempt))
             if query is not None:
                 if self.follower is not None:
                     self.follower.stop()

@@ -168,14 +168,20 @@ def test_a_failed_backlog_restarts_only_its_subtasks_that_did_not_commit(area, t
 
 def test_no_restart_left_fails_the_job_at_its_first_failure_and_a_bad_strategy_is_one_line(area, tmp_path):
     flag = tmp_path / "fail"
-    flag.write_text("on")
     area.write(BACKLOG[0])
     op = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
     with pytest.raises(fw.FullWindowError, match="restart='twice' .* is not a restart strategy") as info:
         op.start(job_dir=area.jobs, job_name="never", restart="twice")
     assert "\n" not in str(info.value) and not os.path.exists(os.path.join(area.jobs, "never"))
-    job = op.start(job_dir=area.jobs, job_name="never", mode="batch", restart=FixedDelayRestart(attempts=0))
-    with pytest.raises(Exception, match="injected failure on key 3"):
+    job = op.start(job_dir=area.jobs, job_name="never", trigger=TRIGGER, restart=FixedDelayRestart(attempts=0))
+    try:
         job.process_all_available()
+        flag.write_text("on")
+        area.write(FRESH[1])  # key 3 fails in the stream: seen by the waiter below and by the job's follower
+        with pytest.raises(fw.JobFailedError, match="injected failure on key 3"):
+            job.process_all_available()
+    finally:
+        job.stop()
     events = job.events()
-    assert job.phase == "failed" and len(kinds(events, "region_failed")) == 1 and not kinds(events, "region_restarted")
+    assert job.phase == "failed" and job.restarts == 0 and len(kinds(events, "job_failed")) == 1
+    assert len(kinds(events, "region_failed")) == 1 and not kinds(events, "region_restarted")
