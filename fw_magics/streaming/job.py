@@ -251,7 +251,8 @@ class StreamingJob(JobResults):
                     self.follower.stop()
                 with contextlib.suppress(Exception):
                     query.stop()  # ended already; stopped so nothing of it is left
-                self.query = None
+                # self.query stays the ended one until the new one replaces it: the driver thread
+                # starts a query only where there is none
                 self._start_query(self._warm and self._phase == "backlog")
             return True
 
