@@ -21,6 +21,7 @@ own verdicts (a damaged job directory, ``on_late="fail"``) are not restarted.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 
 from .. import hooks
@@ -70,8 +71,8 @@ class StreamingJob(JobResults):
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = self._ended = False
-        self._restarting = threading.Lock()  # one restart at a time; stop() waits for one in flight
-        self._woken = threading.Event()  # set by stop(): a restart's backoff ends at once
+        self._restarting = threading.RLock()  # one restart at a time; stop() and a failure wait for one in flight
+        self._woken = threading.Event()  # set by stop() and a failure: a restart's backoff ends at once
         self._warm = False  # whether the query was started warm (held during the backlog)
         self._lost = None  # the query whose failure the restart strategy did not allow to restart
         self.restarts = 0
@@ -222,7 +223,8 @@ class StreamingJob(JobResults):
         """Whether the job goes on after ``error`` (see the module docstring): the failure and the restart
         in the log, the backoff waited, then the failed ``query`` (None: the driver thread's work) started
         again from its checkpoint. True also when that query was restarted already (its follower and a
-        waiter both saw it end) and when the job was stopped meanwhile; False leaves the failure to the caller."""
+        waiter both saw it end) and when the job was stopped meanwhile; False leaves the failure to the caller.
+        A failure of the restart itself is raised, and that query is not tried again."""
         if not isinstance(error, Exception) or isinstance(error, FwMagicsError) or \
                 interruption(error, self.spark) is not None:
             return False
@@ -231,30 +233,45 @@ class StreamingJob(JobResults):
                 return True
             if query is not None and query is self._lost:
                 return False  # decided already (its follower and a waiter both saw it end)
-            if self._stopping or self._ended:
-                return self._stopping
-            restart, attempt = self.plan.restart, self.restarts + 1
-            restart.notify_failure()
-            failed = [] if query is not None or self._phase != "backlog" else [
-                f"{self.vertex}[{i}]" for i in range(self.backlog.parallelism) if i not in self.backlog.finished]
-            self.log.emit(events.region_failed(self.vertex, failed, error_summary(error), attempt))
-            if not restart.can_restart():
+            try:
+                return self._restart(error, query)
+            except BaseException:
                 self._lost = query
-                return False
-            self._woken.wait(checked_backoff(restart, error))
-            if self._stopping:
-                return True
-            self.restarts = attempt
-            self.log.emit(events.region_restarted(self.vertex, failed, attempt))
-            if query is not None:
-                if self.follower is not None:
-                    self.follower.stop()
+                raise
+
+    def _gone(self) -> bool:
+        """Whether the job has been stopped, has failed or has ended: nothing may start any more."""
+        return self._stopping or self._ended or self._error is not None or self._interrupted is not None
+
+    def _restart(self, error: BaseException, query) -> bool:
+        """``_restarted``'s work, under its lock."""
+        if self._gone():
+            return self._stopping
+        restart, attempt = self.plan.restart, self.restarts + 1
+        restart.notify_failure()
+        failed = [] if query is not None or self._phase != "backlog" else [
+            f"{self.vertex}[{i}]" for i in range(self.backlog.parallelism) if i not in self.backlog.finished]
+        self.log.emit(events.region_failed(self.vertex, failed, error_summary(error), attempt))
+        if not restart.can_restart():
+            self._lost = query
+            return False
+        self._woken.wait(checked_backoff(restart, error))
+        if query is not None:
+            if self.follower is not None:
                 with contextlib.suppress(Exception):
-                    query.stop()  # ended already; stopped so nothing of it is left
-                # self.query stays the ended one until the new one replaces it: the driver thread
-                # starts a query only where there is none
-                self._start_query(self._warm and self._phase == "backlog")
-            return True
+                    self.follower.sync()  # the micro-batches it committed since the last poll
+                self.follower.stop()
+            with contextlib.suppress(Exception):
+                query.stop()  # ended already; stopped so nothing of it is left
+        if self._gone():  # stopped during the backoff, or failed by what those batches said
+            return self._stopping
+        self.restarts = attempt
+        if query is not None:
+            # self.query stays the ended one until the new one replaces it: the driver thread
+            # starts a query only where there is none
+            self._start_query(self._warm and self._phase == "backlog")
+        self.log.emit(events.region_restarted(self.vertex, failed, attempt))
+        return True
 
     def _halt(self, backlog: bool = False) -> None:
         """Stop the query, and (``backlog``) cancel the driver thread's Spark actions (the backlog's) and
@@ -285,7 +302,8 @@ class StreamingJob(JobResults):
                     wait_in_thread(query.awaitTermination if self.plan.trigger.available_now
                                     else query.processAllAvailable)
                 except Exception as error:
-                    self._terminated(query, error)
+                    # decided (and a restart run) in a helper thread: Kernel > Interrupt stops this wait only
+                    wait_in_thread(functools.partial(self._terminated, query, error))
                     self._raise_failure()
                     if self.query is query:  # stopped meanwhile
                         break
@@ -336,7 +354,9 @@ class StreamingJob(JobResults):
             if self._ended or self._error is not None or self._interrupted is not None:
                 return  # the first failure is the job's: a second one never replaces it
             self._error, self._interrupted = (error, None) if why is None else (None, f"interrupted: {why}")
-        self._halt(backlog=True)  # the backlog too, when its warm query failed
+        self._woken.set()  # a restart waiting out its backoff gives up at once
+        with self._restarting:  # a restart in flight has started its query (halted here) or given up
+            self._halt(backlog=True)  # the backlog too, when its warm query failed
         if why is None:
             self.log.failed(error)
             self._end("failed", cause=error_summary(error))

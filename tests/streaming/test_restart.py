@@ -149,6 +149,7 @@ def test_a_failed_micro_batch_restarts_the_query_from_its_checkpoint_with_nothin
         job.stop()
 
 
+@pytest.mark.core
 def test_a_failed_backlog_restarts_only_its_subtasks_that_did_not_commit(area, tmp_path):
     flag = tmp_path / "fail"
     flag.write_text("on")
@@ -185,3 +186,34 @@ def test_no_restart_left_fails_the_job_at_its_first_failure_and_a_bad_strategy_i
     events = job.events()
     assert job.phase == "failed" and job.restarts == 0 and len(kinds(events, "job_failed")) == 1
     assert len(kinds(events, "region_failed")) == 1 and not kinds(events, "region_restarted")
+
+
+def test_a_stop_during_the_backoff_ends_the_job_stopped_with_no_query_left(area, tmp_path):
+    """A restart waiting out its backoff gives up at once when the job is stopped: no query starts
+    after the stop, and the job continues from its checkpoint at the next start()."""
+    import time
+
+    flag = tmp_path / "fail"
+    area.write(BACKLOG[0])
+    op = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+    job = op.start(job_dir=area.jobs, job_name="patient", trigger=TRIGGER,
+                   restart=FixedDelayRestart(attempts=1, delay=600))
+    job.process_all_available()
+    flag.write_text("on")
+    area.write(FRESH[1])
+    deadline = time.monotonic() + 120
+    while not kinds(job.events(), "region_failed") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert kinds(job.events(), "region_failed")  # the follower saw the failure and waits 600 s
+    started = time.monotonic()
+    job.stop()
+    assert time.monotonic() - started < 60 and job.phase == "stopped" and job.restarts == 0
+    assert not kinds(job.events(), "region_restarted")
+    assert not [q for q in job.spark.streams.active if q.name and q.name.startswith("fw-patient-")]
+    flag.unlink()
+    again = op.start(job_dir=area.jobs, job_name="patient", trigger=TRIGGER)
+    try:
+        again.process_all_available()  # the failed micro-batch runs again from the checkpoint
+        assert latest_rows(again) == expected_latest(model("aggregate", 1000, [BACKLOG[0]], [FRESH[1]]), "aggregate")
+    finally:
+        again.stop()
