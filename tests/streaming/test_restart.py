@@ -26,6 +26,16 @@ def kinds(events, kind):
     return [e for e in events if e["type"] == kind]
 
 
+def failing(area, tmp_path, on: bool = True, files=BACKLOG):
+    """The backlog ``files`` written, and a keyed CountSum failing on key 3 while the returned flag file exists."""
+    flag = tmp_path / "fail"
+    if on:
+        flag.write_text("on")
+    for f in files:
+        area.write(f)
+    return flag, source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+
+
 @pytest.mark.core
 def test_stop_then_start_again_continues_without_loss_or_duplicates(area):
     for f in BACKLOG:
@@ -68,11 +78,7 @@ def test_another_mode_or_graph_is_refused_in_one_line(area):
 
 
 def test_a_failure_during_the_backlog_keeps_the_finished_subtasks(area, tmp_path):
-    flag = tmp_path / "fail"
-    flag.write_text("on")
-    for f in BACKLOG:
-        area.write(f)
-    op = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+    flag, op = failing(area, tmp_path)
     job = op.start(job_dir=area.jobs, job_name="flaky", mode="batch")
     with pytest.raises(Exception, match="injected failure on key 3"):
         job.process_all_available()
@@ -123,10 +129,7 @@ def test_a_failed_micro_batch_restarts_the_query_from_its_checkpoint_with_nothin
     """Spark ends a query on a failure a task retry does not absorb (a driver-side Python worker that did
     not connect back in time ended a CI run): the job's restart strategy starts it again from its
     checkpoint, and the micro-batch that failed runs once more, applied once."""
-    flag = tmp_path / "fail"
-    for f in BACKLOG:
-        area.write(f)
-    op = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+    flag, op = failing(area, tmp_path, on=False)
     job = op.start(job_dir=area.jobs, job_name="healed", trigger=TRIGGER, restart=Healing(flag))
     try:
         job.process_all_available()
@@ -151,11 +154,7 @@ def test_a_failed_micro_batch_restarts_the_query_from_its_checkpoint_with_nothin
 
 @pytest.mark.core
 def test_a_failed_backlog_restarts_only_its_subtasks_that_did_not_commit(area, tmp_path):
-    flag = tmp_path / "fail"
-    flag.write_text("on")
-    for f in BACKLOG:
-        area.write(f)
-    op = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+    flag, op = failing(area, tmp_path)
     job = op.start(job_dir=area.jobs, job_name="healed", mode="batch", restart=Healing(flag)).process_all_available()
     assert job.phase == "finished" and job.restarts == 1
     events = job.events()
@@ -168,9 +167,7 @@ def test_a_failed_backlog_restarts_only_its_subtasks_that_did_not_commit(area, t
 
 
 def test_no_restart_left_fails_the_job_at_its_first_failure_and_a_bad_strategy_is_one_line(area, tmp_path):
-    flag = tmp_path / "fail"
-    area.write(BACKLOG[0])
-    op = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+    flag, op = failing(area, tmp_path, on=False, files=BACKLOG[:1])
     with pytest.raises(fw.FullWindowError, match="restart='twice' .* is not a restart strategy") as info:
         op.start(job_dir=area.jobs, job_name="never", restart="twice")
     assert "\n" not in str(info.value) and not os.path.exists(os.path.join(area.jobs, "never"))
@@ -193,9 +190,7 @@ def test_a_stop_during_the_backoff_ends_the_job_stopped_with_no_query_left(area,
     after the stop, and the job continues from its checkpoint at the next start()."""
     import time
 
-    flag = tmp_path / "fail"
-    area.write(BACKLOG[0])
-    op = source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+    flag, op = failing(area, tmp_path, on=False, files=BACKLOG[:1])
     job = op.start(job_dir=area.jobs, job_name="patient", trigger=TRIGGER,
                    restart=FixedDelayRestart(attempts=1, delay=600))
     job.process_all_available()
