@@ -179,8 +179,8 @@ def describe_event(event: dict) -> str:
                                       f"{counted(e.get('records_out') or 0, 'record')}, "
                                       f"{counted(e.get('bytes') or 0, 'byte')}",
         "subtask_reset": lambda e: f"{e['vertex']}[{e['subtask']}]: {e['reason']}",
-        "region_failed": lambda e: f"{e['region']} {', '.join(e['vertices'])}: {e['cause']}",
-        "region_restarted": lambda e: f"{e['region']}, restarting {', '.join(e['vertices'])}",
+        "region_failed": lambda e: f"{e['region']} {', '.join(e['vertices']) or '(its streaming query)'}: {e['cause']}",
+        "region_restarted": lambda e: f"{e['region']}, restarting {', '.join(e['vertices']) or 'its streaming query'}",
         "job_finished": lambda e: "",
         "job_failed": lambda e: e["cause"],
         "stream_started": lambda e: f"{e['mode']} mode, start {e['run']}",

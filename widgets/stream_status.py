@@ -20,11 +20,12 @@ def stream_status(events, tasks=None) -> dict:
     ``tasks``: the backlog batch job's Spark tasks ``(done, total)`` while it runs (the
     ``backlog_progress`` hook), which the events do not carry. Keys: ``job``, ``mode``, ``phase``,
     ``runs``, ``backlog_files``, ``backlog_done`` (subtasks committed), ``subtasks``, ``tasks``,
-    ``watermark`` (W, epoch ms), ``state_writes``, ``batches`` (the micro-batch events), ``cause``.
+    ``watermark`` (W, epoch ms), ``state_writes``, ``batches`` (the micro-batch events), ``cause``,
+    ``restarts`` (by the job's restart strategy, this start) and ``failure`` (the last one restarted from).
     """
     status = {"job": None, "mode": None, "phase": None, "runs": 0, "backlog_files": None, "backlog_done": 0,
               "subtasks": None, "tasks": tasks, "watermark": None, "state_writes": None, "batches": [],
-              "cause": None}
+              "cause": None, "restarts": 0, "failure": None}
     done: set = set()
     for event in events:
         kind = event.get("type")
@@ -33,6 +34,11 @@ def stream_status(events, tasks=None) -> dict:
         elif kind == "stream_started":
             status["mode"], status["runs"] = event.get("mode"), event.get("run") or status["runs"] + 1
             status["subtasks"] = event.get("parallelism")
+            status["restarts"] = 0
+        elif kind == "region_failed":
+            status["failure"] = event.get("cause")
+        elif kind == "region_restarted":
+            status["restarts"] += 1
         elif kind == "backlog_recorded":
             status["backlog_files"] = (event.get("position") or {}).get("files")
         elif kind == "subtask_finished":
@@ -117,6 +123,10 @@ def panel_html(status) -> str:
         parts.append(f"<b>mode</b> {html.escape(status['mode'])}")
     if status["runs"] > 1:
         parts.append(f"<b>started</b> {status['runs']} times")
+    if status["restarts"]:
+        times = "once" if status["restarts"] == 1 else f"{status['restarts']} times"
+        parts.append(f"<b>restarted</b> {times} <span class='fw-stream-failure'>after "
+                     f"{html.escape(str(status['failure']))}</span>")
     lines = [" &middot; ".join(parts)]
     if status["mode"] != "stream":
         total = (status["tasks"] or (None, None))[1] or status["subtasks"] or 1

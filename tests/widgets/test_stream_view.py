@@ -154,6 +154,28 @@ def test_a_plain_stream_has_no_backlog_and_a_failure_shows_its_cause():
     assert "ValueError: bad" in shown and "backlog" not in shown and "switch" not in shown
 
 
+def test_a_restart_by_the_strategy_shows_how_often_and_after_what():
+    """The job's restart strategy restarted its query (tests/streaming/test_restart.py): the panel says
+    so with the failure; a later start() counts afresh, as job.restarts does."""
+    from fw_magics.widgets import model
+
+    g = keyed_graph()
+    log = [events.stream_started("mixed", 1, None, 2), events.phase_changed("stream"), events.micro_batch(0, 5, 5, None),
+           events.region_failed("v1", [], "StreamingQueryException: Python worker failed to connect back.", 1),
+           events.region_restarted("v1", [], 1), events.micro_batch(1, 3, 2, None)]
+    status = stream_status(log)
+    assert (status["phase"], status["restarts"]) == ("stream", 1)
+    shown = " ".join(text(panel_html(status)).split())
+    assert "restarted once after StreamingQueryException: Python worker failed to connect back." in shown
+    assert {s["state"] for s in operator_states(g, status).values()} == {"running"}
+    assert model.describe_event(log[3]).endswith("region failed: v1 (its streaming query): "
+                                                 "StreamingQueryException: Python worker failed to connect back.")
+    assert model.describe_event(log[4]).endswith("region restarted: v1, restarting its streaming query")
+    again = stream_status(log + [events.region_failed("v1", [], "boom", 2), events.region_restarted("v1", [], 2)])
+    assert "restarted 2 times after boom" in " ".join(text(panel_html(again)).split())
+    assert stream_status(log + [events.stream_started("mixed", 2, None, 2)])["restarts"] == 0
+
+
 def test_the_recovery_panel_shows_a_streaming_job_phase_and_switch(tmp_path):
     from fw_magics.widgets import RecoveryPanel
 
