@@ -71,6 +71,7 @@ class StreamingJob(JobResults):
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = self._ended = False
+        self._ender: int | None = None  # the thread recording the job's end
         self._restarting = threading.RLock()  # one restart at a time; stop() and a failure wait for one in flight
         self._woken = threading.Event()  # set by stop() and a failure: a restart's backoff ends at once
         self._warm = False  # whether the query was started warm (held during the backlog)
@@ -334,6 +335,7 @@ class StreamingJob(JobResults):
     def stop(self) -> None:
         """Stop the job (its query, or the backlog's Spark job) and release it; start() again continues it."""
         if self._ended:
+            self._wait_ended()
             return
         self._stopping = True
         self._woken.set()
@@ -369,16 +371,26 @@ class StreamingJob(JobResults):
         for the end (``process_all_available``) can start the job again at once."""
         with self._cond:
             if self._ended:
+                self._wait_ended()
                 return
-            self._ended = True
-        if self.follower is not None:
-            self.follower.stop()
-        self.log.emit(events.phase_changed(phase, **detail))
-        self.log.close(failure=self._error)
-        with self._cond:
-            self._phase = phase
-            self._cond.notify_all()
+            self._ended, self._ender = True, threading.get_ident()
+        try:
+            if self.follower is not None:
+                self.follower.stop()
+            self.log.emit(events.phase_changed(phase, **detail))
+            self.log.close(failure=self._error)
+        finally:
+            with self._cond:
+                self._phase = phase
+                self._cond.notify_all()
         hooks.trigger("stream_phase", self, phase, detail)
+
+    def _wait_ended(self) -> None:
+        """Return once the job's last phase is shown: a thread that saw the job end second (its query's
+        follower, a waiter, ``stop()``) never returns while the first is still recording the end."""
+        with self._cond:
+            if self._ender != threading.get_ident():
+                self._cond.wait_for(lambda: self._phase in ENDED)
 
     def savepoint(self) -> str:
         """Write a savepoint after the last committed micro-batch (the job keeps running); returns its path.

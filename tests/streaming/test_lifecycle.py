@@ -114,6 +114,34 @@ def test_kernel_interrupt_during_a_wait_stops_the_wait_in_one_line_and_the_job_r
         job.stop()
 
 
+def test_whoever_sees_the_end_second_returns_only_once_the_last_phase_is_shown(area):
+    """Two threads ending a job at once (a stop and the query's own end, a waiter and the follower):
+    the second returns after the first has recorded the end, never in phase "stream" (a CI run saw an
+    availableNow job's wait return in "stream" while its follower was recording the end)."""
+    area.write(BACKLOG[0])
+    job = source(area).key_by("k").aggregate(functions.CountSum()).start(job_dir=area.jobs, job_name="twice",
+                                                                        trigger=TRIGGER)
+    job.process_all_available()
+    closing, close = threading.Event(), job.log.close
+
+    def slow_close(**kwargs):
+        closing.set()
+        time.sleep(1.5)
+        close(**kwargs)
+
+    job.log.close = slow_close
+    first = threading.Thread(target=job.stop)
+    first.start()
+    try:
+        assert closing.wait(60)
+        job.stop()
+        assert job.phase == "stopped"
+    finally:
+        first.join()
+    phases = [e["phase"] for e in job.events() if e["type"] == "phase_changed"]
+    assert phases[-1] == "stopped" and phases.count("stopped") == 1  # ended once
+
+
 def test_a_failed_job_raised_again_is_a_fresh_one_line_error_with_only_its_own_frames(area, tmp_path):
     flag = tmp_path / "fail"
     flag.write_text("on")
