@@ -77,12 +77,29 @@ def engine_frame(frame, spec: KeyedOperatorSpec, parallelism: int, pending: set[
     return frame.sortWithinPartitions(*order)
 
 
-def run(frame, plan: BacklogPlan):
-    """Run the engine's Spark job; each finished subtask's (subtask, path, size, sha256, records, duration)."""
-    schema = backlog_schema(plan.output)
-    task = functools.partial(backlog_task, plan, arrow_schema(schema))
-    with progress.reporting(frame.sparkSession, plan.vertex):
-        return run_action(lambda: map_in_arrow(frame, task, META_SCHEMA).collect(), frame.sparkSession)
+def run(frame, plan: BacklogPlan, parallelism: int):
+    """Run the engine's Spark job; each finished subtask's (subtask, path, size, sha256, records, duration).
+
+    Spark runs no task at all over a backlog it knows is empty (an empty folder or table: the optimizer,
+    or adaptive execution after the shuffle, drops the plan), so the subtasks it did not run commit their
+    empty result in a second, tiny job: one partition of ``range`` per such subtask, its rows ignored."""
+    spark = frame.sparkSession
+    task = functools.partial(backlog_task, plan, arrow_schema(backlog_schema(plan.output)))
+    with progress.reporting(spark, plan.vertex):
+        done = run_action(lambda: map_in_arrow(frame, task, META_SCHEMA).collect(), spark)
+        skipped = set(range(parallelism) if plan.only is None else plan.only) - {row["subtask"] for row in done}
+        if skipped:
+            nothing = spark.range(0, parallelism, 1, parallelism).where(F.spark_partition_id().isin(sorted(skipped)))
+            done += run_action(lambda: nothing.mapInArrow(functools.partial(_no_records, task), META_SCHEMA).collect(),
+                               spark)
+    return done
+
+
+def _no_records(task, batches):
+    """``task`` over no records (its partition's rows of ``range`` are not the backlog's)."""
+    for _ in batches:
+        pass
+    yield from task(iter(()))
 
 
 def backlog_frame_of_results(spark, root: str, paths: list[str], output):

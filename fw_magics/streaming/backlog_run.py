@@ -102,7 +102,7 @@ class Backlog:
                 forward = hooks.register("vertex_progress", lambda name, done, all_: (
                     self._progress(done, all_) if name == self.vertex else None))
             try:
-                backlog.run(frame, plan)
+                backlog.run(frame, plan, total)
             finally:
                 if forward is not None:
                     forward.unregister()

@@ -40,6 +40,15 @@ def run(area, kind, mode, delay_ms, backlog, fresh, name):
         job.stop()
 
 
+@pytest.mark.parametrize("mode", ["mixed", "batch"])
+def test_an_empty_folder_is_an_empty_backlog_then_its_files_are_fresh(area, mode):
+    """Spark runs no task over a backlog it knows is empty; every subtask still commits its (empty) result."""
+    fresh = [[(1, 2, 3), (2, 5, 4)], [(1, 1, 9)]]
+    job, got, _ = run(area, "aggregate", mode, 0, [], fresh if mode == "mixed" else [], f"empty-{mode}")
+    assert job.phase == ("stopped" if mode == "mixed" else "finished") and job.backlog_state_writes == 0
+    assert got == expected_latest(model("aggregate", 0, [], fresh if mode == "mixed" else []), "aggregate")
+
+
 @pytest.mark.core
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kind=st.sampled_from(["reduce", "aggregate", "process"]), backlog=st.lists(files, min_size=1, max_size=2),
