@@ -19,6 +19,7 @@ deps: $(STAMP)
 $(STAMP): pyproject.toml setup.py scripts/system-deps.sh
 	bash scripts/system-deps.sh
 	bash scripts/system-deps.sh chromium:chromium || echo "no Chromium: the browser tests will be skipped (under CI they fail)"
+	bash scripts/system-deps.sh postgres:postgresql || echo "no PostgreSQL server: fw.from_table's tests will be skipped (under CI they fail)"
 	@$(PYTHON) -c 'import sys; sys.exit("fw-magics needs Python >= 3.10; found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

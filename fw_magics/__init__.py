@@ -33,7 +33,7 @@ _LAZY = {
     "AggregateFunction": "functions", "Order": "functions", "Record": "records", "get_spark": "spark.session",
     "DataStream": "streams", "KeyedPartitionWindowedStream": "streams", "KeyedStream": "streams",
     "PartitionWindowedStream": "streams", "StatefulStream": "streams", "OperatorStream": "streams", "from_dataframe": "streams",
-    "from_files": "streams", "from_pandas": "streams", "from_records": "streams",
+    "from_files": "streams", "from_pandas": "streams", "from_records": "streams", "from_table": "streams",
     "load_savepoint": "streaming.savepoint_files",
 }
 
@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
         from_files,
         from_pandas,
         from_records,
+        from_table,
     )
 
 
@@ -93,10 +94,18 @@ def _start(operator, **options):
     return start(operator, **options)
 
 
+def _read_table(spark, detail, schema):
+    """The stream of a ``fw.from_table`` source outside a job (fw_magics.streaming.table_source)."""
+    from .streaming.table_source import every_row
+
+    return every_row(spark, detail, schema)
+
+
 # The verbs a stream offers that run it, provided from up here (fw_magics.verbs): the streams
 # layer names them without reaching up to the runtime or the streaming side.
 verbs.provide("execute", execute)
 verbs.provide("start", _start)
+verbs.provide("read_table", _read_table)
 
 __all__ = [
     "AggregateFunction", "CheckpointedFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
@@ -104,7 +113,7 @@ __all__ = [
     "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor",
     "OperatorStream", "Order", "PartitionWindowedStream", "ProcessFunction", "Record",
     "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe",
-    "from_files", "from_pandas", "from_records", "get_spark", "load_savepoint", "options",
+    "from_files", "from_pandas", "from_records", "from_table", "get_spark", "load_savepoint", "options",
 ]
 
 

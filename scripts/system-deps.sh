@@ -13,8 +13,10 @@ java_ok() {
 }
 java_ok || need+=(openjdk-17-jre-headless)
 command -v dot >/dev/null 2>&1 || need+=(graphviz)
-for pkg in "$@"; do  # extra packages asked for by the caller (e.g. chromium for browser tests)
-    command -v "${pkg%%:*}" >/dev/null 2>&1 || need+=("${pkg#*:}")
+# PostgreSQL's server binaries are not on PATH on Debian (/usr/lib/postgresql/<version>/bin)
+on_path_or_debian() { command -v "$1" >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/$1" >/dev/null; }
+for pkg in "$@"; do  # extra packages asked for by the caller (chromium for browser tests, postgresql)
+    on_path_or_debian "${pkg%%:*}" || need+=("${pkg#*:}")
 done
 
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -65,3 +65,17 @@ def pytest_xdist_make_scheduler(config, log):
 
         return SuiteScheduling(config, log)
     return None
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server (Debian's) on loopback for the run, stopped by its PID at the end."""
+    from .postgres_server import Server, binaries
+
+    bindir = binaries()
+    if bindir is None:
+        why = "no PostgreSQL server: apt-get install postgresql (as root, make deps installs it)"
+        pytest.fail(why) if os.environ.get("CI") else pytest.skip(why)
+    server = Server(bindir).start()
+    yield server
+    server.stop()

@@ -184,7 +184,7 @@ def describe_event(event: dict) -> str:
         "job_finished": lambda e: "",
         "job_failed": lambda e: e["cause"],
         "stream_started": lambda e: f"{e['mode']} mode, start {e['run']}",
-        "backlog_recorded": lambda e: _backlog_files((e.get("position") or {}).get("files")),
+        "backlog_recorded": lambda e: _backlog_size(e.get("position") or {}),
         "phase_changed": lambda e: e["phase"] + (f" ({e['cause']})" if e.get("cause") else ""),
         "switch": lambda e: f"W = {_moment(e['watermark'])}, {counted(e.get('state_writes') or 0, 'state write')} "
                             "in backlog",
@@ -195,8 +195,11 @@ def describe_event(event: dict) -> str:
     return f"{when}  {kind.replace('_', ' ')}" + (f": {about}" if about else "")
 
 
-def _backlog_files(files) -> str:
-    return counted(files, "backlog file") if isinstance(files, int) and not isinstance(files, bool) else "? backlog files"
+def _backlog_size(position: dict) -> str:
+    """"5 backlog files" (a folder) or "1,200 backlog rows" (a table)."""
+    unit = "row" if "rows" in position else "file"
+    size = position.get(unit + "s")
+    return counted(size, f"backlog {unit}") if isinstance(size, int) and not isinstance(size, bool) else f"? backlog {unit}s"
 
 
 __all__ = ["STATES", "WhatIf", "VertexState", "describe_event", "node_ids", "operator_info",

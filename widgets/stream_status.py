@@ -19,12 +19,12 @@ def stream_status(events, tasks=None) -> dict:
 
     ``tasks``: the backlog batch job's Spark tasks ``(done, total)`` while it runs (the
     ``backlog_progress`` hook), which the events do not carry. Keys: ``job``, ``mode``, ``phase``,
-    ``runs``, ``backlog_files``, ``backlog_done`` (subtasks committed), ``subtasks``, ``tasks``,
+    ``runs``, ``backlog_files`` or ``backlog_rows``, ``backlog_done`` (subtasks committed), ``subtasks``, ``tasks``,
     ``watermark`` (W, epoch ms), ``state_writes``, ``batches`` (the micro-batch events), ``cause``,
     ``restarts`` (by the job's restart strategy, this start) and ``failure`` (the last one restarted from).
     """
-    status = {"job": None, "mode": None, "phase": None, "runs": 0, "backlog_files": None, "backlog_done": 0,
-              "subtasks": None, "tasks": tasks, "watermark": None, "state_writes": None, "batches": [],
+    status = {"job": None, "mode": None, "phase": None, "runs": 0, "backlog_files": None, "backlog_rows": None,
+              "backlog_done": 0, "subtasks": None, "tasks": tasks, "watermark": None, "state_writes": None, "batches": [],
               "cause": None, "restarts": 0, "failure": None}
     done: set = set()
     for event in events:
@@ -40,7 +40,8 @@ def stream_status(events, tasks=None) -> dict:
         elif kind == "region_restarted":
             status["restarts"] += 1
         elif kind == "backlog_recorded":
-            status["backlog_files"] = (event.get("position") or {}).get("files")
+            position = event.get("position") or {}
+            status["backlog_files"], status["backlog_rows"] = position.get("files"), position.get("rows")
         elif kind == "subtask_finished":
             done.add(event.get("subtask"))
         elif kind == "subtask_reset":
@@ -69,8 +70,8 @@ def moment(ms) -> str:
 
 
 def _backlog_text(status) -> str:
-    files = status["backlog_files"]
-    of = f" of {files:,} files" if files is not None else ""
+    files, rows = status["backlog_files"], status["backlog_rows"]
+    of = f" of {files:,} files" if files is not None else f" of {rows:,} rows" if rows is not None else ""
     if status["phase"] == "backlog":
         if status["tasks"] is not None:
             return f"backlog{of}: {status['tasks'][0]:,}/{status['tasks'][1]:,} tasks"

@@ -60,7 +60,7 @@ class FilePartition(InputPartition):
         self.directory, self.entries, self.subtask = directory, entries, subtask
 
 
-def _arrow_schema(schema):
+def arrow_schema(schema):
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(schema, timezone="UTC")
@@ -106,7 +106,7 @@ class FilesStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailab
         bad_file(self.root, self.manifest.read()["directory"], entry["name"], problem, self.policy)
 
     def latestOffset(self, start: dict, limit) -> dict:
-        if self.hold and not _appears(self.hold, HOLD_WAIT):  # the backlog still runs: read nothing yet
+        if self.hold and not appears(self.hold, HOLD_WAIT):  # the backlog still runs: read nothing yet
             return {"files": start["files"], "switch": 1, "held": 1}
         available = self.target if self.target is not None else len(self.manifest.discover(self._changed)["files"])
         end = max(available, start["files"])
@@ -128,13 +128,13 @@ class FilesStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailab
         if self.subtask_columns:
             yield from _with_subtask(self, partition)
             return
-        yield from self.rows(partition, _arrow_schema(self.schema))
+        yield from self.rows(partition, arrow_schema(self.schema))
 
     def commit(self, end: dict) -> None:
         pass
 
 
-def _appears(path: str, seconds: float) -> bool:
+def appears(path: str, seconds: float) -> bool:
     """Whether ``path`` exists, or comes to within ``seconds`` (looked for every 50 ms)."""
     deadline = time.monotonic() + seconds
     while not os.path.exists(path):
@@ -148,7 +148,7 @@ def _with_subtask(reader: _Reading, partition: FilePartition):
     """The partition's rows with ``__fw_subtask`` (its subtask) and ``__fw_pos`` (0, 1, ... in read order)."""
     import pyarrow as pa
 
-    full = _arrow_schema(reader.schema)
+    full = arrow_schema(reader.schema)
     data = pa.schema([f for f in full if f.name not in (SUBTASK, POSITION)])
     position = 0
     for batch in reader.rows(partition, data):
@@ -167,7 +167,7 @@ class FilesBatchReader(_Reading, DataSourceReader):
         return [FilePartition(doc["directory"], [entry]) for entry in doc["files"][: doc["backlog"]]]
 
     def read(self, partition: FilePartition):
-        yield from self.rows(partition, _arrow_schema(self.schema))
+        yield from self.rows(partition, arrow_schema(self.schema))
 
 
 class FilesDataSource(DataSource):

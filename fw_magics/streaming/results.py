@@ -90,8 +90,9 @@ class JobResults:
         graph = JobGraph.from_json(self.graph.to_json())
         recorded = self.backlog.recorded if self.backlog is not None else None
         skipped = len(self.skipped_files)
+        size = (recorded or {}) if self.plan.mode.has_backlog else {}  # files of a folder, rows of a table
         graph.annotate(graph.operators[0].name, backlog="true" if self.phase == "backlog" else "false",
-                       backlog_files=(recorded or {}).get("files") if self.plan.mode.has_backlog else None,
+                       backlog_files=size.get("files"), backlog_rows=size.get("rows"),
                        skipped_files=skipped or None)
         dropped = self.dropped
         graph.annotate(self.stateful.step.name, phase=self.phase, mode=self.mode, W=_moment(self.watermark),

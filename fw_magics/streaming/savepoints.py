@@ -94,6 +94,9 @@ def _check_running(job) -> None:
                               f"{job.phase!r} (call job.process_all_available() first)")
     if not job.storage.local:
         raise FullWindowError(f"savepoints are written to a local job directory; {job.root!r} is not local")
+    if job.source.describe()["kind"] != "files":
+        raise FullWindowError(f"job.savepoint() takes a job over fw.from_files; {job.job_name!r} reads a "
+                              f"{job.source.describe()['kind']} (a table source's savepoint is not built yet)")
 
 
 def _committed_position(job) -> tuple[int, int, dict]:

@@ -163,6 +163,105 @@ class FilesSource:
         return reader.load(self.directory)
 
 
+class TablePosition:
+    """Where a table source's backlog ends (``source/table.json`` in the job's folder): ``through``, the
+    greatest ``order_by`` at the first start (None: an empty table, or a job without a backlog), and its
+    ``rows``. Written once, at the first start; read back checked, as the manifest is."""
+
+    RELATIVE = "source/table.json"
+
+    def __init__(self, root: str):
+        from ..recovery.filesystem import Storage
+
+        self._storage = Storage(root)
+        self.path = self._storage.path(self.RELATIVE)
+
+    def exists(self) -> bool:
+        return self._storage.present_inside(self.RELATIVE)
+
+    def read(self) -> dict:
+        import json
+
+        from ..errors import JobStorageError
+        from ..recovery.filesystem import UnsafeFile
+
+        try:
+            with self._storage.open_inside(self.RELATIVE, 4096) as f:
+                doc = json.loads(f.read())
+        except (UnsafeFile, ValueError, UnicodeDecodeError):
+            doc = None
+        if not (isinstance(doc, dict) and doc.get("format") == 1 and type(doc.get("rows")) is int
+                and (doc.get("through") is None or type(doc.get("through")) is int)):
+            raise JobStorageError(f"the table source's position {self.path} is not one fw-magics wrote (format 1)")
+        return doc
+
+    def write(self, doc: dict) -> None:
+        import json
+
+        self._storage.write_bytes(self.path, json.dumps(doc).encode())
+
+
+class TableSource:
+    """A PostgreSQL table read in the order of a growing integer column (``fw.from_table``): the backlog is
+    every row up to the greatest ``order_by`` at the first start, read as a partitioned batch; fresh rows
+    are those with a greater one, read by the ``fw_table`` stream (see table_source)."""
+
+    def __init__(self, detail: dict, schema):
+        self.url, self.table, self.order_by = detail["url"], detail["table"], detail["order_by"]
+        self.event_time, self.delay_ms = detail["event_time"], detail["delay_ms"]
+        self.on_late = detail.get("on_late", "drop")
+        self.schema = schema
+
+    def describe(self) -> dict:
+        return {"kind": "table", "url": self.url, "table": self.table, "order_by": self.order_by,
+                "schema": self.schema.simpleString(), "event_time": self.event_time, "delay_ms": self.delay_ms}
+
+    def manifest(self, root: str) -> TablePosition:
+        return TablePosition(root)
+
+    def record(self, root: str, backlog: bool) -> tuple[dict, list[dict]]:
+        """At the first start: the greatest ``order_by`` now ends the backlog (none without one)."""
+        from .table_source import bounds
+
+        _, through, rows = bounds(self.url, self.table, self.order_by) if backlog else (None, None, 0)
+        TablePosition(root).write({"format": 1, "through": through, "rows": rows})
+        return {"rows": rows}, []
+
+    def relist(self, root: str) -> list[dict]:
+        return []  # a table has no files to look at again
+
+    def _reader(self, reader, spark):
+        from . import table_source
+
+        return table_source.reader(reader, spark, self.url, self.table, self.order_by, self.schema)
+
+    def backlog_frame(self, spark, root: str) -> DataFrame:
+        through = TablePosition(root).read()["through"]
+        if through is None:
+            return spark.createDataFrame([], self.schema)
+        from ..spark.flavour import flavour_of
+
+        parts = flavour_of(spark).cores(spark) or 2  # ranges of order_by, one task each
+        return self._reader(spark.read, spark).option("through", str(through)).option("partitions", str(parts)).load()
+
+    def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None,
+                     hold: str | None = None) -> DataFrame:
+        """The rows after the backlog (every row in mode "stream")."""
+        reader = self._reader(spark.readStream, spark)
+        through = TablePosition(root).read()["through"]
+        if through is not None:
+            reader = reader.option("after", str(through))
+        if hold:
+            reader = reader.option("hold", hold)
+        return reader.load()
+
+    def stream(self, spark, root: str, max_files: int | None) -> DataFrame:
+        return self.fresh_stream(spark, root, max_files)
+
+    def operator_stream(self, spark, root: str, max_files: int | None, parallelism: int) -> DataFrame:
+        raise AssertionError("process(fn) refuses a table source")  # operator_stream.process says so first
+
+
 def source_change(recorded: dict, now: dict) -> str | None:
     """How the source described as ``now`` differs from the one a job or a savepoint recorded, in
     words ("its path was '/a', now '/b'"), or None. A ``glob`` missing from a record is the one an
@@ -175,14 +274,15 @@ def source_change(recorded: dict, now: dict) -> str | None:
     return None
 
 
-def source_of(stateful) -> FilesSource:
+def source_of(stateful) -> FilesSource | TableSource:
     """The backlog source of a StatefulStream, or a one-line error when its input has none."""
     from ..errors import FullWindowError
 
     step = stateful.source.step.lineage()[0]
-    if step.detail.get("source") != "files":
+    kind = {"files": FilesSource, "table": TableSource}.get(step.detail.get("source"))
+    if kind is None:
         raise FullWindowError(
-            f"start() runs a keyed operator over a source with a backlog: fw.from_files(...); "
+            f"start() runs a keyed operator over a source with a backlog: fw.from_files(...) or fw.from_table(...); "
             f"{stateful.source.name!r} is a {step.detail.get('source', 'derived')} stream"
         )
-    return FilesSource(step.detail, stateful.source.schema)
+    return kind(step.detail, stateful.source.schema)

@@ -67,6 +67,9 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
                               f"{mode.value!r}")
     savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
     source = source_of(stateful)
+    if max_files is not None and source.describe()["kind"] != "files":
+        raise FullWindowError(f"max_files_per_trigger {max_files} caps the files of a micro-batch; a "
+                              f"{source.describe()['kind']} source's micro-batch reads every new row (leave it None)")
     name = default_name(stateful) if job_name is None else job_name
     log = JobLog(safe_job_path(job_directory(default_job_dir() if job_dir is None else job_dir), name), name)
     content = job_content(stateful)

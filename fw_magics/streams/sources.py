@@ -1,15 +1,17 @@
-"""Where streams come from: a Spark DataFrame, a pandas DataFrame, or Python records."""
+"""Where streams come from: a Spark DataFrame, a pandas DataFrame, Python records, a folder of files or a database table."""
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 from urllib.parse import urlparse
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
+from .. import verbs
 from ..convert import RowWriter
 from ..errors import FullWindowError, did_you_mean
 from ..fingerprint import rows_digest
@@ -50,7 +52,7 @@ def from_records(records, schema, partitions: int = 4, name: str | None = None) 
     writer = RowWriter(arrow_schema(struct), [f.dataType for f in struct.fields], "from_records")
     rows = list(records)
     table = pa.Table.from_batches([writer.batch(rows)]) if rows else arrow_schema(struct).empty_table()
-    return _from_table(spark, table, struct, partitions, _name(name, "records"), "records")
+    return _from_arrow(spark, table, struct, partitions, _name(name, "records"), "records")
 
 
 def from_pandas(pdf, partitions: int = 4, name: str | None = None) -> DataStream:
@@ -68,10 +70,10 @@ def from_pandas(pdf, partitions: int = 4, name: str | None = None) -> DataStream
         table = table.cast(arrow_schema(struct))
     except (TypeError, ValueError, pa.ArrowException) as error:
         raise FullWindowError(f"from_pandas cannot convert this DataFrame: {str(error).splitlines()[0]}") from None
-    return _from_table(spark, table, struct, partitions, _name(name, "pandas"), "pandas")
+    return _from_arrow(spark, table, struct, partitions, _name(name, "pandas"), "pandas")
 
 
-def _from_table(spark, table: pa.Table, struct, partitions: int, name: str, source: str) -> DataStream:
+def _from_arrow(spark, table: pa.Table, struct, partitions: int, name: str, source: str) -> DataStream:
     bounds = [len(table) * i // partitions for i in range(partitions + 1)]
     chunks = [_ipc(table.slice(bounds[i], bounds[i + 1] - bounds[i])) for i in range(partitions)]
     frame = spark.range(0, partitions, 1, partitions).mapInArrow(
@@ -118,28 +120,12 @@ def from_files(path, format, schema, event_time=None, watermark_delay="0 seconds
     if len(set(struct.names)) != len(struct.names):
         twice = next(n for n in struct.names if struct.names.count(n) > 1)
         raise FullWindowError(f"from_files schema names column {twice!r} twice; accepted: distinct column names")
-    if event_time is not None:
-        if not isinstance(event_time, str) or event_time not in struct.names:
-            raise FullWindowError(
-                f"no event_time column {event_time!r}{did_you_mean(event_time, struct.names, form=' (did you mean {!r}?)')}"
-                f"; columns are: {', '.join(struct.names)}"
-            )
-        kind = struct[event_time].dataType
-        if not isinstance(kind, T.TimestampType):
-            raise FullWindowError(
-                f"event_time column {event_time!r} is {kind.simpleString()}; accepted: a timestamp column"
-            )
-    delay_ms = parse_delay(watermark_delay)
-    if event_time is None and delay_ms:
-        raise FullWindowError("watermark_delay needs an event_time column; pass event_time='<timestamp column>'")
+    delay_ms = _event_time(struct, event_time, watermark_delay)
     pattern = DEFAULT_GLOBS[fmt] if glob is None else glob
     if not isinstance(pattern, str) or not pattern.strip() or "/" in pattern or "\x00" in pattern:
         raise FullWindowError(f"glob {glob!r:.60}; accepted: None ({DEFAULT_GLOBS[fmt]!r} for {fmt}) or a file-name "
                               "pattern such as 'orders-*.parquet' (no '/')")
-    for option, value, accepted in (("on_bad_file", on_bad_file, BAD_FILE_POLICIES), ("on_late", on_late, LATE_POLICIES)):
-        if value not in accepted:
-            hint = did_you_mean(value, accepted) if isinstance(value, str) else ""
-            raise FullWindowError(f"{option} {value!r:.60}{hint}; accepted: {', '.join(accepted)}")
+    _policies(("on_bad_file", on_bad_file, BAD_FILE_POLICIES), ("on_late", on_late, LATE_POLICIES))
     label = os.path.basename(directory.rstrip("/")) or directory
     detail = {
         "source": "files", "streaming": True, "path": directory, "format": fmt, "event_time": event_time,
@@ -156,6 +142,105 @@ def from_files(path, format, schema, event_time=None, watermark_delay="0 seconds
     step = Step(name=_name(name, f"files({label})"), kind="source", parallelism=None, detail=detail,
                 transform=lambda _, n: build())
     return DataStream(build, spark, step, struct)
+
+
+def from_table(url, table, schema, order_by="id", event_time=None, watermark_delay="0 seconds",
+               name: str | None = None, on_late: str = "drop") -> DataStream:
+    """An unbounded DataStream over a PostgreSQL table (FLIP-327's source with a backlog, as a database's
+    snapshot then its changes).
+
+    ``url``: a libpq URL without a password (``postgresql://user@host:5432/db``; the password comes from
+    ``PGPASSWORD`` or ``~/.pgpass``, never the job's log); ``table``: ``name`` or ``schema.name``;
+    ``schema``: the columns read (DDL string or StructType), checked against the table now; ``order_by``:
+    an integer column of the table that grows with each insert (a serial or identity key; it need not be
+    in ``schema``). The rows present when a
+    job over it *first* starts (up to the greatest ``order_by`` then) are its backlog, read as a partitioned
+    Spark batch; rows inserted later are fresh, read by a Structured Streaming source whose offsets are
+    that column's values. Rows are only ever inserted: an update or delete of a row read is not seen.
+    ``event_time``, ``watermark_delay`` and ``on_late`` as for ``from_files``.
+    """
+    from .. import postgres
+
+    spark = get_spark()
+    if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
+        raise FullWindowError(f"from_table url {url!r:.80}; accepted: a PostgreSQL URL such as "
+                              "'postgresql://user@localhost:5432/db'")
+    if urlparse(url).password is not None:
+        raise FullWindowError("from_table: the url holds a password, which would be recorded in the job's log; "
+                              "put it in PGPASSWORD or ~/.pgpass instead")
+    if not isinstance(table, str) or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)?", table):
+        raise FullWindowError(f"from_table table {table!r:.80}; accepted: a table name or schema.name "
+                              "(letters, digits, underscores)")
+    struct = parse_schema(schema, spark)
+    if not isinstance(order_by, str):
+        raise FullWindowError(f"from_table order_by {order_by!r:.60}; accepted: the name of an integer column")
+    delay_ms = _event_time(struct, event_time, watermark_delay)
+    _policies(("on_late", on_late, LATE_POLICIES))
+    _check_table(postgres, url, table, struct, order_by)
+    detail = {"source": "table", "streaming": True, "url": url, "table": table, "order_by": order_by,
+              "event_time": event_time, "delay_ms": delay_ms, "on_late": on_late, "label": table,
+              "partitions": int(spark.conf.get("spark.sql.shuffle.partitions"))}
+
+    def build():  # every row, then the new ones (the streaming side reads it: fw_magics.verbs)
+        return verbs.call("read_table", spark, detail, struct)
+
+    step = Step(name=_name(name, f"table({table})"), kind="source", parallelism=None, detail=detail,
+                transform=lambda _, n: build())
+    return DataStream(build, spark, step, struct)
+
+
+def _check_table(postgres, url: str, table: str, struct, order_by: str) -> None:
+    """One line when the table cannot be reached, is not there, lacks a column of ``struct`` or has no
+    integer column ``order_by``."""
+    try:
+        found = postgres.columns(url, table)
+    except FullWindowError:
+        raise
+    except Exception as error:  # psycopg's OperationalError: refused, unknown host or database, bad role
+        first = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+        raise FullWindowError(f"from_table cannot read {table!r} at {url}: {first}") from None
+    if not found:
+        raise FullWindowError(f"from_table: no table {table!r} at {url}")
+    if found.get(order_by) not in ("bigint", "integer", "smallint"):
+        raise FullWindowError(f"from_table order_by {order_by!r}: {table!r} has "
+                              f"{'it as ' + found[order_by] if order_by in found else 'no such column'}; accepted: "
+                              "an integer column (bigint, integer) that grows with each insert, e.g. a serial key")
+    for field in struct.fields:
+        kind = re.sub(r"\(\d+(,\d+)?\)", "", found.get(field.name, ""))
+        accepted = postgres.ACCEPTED_TYPES.get(field.dataType.typeName(), ())
+        if field.name not in found:
+            raise FullWindowError(f"from_table: table {table!r} has no column {field.name!r}"
+                                  f"{did_you_mean(field.name, list(found), form=' (did you mean {!r}?)')}; "
+                                  f"its columns are: {', '.join(found)}")
+        if kind not in accepted:
+            raise FullWindowError(f"from_table: column {field.name!r} of {table!r} is {kind}, read as "
+                                  f"{field.dataType.simpleString()}; accepted for it: {', '.join(accepted) or 'none'}")
+
+
+def _event_time(struct, event_time, watermark_delay) -> int:
+    """The watermark delay in ms, once ``event_time`` is known to be a timestamp column of ``struct``."""
+    if event_time is not None:
+        if not isinstance(event_time, str) or event_time not in struct.names:
+            raise FullWindowError(
+                f"no event_time column {event_time!r}{did_you_mean(event_time, struct.names, form=' (did you mean {!r}?)')}"
+                f"; columns are: {', '.join(struct.names)}"
+            )
+        kind = struct[event_time].dataType
+        if not isinstance(kind, T.TimestampType):
+            raise FullWindowError(
+                f"event_time column {event_time!r} is {kind.simpleString()}; accepted: a timestamp column"
+            )
+    delay_ms = parse_delay(watermark_delay)
+    if event_time is None and delay_ms:
+        raise FullWindowError("watermark_delay needs an event_time column; pass event_time='<timestamp column>'")
+    return delay_ms
+
+
+def _policies(*checks) -> None:
+    for option, value, accepted in checks:
+        if value not in accepted:
+            hint = did_you_mean(value, accepted) if isinstance(value, str) else ""
+            raise FullWindowError(f"{option} {value!r:.60}{hint}; accepted: {', '.join(accepted)}")
 
 
 def _directory(path) -> str:

@@ -1,0 +1,108 @@
+"""A real PostgreSQL server for the tests (Debian's ``postgresql``): its own data directory, loopback
+on a free port, trust authentication for one role; started by ``start()``, stopped by its PID.
+
+As root the server runs as the ``postgres`` user Debian's package creates (PostgreSQL refuses to run
+as root); otherwise as the current user. The server's binaries are looked for where Debian puts them
+(``/usr/lib/postgresql/<version>/bin``), then on PATH.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+ROLE = "fw"
+
+
+def binaries() -> str | None:
+    """The folder of ``initdb`` and ``postgres`` (the newest Debian version), or None."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4]))
+    if found:
+        return os.path.dirname(found[-1])
+    on_path = shutil.which("postgres")
+    return os.path.dirname(on_path) if on_path else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, bindir: str):
+        self.bindir = bindir
+        self.folder = tempfile.mkdtemp(prefix="fw-pg-")
+        self.data = os.path.join(self.folder, "data")
+        self.port = _free_port()
+        self.process: subprocess.Popen | None = None
+        self.user = "postgres" if os.geteuid() == 0 else None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://{ROLE}@127.0.0.1:{self.port}/postgres"
+
+    def _as_server_user(self) -> dict:
+        if self.user is None:
+            return {}
+        entry = pwd.getpwnam(self.user)
+        for path in (self.folder,):
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+        return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+    def start(self, timeout: float = 60) -> Server:
+        who = self._as_server_user()
+        subprocess.run([os.path.join(self.bindir, "initdb"), "-D", self.data, "-U", ROLE, "--auth=trust",
+                        "-E", "UTF8", "--no-sync", "--no-instructions"], check=True, capture_output=True,
+                       cwd=self.folder, **who)
+        log = open(os.path.join(self.folder, "server.log"), "wb")
+        self.process = subprocess.Popen(
+            [os.path.join(self.bindir, "postgres"), "-D", self.data, "-p", str(self.port), "-h", "127.0.0.1",
+             "-k", self.folder, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+            stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, **who)
+        log.close()
+        deadline = time.monotonic() + timeout
+        import psycopg
+
+        while True:
+            try:
+                psycopg.connect(self.url, connect_timeout=2).close()
+                return self
+            except psycopg.OperationalError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"PostgreSQL did not start: {self.log()[-2000:]}") from None
+                time.sleep(0.1)
+
+    def log(self) -> str:
+        with open(os.path.join(self.folder, "server.log"), errors="replace") as f:
+            return f.read()
+
+    def stop(self) -> None:
+        """Stop the server by its PID (a fast shutdown, then a kill) and remove its folder."""
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def sql(self, statement: str, rows=None) -> list:
+        """Run ``statement`` (with ``rows``: once per row, as parameters) in one transaction; the rows it gave."""
+        import psycopg
+
+        with psycopg.connect(self.url) as conn, conn.cursor() as cur:
+            if rows is not None:
+                cur.executemany(statement, rows)
+                return []
+            cur.execute(statement)
+            return cur.fetchall() if cur.description else []

@@ -1,0 +1,170 @@
+"""fw.from_table: a PostgreSQL table as a source with a backlog (issue 32), against a real server.
+
+The server is Debian's PostgreSQL, started for the run on loopback and stopped by its PID
+(tests/postgres_server.py). Each test gets its own table; results are compared with the reference
+model (tests/streaming/reference.py) on hand-picked and randomized rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import fw_magics as fw
+
+from . import functions
+from .files import BASE, TRIGGER, expected_latest, latest_rows, model
+from .operator_functions import Tally
+
+pytestmark = [pytest.mark.spark]
+
+
+class Table:
+    """One test's table: ``id bigserial`` (the order), then the test schema's k, v, ts."""
+
+    def __init__(self, server, name: str):
+        self.server, self.name = server, name
+
+    def insert(self, rows) -> None:
+        """rows: (k, v, seconds after 2024-01-01), inserted in one transaction, in order."""
+        self.server.sql(f"INSERT INTO {self.name} (k, v, ts) VALUES (%s, %s, %s)",
+                        [(k, v, BASE + dt.timedelta(seconds=s)) for k, v, s in rows])
+
+    def source(self, **options):
+        return fw.from_table(self.server.url, self.name, functions.SCHEMA, event_time="ts", **options)
+
+
+@pytest.fixture
+def table(postgres, area):
+    name = f"readings_{uuid.uuid4().hex[:8]}"
+    postgres.sql(f"CREATE TABLE {name} (id bigserial PRIMARY KEY, k bigint, v bigint, ts timestamptz)")
+    yield Table(postgres, name)
+    postgres.sql(f"DROP TABLE {name}")
+
+
+BACKLOG = [(k, v, v) for k in range(6) for v in range(3)]
+DURING = [(0, 5, 20), (7, 1, 21)]  # inserted right after start(): fresh, whether the backlog still runs or not
+AFTER = [(0, 1, 30), (3, 2, 31)]  # after the switch
+STOPPED = [(7, 4, 40), (8, 8, 41)]  # while the job is stopped
+
+
+def kinds(events, kind):
+    return [e for e in events if e["type"] == kind]
+
+
+@pytest.mark.core
+@pytest.mark.parametrize("kind", ["aggregate", "reduce"])
+def test_a_table_backlog_then_rows_inserted_during_and_after_the_switch_and_while_stopped(table, area, kind):
+    table.insert(BACKLOG)
+    keyed = table.source(watermark_delay="1 second").key_by("k")
+    op = keyed.aggregate(functions.CountSum()) if kind == "aggregate" else keyed.reduce(functions.add)
+    job = op.start(job_dir=area.jobs, job_name="orders", trigger=TRIGGER)
+    try:
+        table.insert(DURING)
+        job.process_all_available()
+        table.insert(AFTER)
+        job.process_all_available()
+        assert latest_rows(job) == expected_latest(model(kind, 1000, [BACKLOG], [DURING, AFTER]), kind)
+        events = job.events()
+        assert kinds(events, "backlog_recorded")[0]["position"] == {"rows": len(BACKLOG)}
+        assert kinds(events, "switch")[0]["records"] == len(BACKLOG)  # the backlog is the rows at the start
+        graph = job.job_graph()
+        assert graph.annotations(graph.operators[0].name) == {"backlog": "false", "backlog_rows": str(len(BACKLOG))}
+    finally:
+        job.stop()
+    table.insert(STOPPED)
+    again = op.start(job_dir=area.jobs, job_name="orders", trigger=TRIGGER)
+    try:
+        assert again.phase == "stream"  # no second backlog
+        again.process_all_available()
+        assert latest_rows(again) == expected_latest(model(kind, 1000, [BACKLOG], [DURING, AFTER, STOPPED]), kind)
+        batches = [e["batch"] for e in kinds(again.events(), "micro_batch")]
+        assert batches == sorted(set(batches))  # each micro-batch once: no row read twice
+        assert sum(e["input_rows"] for e in kinds(again.events(), "micro_batch")) == len(DURING + AFTER + STOPPED)
+    finally:
+        again.stop()
+
+
+ROWS = st.lists(st.tuples(st.integers(0, 5), st.integers(-50, 50), st.integers(0, 600)), max_size=25)
+
+
+@pytest.mark.extended  # three jobs per example
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(backlog=ROWS, fresh=ROWS)
+@example(backlog=[], fresh=[(1, 2, 3)])  # an empty table: an empty backlog
+def test_every_mode_over_a_table_equals_the_model(postgres, area, backlog, fresh):
+    """Mixed and stream read the backlog and the rows inserted after start(); batch only the backlog.
+    A watermark delay of a day: no row is late, so every mode has one right answer."""
+    name = f"random_{uuid.uuid4().hex[:8]}"
+    postgres.sql(f"CREATE TABLE {name} (id bigserial PRIMARY KEY, k bigint, v bigint, ts timestamptz)")
+    table = Table(postgres, name)
+    try:
+        table.insert(backlog)
+        op = table.source(watermark_delay="1 day").key_by("k").aggregate(functions.CountSum())
+        jobs = {mode: op.start(job_dir=area.jobs, job_name=f"{name}-{mode}", mode=mode, trigger=TRIGGER)
+                for mode in ("mixed", "stream", "batch")}
+        try:
+            table.insert(fresh)
+            for job in jobs.values():
+                job.process_all_available()
+            day = 86_400_000
+            assert latest_rows(jobs["mixed"]) == expected_latest(model("aggregate", day, [backlog], [fresh]), "aggregate")
+            assert latest_rows(jobs["stream"]) == expected_latest(model("aggregate", day, [], [backlog + fresh]),
+                                                                  "aggregate")
+            assert latest_rows(jobs["batch"]) == expected_latest(model("aggregate", day, [backlog], []), "aggregate")
+        finally:
+            for job in jobs.values():
+                job.stop()
+    finally:
+        postgres.sql(f"DROP TABLE {name}")
+
+
+def test_what_a_table_job_does_not_do_yet_is_one_line(table, area):
+    table.insert(BACKLOG)
+    op = table.source().key_by("k").aggregate(functions.CountSum())
+    with pytest.raises(fw.FullWindowError, match=r"max_files_per_trigger 2 caps the files of a micro-batch; a table "
+                                                 r"source's micro-batch reads every new row \(leave it None\)"):
+        op.start(job_dir=area.jobs, job_name="capped", max_files_per_trigger=2)
+    with pytest.raises(fw.FullWindowError, match=r"process\(fn\) runs a ProcessFunction over a stream read by "
+                                                 r"fw.from_files"):
+        table.source().process(Tally())
+    job = op.start(job_dir=area.jobs, job_name="saved", trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        with pytest.raises(fw.FullWindowError) as refused:
+            job.savepoint()
+        assert str(refused.value) == ("job.savepoint() takes a job over fw.from_files; 'saved' reads a table "
+                                      "(a table source's savepoint is not built yet)")
+    finally:
+        job.stop()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("postgresql://fw:secret@127.0.0.1:1/postgres", "t"), "from_table: the url holds a password, which would be "
+     "recorded in the job's log; put it in PGPASSWORD or ~/.pgpass instead"),
+    (("mysql://x/y", "t"), "from_table url 'mysql://x/y'; accepted: a PostgreSQL URL such as "
+     "'postgresql://user@localhost:5432/db'"),
+    ((None, "t; drop table x"), "from_table table 't; drop table x'; accepted: a table name or schema.name "
+     "(letters, digits, underscores)"),
+    ((None, "nothere"), "from_table: no table 'nothere' at {url}"),
+    ((None, "{table}", "k long, v long, stamp timestamp"), "from_table: table '{table}' has no column 'stamp'; "
+     "its columns are: id, k, v, ts"),
+    ((None, "{table}", "k long, v string, ts timestamp"), "from_table: column 'v' of '{table}' is bigint, read as "
+     "string; accepted for it: text, character varying, character, name, uuid"),
+    ((None, "{table}", functions.SCHEMA, "ts"), "from_table order_by 'ts': '{table}' has it as timestamp with time "
+     "zone; accepted: an integer column (bigint, integer) that grows with each insert, e.g. a serial key"),
+    (("postgresql://fw@127.0.0.1:1/postgres", "t"), "from_table cannot read 't' at postgresql://fw@127.0.0.1:1/postgres: "),
+])
+def test_a_bad_table_argument_is_one_line_naming_it(table, args, message):
+    url = args[0] or table.server.url
+    name = args[1].format(table=table.name)
+    schema = args[2] if len(args) > 2 else functions.SCHEMA
+    order = {"order_by": args[3]} if len(args) > 3 else {}
+    with pytest.raises(fw.FullWindowError) as refused:
+        fw.from_table(url, name, schema, **order)
+    text = str(refused.value)
+    assert "\n" not in text and text.startswith(message.format(url=table.server.url, table=table.name))
