@@ -70,12 +70,11 @@ def pytest_xdist_make_scheduler(config, log):
 @pytest.fixture(scope="session")
 def postgres():
     """A real PostgreSQL server (Debian's) on loopback for the run, stopped by its PID at the end."""
-    from .postgres_server import Server, binaries
+    from fw_magics.scratch_postgres import ScratchPostgres, binaries
 
-    bindir = binaries()
-    if bindir is None:
+    if binaries() is None:
         why = "no PostgreSQL server: apt-get install postgresql (as root, make deps installs it)"
         pytest.fail(why) if os.environ.get("CI") else pytest.skip(why)
-    server = Server(bindir).start()
+    server = ScratchPostgres().start()
     yield server
     server.stop()

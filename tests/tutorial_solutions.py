@@ -69,6 +69,9 @@ class Spread(fw.AggregateFunction):
             'answer = ["KP5", "KP6", "KP7"]'
         ),
     },
+    "08_database_backlog": {
+        "exercise": "def biggest(a, b):\n    return a if a.amount >= b.amount else b",
+    },
 }
 
 #: Wrong answers a learner might try first: the test runs each (with its check, which must say
@@ -92,6 +95,9 @@ class Spread(fw.AggregateFunction):  # swapped: the highest reading as low, the 
     def get_result(self, accumulator):
         return tuple(accumulator)
 ''',
+    },
+    "08_database_backlog": {
+        "exercise": "def biggest(a, b):  # the smaller one\n    return a if a.amount <= b.amount else b",
     },
 }
 

@@ -1,9 +1,16 @@
-"""A real PostgreSQL server for the tests (Debian's ``postgresql``): its own data directory, loopback
-on a free port, trust authentication for one role; started by ``start()``, stopped by its PID.
+"""A scratch PostgreSQL server for tutorials and tests (Debian's ``postgresql``): its own data
+directory in a temporary folder, loopback on a free port, trust authentication for one role;
+started by ``start()``, stopped by its PID (and its folder removed) by ``stop()``::
+
+    server = ScratchPostgres().start()      # server.url: postgresql://fw@127.0.0.1:<port>/postgres
+    server.sql("CREATE TABLE orders (id bigserial PRIMARY KEY, amount double precision)")
+    ...
+    server.stop()
 
 As root the server runs as the ``postgres`` user Debian's package creates (PostgreSQL refuses to run
-as root); otherwise as the current user. The server's binaries are looked for where Debian puts them
-(``/usr/lib/postgresql/<version>/bin``), then on PATH.
+as root); otherwise as the current user. Its binaries are looked for where Debian puts them
+(``/usr/lib/postgresql/<version>/bin``), then on PATH; without them ``ScratchPostgres()`` is one line
+that says what to install. Nothing here is for production data: no password, no durability.
 """
 
 from __future__ import annotations
@@ -36,9 +43,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-class Server:
-    def __init__(self, bindir: str):
-        self.bindir = bindir
+class ScratchPostgres:
+    def __init__(self, bindir: str | None = None):
+        from .errors import FullWindowError
+
+        self.bindir = bindir or binaries()
+        if self.bindir is None:
+            raise FullWindowError("no PostgreSQL server here: apt-get install postgresql (Debian; as root, "
+                                  "make deps installs it), or brew install postgresql")
         self.folder = tempfile.mkdtemp(prefix="fw-pg-")
         self.data = os.path.join(self.folder, "data")
         self.port = _free_port()
@@ -57,7 +69,7 @@ class Server:
             os.chown(path, entry.pw_uid, entry.pw_gid)
         return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
-    def start(self, timeout: float = 60) -> Server:
+    def start(self, timeout: float = 60) -> ScratchPostgres:
         who = self._as_server_user()
         subprocess.run([os.path.join(self.bindir, "initdb"), "-D", self.data, "-U", ROLE, "--auth=trust",
                         "-E", "UTF8", "--no-sync", "--no-instructions"], check=True, capture_output=True,
@@ -69,13 +81,14 @@ class Server:
             stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, **who)
         log.close()
         deadline = time.monotonic() + timeout
-        import psycopg
+        from .postgres import psycopg
 
+        driver = psycopg()
         while True:
             try:
-                psycopg.connect(self.url, connect_timeout=2).close()
+                driver.connect(self.url, connect_timeout=2).close()
                 return self
-            except psycopg.OperationalError:
+            except driver.OperationalError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
                     raise RuntimeError(f"PostgreSQL did not start: {self.log()[-2000:]}") from None
@@ -98,9 +111,9 @@ class Server:
 
     def sql(self, statement: str, rows=None) -> list:
         """Run ``statement`` (with ``rows``: once per row, as parameters) in one transaction; the rows it gave."""
-        import psycopg
+        from .postgres import connect
 
-        with psycopg.connect(self.url) as conn, conn.cursor() as cur:
+        with connect(self.url) as conn, conn.cursor() as cur:
             if rows is not None:
                 cur.executemany(statement, rows)
                 return []
