@@ -1,7 +1,8 @@
-"""A driver process for the kill tests: python -m tests.streaming.driver SOURCE JOBS POINT.
+"""A driver process for the kill tests: python -m tests.streaming.driver SOURCE JOBS POINT ["URL TABLE"].
 
 It runs a keyed count-and-sum (order-insensitive: a lost record lowers a sum, a duplicate raises a
-count) over SOURCE in mixed mode with one file per micro-batch, and kills itself with SIGKILL at
+count) over SOURCE in mixed mode with one file per micro-batch (or over the PostgreSQL TABLE at URL,
+every new row per micro-batch), and kills itself with SIGKILL at
 POINT: "backlog" (inside a backlog task of subtask 1), "switch" (in the sink of the first
 micro-batch after the switch, before its commit: the query warmed up during the backlog, so
 this is the first batch its held source let through), "stream" (in the sink of micro-batch 2). The test finishes the job in its own process.
@@ -76,8 +77,17 @@ def exit_during_the_backlog(source: str, jobs: str) -> None:
     sys.exit(0)
 
 
+def source_stream(source: str, table: str | None):
+    """The driver's stream: the folder SOURCE, or (TABLE given: ``url table``) that PostgreSQL table."""
+    if table is None:
+        return fw.from_files(source, "parquet", functions.SCHEMA, event_time="ts", watermark_delay="1 second")
+    url, name = table.split(" ")
+    return fw.from_table(url, name, functions.SCHEMA, event_time="ts", watermark_delay="1 second")
+
+
 def main() -> None:
     source, jobs, point = sys.argv[1:4]
+    table = sys.argv[4] if len(sys.argv) > 4 else None
     fw.get_spark({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
     if point == "exit":
         exit_during_the_backlog(source, jobs)
@@ -88,10 +98,10 @@ def main() -> None:
             f.write(str(os.getpid()))
     elif os.path.exists(armed):
         os.remove(armed)
-    stream = fw.from_files(source, "parquet", functions.SCHEMA, event_time="ts", watermark_delay="1 second")
-    op = stream.key_by("k").aggregate(KillingCountSum(armed))
+    op = source_stream(source, table).key_by("k").aggregate(KillingCountSum(armed))
     sink = {"switch": killing_sink(None), "stream": killing_sink(2)}.get(point)
-    job = op.start(job_dir=jobs, job_name="counts", sink=sink, max_files_per_trigger=1, trigger="100 milliseconds")
+    job = op.start(job_dir=jobs, job_name="counts", sink=sink, max_files_per_trigger=None if table else 1,
+                   trigger="100 milliseconds")
     job.process_all_available()
     time.sleep(120)  # the kill comes first
     raise SystemExit("no kill happened")

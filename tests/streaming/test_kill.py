@@ -26,14 +26,16 @@ AT_SWITCH = [(1, 7, 20), (9, 2, 21)]
 FRESH = [[(2, 3, 30)], [(3, 4, 40), (9, 1, 41)], [(4, 5, 50)], [(1, 1, 60)]]
 
 
-def kill_at(area, point, signal_number=-9):
-    """One driver process, killed at ``point``. Its whole process group (its Spark JVM with it)
-    is then killed by the driver's PID: the next run must not meet a JVM still shutting down."""
+def kill_at(area, point, signal_number=-9, table=None):
+    """One driver process, killed at ``point`` (over ``table``, a test_table_source.Table, if given).
+    Its whole process group (its Spark JVM with it) is then killed by the driver's PID: the next run
+    must not meet a JVM still shutting down."""
     env = dict(testing.embedded_spark_env(), PYTHONPATH=ROOT, FW_SPARK_LOG_LEVEL="FATAL")
     started = time.monotonic()
     log = os.path.join(area.base, f"{point}.log")
+    over = [] if table is None else [f"{table.server.url} {table.name}"]
     with open(log, "w") as err, subprocess.Popen(
-        [sys.executable, "-m", "tests.streaming.driver", area.source(), area.jobs, point],
+        [sys.executable, "-m", "tests.streaming.driver", area.source(), area.jobs, point, *over],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
     ) as proc:
         try:

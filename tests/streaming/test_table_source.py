@@ -89,6 +89,33 @@ def test_a_table_backlog_then_rows_inserted_during_and_after_the_switch_and_whil
         again.stop()
 
 
+@pytest.mark.slow
+@pytest.mark.extended  # two driver processes, each killed
+@pytest.mark.filterwarnings("ignore:taking over a stale lock")  # each killed driver leaves its LOCK
+def test_kill_9_of_the_driver_in_the_backlog_and_at_the_switch_then_finish(table, area):
+    """Nothing lost or read twice: the backlog's committed subtasks are kept, a micro-batch killed before
+    its commit reads the same rows again (its offsets, order_by values, are in the checkpoint)."""
+    from .driver import KillingCountSum, kill_file
+    from .test_kill import kill_at
+
+    table.insert(BACKLOG)
+    kill_at(area, "backlog", table=table)  # inside backlog subtask 1
+    table.insert(DURING)
+    kill_at(area, "switch", table=table)  # the backlog finishes, killed in the first micro-batch after it
+    table.insert(AFTER + STOPPED)
+    op = table.source(watermark_delay="1 second").key_by("k").aggregate(KillingCountSum(kill_file(area.jobs)))
+    job = op.start(job_dir=area.jobs, job_name="counts", trigger="available_now")
+    try:
+        job.process_all_available()
+        assert latest_rows(job) == expected_latest(model("aggregate", 1000, [BACKLOG], [DURING, AFTER + STOPPED]),
+                                                   "aggregate")
+        events = job.events()
+    finally:
+        job.stop()
+    assert len(kinds(events, "switch")) == 1 and len(kinds(events, "subtask_finished")) == 2
+    assert len(kinds(events, "stream_started")) == 3
+
+
 ROWS = st.lists(st.tuples(st.integers(0, 5), st.integers(-50, 50), st.integers(0, 600)), max_size=25)
 
 
