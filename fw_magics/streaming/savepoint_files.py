@@ -6,7 +6,8 @@ No Spark session is needed here (pyarrow and JSON only). ``<job>/savepoints/save
                            the batch it was taken after, every other file's size and SHA-256, and
                            ``base``: the base files in partition order (version 3)
     operator-state.json    fw_magics.state's versioned operator-state document (the source's splits)
-    source-manifest.json   the source's manifest (its files in order, "backlog": how many were read)
+    source-manifest.json   the source's position: a folder's manifest (its files in order, "backlog": how
+                           many were read) or a table's (``through``: the greatest order_by read)
     base/0000.arrow ...    the base (version 3): the job's committed state files, one per partition
                            of Spark's hash of the key, sorted by key (a backlog's results: state rows
                            and output rows), shared with the job's folder (hard links)
@@ -58,8 +59,8 @@ from ..state import parse_operator_state
 from ..watermarks import valid_watermark
 from .changelog import KIND, OUT, ROW, SEQ, STATE, STATE_ROW, TOMBSTONE
 from .keys import normal
-from .manifest import check_manifest
 from .plan import MAX_PARALLELISM
+from .sources import check_saved_position
 
 FORMAT = "fw-magics/savepoint"
 VERSION = 3
@@ -89,7 +90,7 @@ class Savepoint:
     path: str
     document: dict
     operator_state: dict  # operator name -> [subtask snapshot, ...]
-    manifest: dict
+    manifest: dict  # the source's position: a folder's manifest, or a table's ``through``
     keyed_path: str
     latest_path: str | None  # None: a version 1 savepoint, which did not keep the latest rows
     key_types: list  # the key columns' Arrow types in the keyed state
@@ -136,9 +137,10 @@ class Savepoint:
 
     def __repr__(self) -> str:
         doc = self.document
+        read = (f"{doc.get('read_files')} of {len(self.manifest.get('files', []))} files read" if "files" in
+                self.manifest else f"table {self.manifest.get('table')!r} read through {doc.get('read_through')}")
         return (f"Savepoint({os.path.basename(self.path)} of job {doc.get('job')!r}: after micro-batch "
-                f"{doc.get('batch')}, parallelism {self.parallelism}, {doc.get('read_files')} of "
-                f"{len(self.manifest.get('files', []))} files read, operator state of "
+                f"{doc.get('batch')}, parallelism {self.parallelism}, {read}, operator state of "
                 f"{', '.join(self.operator_state) or 'none'})")
 
 
@@ -332,9 +334,12 @@ def load_savepoint(path) -> Savepoint:
         operators = parse_operator_state(_read_json(paths[OPERATOR_STATE], "operator state"))
     except FullWindowError as error:
         raise SavepointError(f"savepoint {directory}: {error}") from None
-    manifest = check_manifest(_read_json(paths[MANIFEST], "source manifest"), f"of savepoint {directory}",
-                              SavepointError)
-    if doc.get("read_files", manifest["backlog"]) != manifest["backlog"]:
+    manifest = check_saved_position(_read_json(paths[MANIFEST], "source manifest"), doc["source"],
+                                    f"of savepoint {directory}", SavepointError)
+    if doc.get("read_through", manifest.get("through")) != manifest.get("through"):
+        raise SavepointError(f"savepoint {directory}: field 'read_through' is {doc['read_through']!r:.30}, but its "
+                             f"source position says {manifest.get('through')!r:.30}; the savepoint is damaged")
+    if "backlog" in manifest and doc.get("read_files", manifest["backlog"]) != manifest["backlog"]:
         raise SavepointError(f"savepoint {directory}: field 'read_files' is {doc['read_files']!r:.30}, but its "
                              f"manifest says {manifest['backlog']} files were read; the savepoint is damaged")
     if doc.get("kind") != "operator":
@@ -356,8 +361,8 @@ _FIELDS = {
     "job": ("a job name", lambda v: _is_text(v, 200)),
     "graph": ("the job graph as JSON text", lambda v: _is_text(v, _MAX_JSON)),
     "parallelism": (f"an integer from 1 to {MAX_PARALLELISM}", lambda v: type(v) is int and 1 <= v <= MAX_PARALLELISM),
-    "source": ("an object describing the source, with its 'path'",
-               lambda v: isinstance(v, dict) and len(v) <= 64 and _is_text(v.get("path"), 4096)
+    "source": ("an object describing the source, with its 'path' or 'table'",
+               lambda v: isinstance(v, dict) and len(v) <= 64 and _is_text(v.get("path") or v.get("table"), 4096)
                and all(isinstance(k, str) and (x is None or isinstance(x, (str, int, float, bool)))
                        for k, x in v.items())),
     "watermark": ("null or epoch milliseconds of the years 1 to 9999", valid_watermark),
@@ -367,6 +372,7 @@ _FIELDS = {
     "kind": ("reduce, aggregate, process or operator", lambda v: v in ("reduce", "aggregate", "process", "operator")),
     "batch": ("a micro-batch id, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
     "read_files": ("a number of files, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
+    "read_through": ("null or the greatest order_by read, an integer", lambda v: v is None or type(v) is int),
 }
 _REQUIRED = ("job", "graph", "parallelism", "source", "watermark", "key_names", "files")
 

@@ -2,9 +2,10 @@
 
 Taking one (``take(job)``), after the query's last committed micro-batch ``B``:
 
-* **source positions**: the end offset Spark reported for ``B`` (``{"files": n}``: the first
-  ``n`` manifest files are read), and the manifest as it is; the source's splits as operator
-  state, one ``ListState`` per source subtask (``splits``);
+* **source positions**, as the source keeps them (``saved_position``): from the end offset Spark
+  reported for ``B`` -- a folder's ``{"files": n}`` (the first ``n`` manifest files are read) with
+  the manifest as it is, a table's ``{"id": n}`` (every row up to that ``order_by`` is read); the
+  source's splits as operator state, one ``ListState`` per source subtask (``splits``);
 * the job's **state**, by its kind (``KEYED`` or ``OPERATOR``, the job's ``state_kind``):
   a keyed job's savepoint is **incremental**: the files its state was handed over in (the
   backlog's committed results, each key's state and outputs, one per partition) are shared as its
@@ -48,18 +49,16 @@ from ..graph import JobGraph
 from ..recovery.filesystem import Storage
 from ..recovery.paths import CHECKPOINT, HANDOVER, RESTORED_BASE, RESTORED_LATEST, RESTORED_OPERATOR, SAVEPOINTS
 from ..state import operator_state_document, redistribute_snapshots, validate_subtask_snapshot
-from . import backlog, files_source
+from . import backlog
 from .changelog import BATCH, STATE, changelog_schema
 from .files_source import SUBTASK
 from .follower import ran
-from .manifest import Manifest
 from .operator_query import OPERATOR_VARIABLE
 from .query import STATE_VARIABLE
 from .savepoint_files import Savepoint, load_savepoint, share, write_savepoint
 from .seed import Handed, overlaid, read_handover
 from .sink import changelog_frame, latest_rows
 from .sources import source_change
-from .splits import restored_manifest, source_snapshots
 from .state_files import handed_over_outputs, handover_layers, partition_states, saved_states, write_parquet
 
 #: The largest restored operator-state file read back.
@@ -94,43 +93,25 @@ def _check_running(job) -> None:
                               f"{job.phase!r} (call job.process_all_available() first)")
     if not job.storage.local:
         raise FullWindowError(f"savepoints are written to a local job directory; {job.root!r} is not local")
-    if job.source.describe()["kind"] != "files":
-        raise FullWindowError(f"job.savepoint() takes a job over fw.from_files; {job.job_name!r} reads a "
-                              f"{job.source.describe()['kind']} (a table source's savepoint is not built yet)")
 
 
-def _committed_position(job) -> tuple[int, int, dict]:
-    """(the last committed micro-batch, how many manifest files it had read, the manifest)."""
+def _committed_position(job) -> tuple[int, dict]:
+    """(the last committed micro-batch, the source's position after it: ``saved_position``)."""
     progress = _last_progress(job)
-    end = json.loads(progress.sources[0].endOffset)
-    return progress.batchId, int(end["files"]), job.source.manifest(job.root).read()
+    return progress.batchId, job.source.saved_position(job.root, json.loads(progress.sources[0].endOffset))
 
 
-def _read_files_frame(job, manifest: dict, first: int, read: int, scratch: str):
-    """A batch DataFrame of manifest files ``first`` to ``read`` (for the watermark)."""
-    doc = dict(manifest, files=manifest["files"][first:read], backlog=read - first)
-    source = job.source
-    if source.format == "parquet":
-        paths = [os.path.join(doc["directory"], f["name"]) for f in doc["files"] if not f.get("skipped")]
-        return job.spark.read.schema(source.schema).parquet(*paths)
-    Manifest(job.root, scratch).write(doc)
-    files_source.register(job.spark)
-    return (job.spark.read.format(files_source.NAME).schema(source.schema).option("root", job.root)
-            .option("manifest", scratch).option("format", source.format).load())
-
-
-def _watermark(job, manifest: dict, read: int) -> int | None:
-    """``max(W, greatest event time read - delay)``: W covers the backlog's files (it is that over them,
-    or a restored job's savepoint's), so only the files the stream read are scanned."""
+def _watermark(job, position: dict) -> int | None:
+    """``max(W, greatest event time read - delay)``: W covers the backlog (it is that over it, or a
+    restored job's savepoint's), so only what the stream read is scanned."""
     if job.spec.event_time is None:
         return None
-    first = min(manifest.get("backlog", 0), read)
-    if read == first:
-        return job.watermark
     scratch = f"{SAVEPOINTS}/.manifest-{uuid.uuid4().hex}.json"
     try:
-        w, _ = backlog.switch_watermark(_read_files_frame(job, manifest, first, read, scratch), job.spec.event_time,
-                                        job.source.delay_ms)
+        read = job.source.read_since_switch(job.spark, job.root, position, scratch)
+        if read is None:
+            return job.watermark
+        w, _ = backlog.switch_watermark(read, job.spec.event_time, job.source.delay_ms)
     finally:
         path = job.storage.path(scratch)
         if os.path.exists(path):
@@ -257,18 +238,18 @@ KEYED, OPERATOR = _Keyed(), _Operator()
 def take(job) -> str:
     """Write a savepoint of the running ``job`` after its last committed micro-batch; returns its path."""
     _check_running(job)
-    batch, read, manifest = _committed_position(job)
+    batch, position = _committed_position(job)
     source_name = job.graph.operators[0].name
     snap = job.state_kind.snapshot(job, batch)
-    operators = operator_state_document({source_name: source_snapshots(manifest["files"], read, job.parallelism),
+    operators = operator_state_document({source_name: job.source.position_snapshots(position, job.parallelism),
                                          **snap.operators})
     document = {
         "job": job.job_name, "batch": batch, "parallelism": job.parallelism, "graph": job.graph.to_json(),
-        "source": job.source.describe(), "watermark": _watermark(job, manifest, read) if snap.timed else None,
-        "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind, "read_files": read,
+        "source": job.source.describe(), "watermark": _watermark(job, position) if snap.timed else None,
+        "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind,
+        **({"read_files": position["backlog"]} if "backlog" in position else {"read_through": position["through"]}),
     }
-    return write_savepoint(job.storage.base, document, operators, dict(manifest, backlog=read), snap.keyed,
-                           snap.latest, snap.base)
+    return write_savepoint(job.storage.base, document, operators, position, snap.keyed, snap.latest, snap.base)
 
 
 def check_restorable(savepoint: Savepoint, job) -> None:
@@ -287,10 +268,9 @@ def check_restorable(savepoint: Savepoint, job) -> None:
     change = source_change(savepoint.document["source"], source)
     if change is not None:
         raise ResumeError(f"{where} was taken of another source: {change}")
-    directory = savepoint.manifest["directory"]
-    if directory != source.get("path"):
-        raise ResumeError(f"{where} lists the files of {directory!r:.200}, not of the job's source "
-                          f"{source.get('path')!r:.200}; restore it with the job it was taken of")
+    elsewhere = job.source.same_place(savepoint.manifest)
+    if elsewhere is not None:
+        raise ResumeError(f"{where} {elsewhere}; restore it with the job it was taken of")
     if job.state_kind is not KEYED:
         return
     keys = list(job.spec.key_names)
@@ -310,17 +290,15 @@ def check_restorable(savepoint: Savepoint, job) -> None:
 
 
 def prepare_restore(savepoint: Savepoint, job) -> dict:
-    """Lay out the fresh folder of ``job`` restored at its parallelism: the manifest with the splits
-    redistributed, and its state. Returns the switch event's details."""
+    """Lay out the fresh folder of ``job`` restored at its parallelism: the source's position (a folder's
+    splits redistributed, a table's greatest key read), and its state. Returns the switch event's details."""
     source_operator = job.graph.operators[0].name
     snapshots = savepoint.operator_state.get(source_operator)
     if snapshots is None:
         raise ResumeError(f"savepoint {savepoint.path} has no state for the source {source_operator!r}")
-    manifest = restored_manifest(snapshots, savepoint.manifest, job.parallelism)
-    job.source.manifest(job.root).write(manifest)
+    source_detail = job.source.restore_position(job.root, snapshots, savepoint.manifest, job.parallelism)
     job.state_kind.restore(savepoint, job.storage, job)
-    detail = {"restored_from": savepoint.path, "restored_parallelism": savepoint.parallelism,
-              "read_files": manifest["backlog"]}
+    detail = {"restored_from": savepoint.path, "restored_parallelism": savepoint.parallelism, **source_detail}
     if job.state_kind is KEYED and not savepoint.base:
         detail["keys"] = savepoint.document["files"]["keyed-state.parquet"].get("rows")
     return detail

@@ -31,14 +31,18 @@ start); ``stream``: ``startingOffsets="earliest"``; the value column parsed with
 
 from __future__ import annotations
 
+import json
 import os
 
 from pyspark.sql import DataFrame
 
+from ..errors import FullWindowError, JobStorageError
+from ..recovery.filesystem import Storage, UnsafeFile
 from . import files_source
 from .file_reading import bad_file
 from .file_schema import check_first_file, footer_problem, nanoseconds
-from .manifest import Manifest, backlog_summary, relist
+from .manifest import Manifest, backlog_summary, check_manifest, relist
+from .splits import SPLITS, restored_manifest, source_snapshots
 
 
 class FilesSource:
@@ -150,6 +154,45 @@ class FilesSource:
             reader = reader.option("maxFilesPerTrigger", str(max_files))
         return reader.load()
 
+    # -- its position in a savepoint (savepoints.py) --------------------------------------------------
+
+    def saved_position(self, root: str, end: dict) -> dict:
+        """What a savepoint keeps of the source after a micro-batch whose end offset was ``end``: the
+        manifest, its first ``end["files"]`` files read (``backlog``)."""
+        return dict(self.manifest(root).read(), backlog=int(end["files"]))
+
+    def position_snapshots(self, position: dict, parallelism: int) -> list[dict]:
+        """The source subtasks' operator state: its splits, the read ones marked (``splits``)."""
+        return source_snapshots(position["files"], position["backlog"], parallelism)
+
+    def read_since_switch(self, spark, root: str, position: dict, scratch: str):
+        """A batch DataFrame of what the stream read up to ``position`` (not the backlog), or None."""
+        manifest = self.manifest(root).read()
+        first, read = min(manifest.get("backlog", 0), position["backlog"]), position["backlog"]
+        if read == first:
+            return None
+        doc = dict(position, files=position["files"][first:read], backlog=read - first)
+        if self.format == "parquet":
+            paths = [os.path.join(doc["directory"], f["name"]) for f in doc["files"] if not f.get("skipped")]
+            return spark.read.schema(self.schema).parquet(*paths)
+        Manifest(root, scratch).write(doc)
+        files_source.register(spark)
+        return (spark.read.format(files_source.NAME).schema(self.schema).option("root", root)
+                .option("manifest", scratch).option("format", self.format).load())
+
+    def restore_position(self, root: str, snapshots: list[dict], position: dict, parallelism: int) -> dict:
+        """Lay a restored job's source out: the splits redistributed to ``parallelism`` subtasks, the read
+        files its backlog (never read again); the switch event's detail."""
+        manifest = restored_manifest(snapshots, position, parallelism)
+        self.manifest(root).write(manifest)
+        return {"read_files": manifest["backlog"]}
+
+    def same_place(self, position: dict) -> str | None:
+        """Why a savepoint's position is not of this source (another folder), or None."""
+        if position["directory"] != self.directory:
+            return f"lists the files of {position['directory']!r:.200}, not of the job's source {self.directory!r:.200}"
+        return None
+
     def stream(self, spark, root: str, max_files: int | None) -> DataFrame:
         """A stream-mode job's stream: its own files from the first, through the manifest; a job recorded
         before stream mode had a manifest keeps Spark's file source, which its checkpoint was made with."""
@@ -163,16 +206,23 @@ class FilesSource:
         return reader.load(self.directory)
 
 
+def check_table_position(doc, where: str, error) -> dict:
+    """``doc`` if it is a table source's position fw-magics wrote; ``error`` with one line naming ``where``."""
+    if not (isinstance(doc, dict) and doc.get("format") == 1 and (doc.get("rows") is None or type(doc["rows"]) is int)
+            and (doc.get("through") is None or type(doc.get("through")) is int) and isinstance(doc.get("table"), str)):
+        raise error(f"the table source's position {where} is not one fw-magics wrote (format 1)")
+    return doc
+
+
 class TablePosition:
     """Where a table source's backlog ends (``source/table.json`` in the job's folder): ``through``, the
-    greatest ``order_by`` at the first start (None: an empty table, or a job without a backlog), and its
-    ``rows``. Written once, at the first start; read back checked, as the manifest is."""
+    greatest ``order_by`` at the first start (None: an empty table, or a job without a backlog; a restored
+    job: the greatest its savepoint had read), and its ``rows``. Written once, at the first start; read
+    back checked, as the manifest is."""
 
     RELATIVE = "source/table.json"
 
     def __init__(self, root: str):
-        from ..recovery.filesystem import Storage
-
         self._storage = Storage(root)
         self.path = self._storage.path(self.RELATIVE)
 
@@ -180,24 +230,14 @@ class TablePosition:
         return self._storage.present_inside(self.RELATIVE)
 
     def read(self) -> dict:
-        import json
-
-        from ..errors import JobStorageError
-        from ..recovery.filesystem import UnsafeFile
-
         try:
             with self._storage.open_inside(self.RELATIVE, 4096) as f:
                 doc = json.loads(f.read())
         except (UnsafeFile, ValueError, UnicodeDecodeError):
             doc = None
-        if not (isinstance(doc, dict) and doc.get("format") == 1 and type(doc.get("rows")) is int
-                and (doc.get("through") is None or type(doc.get("through")) is int)):
-            raise JobStorageError(f"the table source's position {self.path} is not one fw-magics wrote (format 1)")
-        return doc
+        return check_table_position(doc, self.path, JobStorageError)
 
     def write(self, doc: dict) -> None:
-        import json
-
         self._storage.write_bytes(self.path, json.dumps(doc).encode())
 
 
@@ -224,7 +264,7 @@ class TableSource:
         from .table_source import bounds
 
         _, through, rows = bounds(self.url, self.table, self.order_by) if backlog else (None, None, 0)
-        TablePosition(root).write({"format": 1, "through": through, "rows": rows})
+        TablePosition(root).write({"format": 1, "table": self.table, "through": through, "rows": rows})
         return {"rows": rows}, []
 
     def relist(self, root: str) -> list[dict]:
@@ -261,6 +301,42 @@ class TableSource:
     def operator_stream(self, spark, root: str, max_files: int | None, parallelism: int) -> DataFrame:
         raise AssertionError("process(fn) refuses a table source")  # operator_stream.process says so first
 
+    # -- its position in a savepoint (savepoints.py): the greatest order_by read ----------------------
+
+    def saved_position(self, root: str, end: dict) -> dict:
+        return {"format": 1, "table": self.table, "through": end["id"], "rows": None}
+
+    def position_snapshots(self, position: dict, parallelism: int) -> list[dict]:
+        """One split, the table up to ``through``, owned by source subtask 0 (the stream reads it as one)."""
+        unit = {"table": self.table, "through": position["through"]}
+        return [{SPLITS: {"mode": "split", "units": [unit] if i == 0 else []}} for i in range(parallelism)]
+
+    def read_since_switch(self, spark, root: str, position: dict, scratch: str):
+        after = TablePosition(root).read()["through"]
+        if position["through"] is None or position["through"] == after:
+            return None
+        reader = self._reader(spark.read, spark).option("through", str(position["through"]))
+        return (reader if after is None else reader.option("after", str(after))).load()
+
+    def restore_position(self, root: str, snapshots: list[dict], position: dict, parallelism: int) -> dict:
+        """A restored job reads the rows after the savepoint's ``through``: its backlog is what was read."""
+        units = [u for s in snapshots for u in s.get(SPLITS, {}).get("units", [])]
+        if units != [{"table": self.table, "through": position["through"]}]:
+            raise FullWindowError(f"the savepoint's source state {units!r:.120} is not the table {self.table!r} "
+                                  f"read up to {position['through']}")
+        TablePosition(root).write(dict(position, rows=None))
+        return {}
+
+    def same_place(self, position: dict) -> str | None:
+        return None if position["table"] == self.table else f"read the table {position['table']!r}"
+
+
+def check_saved_position(doc, source: dict, where: str, error) -> dict:
+    """A savepoint's source position checked as the source it describes (``source``, its ``describe()``) writes it."""
+    if source.get("kind") == "table":
+        return check_table_position(doc, where, error)
+    return check_manifest(doc, where, error)
+
 
 def source_change(recorded: dict, now: dict) -> str | None:
     """How the source described as ``now`` differs from the one a job or a savepoint recorded, in
@@ -276,8 +352,6 @@ def source_change(recorded: dict, now: dict) -> str | None:
 
 def source_of(stateful) -> FilesSource | TableSource:
     """The backlog source of a StatefulStream, or a one-line error when its input has none."""
-    from ..errors import FullWindowError
-
     step = stateful.source.step.lineage()[0]
     kind = {"files": FilesSource, "table": TableSource}.get(step.detail.get("source"))
     if kind is None:
