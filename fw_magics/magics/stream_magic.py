@@ -23,12 +23,12 @@ class StreamMagics(Magics):
     @no_var_expand
     @line_cell_magic
     def fwstream(self, line: str, cell: str | None = None):
-        """Start a running keyed job over a source with a backlog (FLIP-327): the files present
-        at the start run as one batch job, then the job switches to a Structured Streaming query
-        that goes on with the state it built.
+        """Start a running keyed job over a source with a backlog (FLIP-327): the files (or table
+        rows) present at the start run as one batch job, then the job switches to a Structured
+        Streaming query that goes on with the state it built.
 
         Cell form: the value of the cell's last expression is the input, a DataStream over files
-        (fw.from_files(...)).
+        (fw.from_files(...)) or a PostgreSQL table (fw.from_table(...)).
 
             %%fwstream OP fn=FN key=COL[,COL...] [--mode M] [--job NAME] [--job-dir DIR] [-o NAME] ...
             <Python code; its last expression is the input>
@@ -99,7 +99,8 @@ class StreamMagics(Magics):
         command = stream_grammar.parse(line)  # before anything runs
         shell = self.shell
         value, _, _ = magic_input(shell, "fwstream", command.input, cell, "the %%fwstream cell must end with an "
-                                  "expression giving the input: a DataStream over files (fw.from_files(...))")
+                                  "expression giving the input: a DataStream over files (fw.from_files(...)) or a "
+                                  "table (fw.from_table(...))")
         with user_errors(shell):
             job = self._start(command, value)
         shell.user_ns[LAST_JOB] = job
@@ -113,7 +114,8 @@ class StreamMagics(Magics):
         from ..streams.datastream import DataStream
 
         if not isinstance(value, DataStream):
-            raise UsageError(f"%%fwstream needs a DataStream over files (fw.from_files(...)) as its input; "
+            raise UsageError(f"%%fwstream needs a DataStream over files (fw.from_files(...)) or a table "
+                             f"(fw.from_table(...)) as its input; "
                              f"got {type(value).__name__}")
         fn = lookup(command.fn, self.shell.user_ns, lambda source: self.shell.compile.cache(source, cell_number(self.shell)))
         if isinstance(fn, type):

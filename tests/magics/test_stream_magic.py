@@ -213,6 +213,30 @@ def test_every_example_in_the_help_runs(readings, capsys):
 
 
 @pytest.mark.spark
+def test_a_table_is_an_input_too(readings, postgres, capsys):
+    """%%fwstream over fw.from_table: the table's rows are the backlog, then the job runs as over files."""
+    import datetime as dt
+
+    shell = readings
+    name = "magic_readings"
+    postgres.sql(f"DROP TABLE IF EXISTS {name}")
+    postgres.sql(f"CREATE TABLE {name} (id bigserial PRIMARY KEY, sensor bigint, reading bigint, ts timestamptz)")
+    start = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    postgres.sql(f"INSERT INTO {name} (sensor, reading, ts) VALUES (%s, %s, %s)",
+                 [(k % 3, k, start + dt.timedelta(seconds=k)) for k in range(9)])
+    shell.user_ns.update(URL=postgres.url, TABLE=name)
+    try:
+        ok(shell, "import fw_magics as fw\ndef add(a, b):\n    return (a.sensor, a.reading + b.reading, max(a.ts, b.ts))")
+        ok(shell, "%%fwstream reduce fn=add key=sensor --job from-table --trigger available_now -o totals\n"
+                  "fw.from_table(URL, TABLE, 'sensor long, reading long, ts timestamp', event_time='ts')")
+        shown = capsys.readouterr().out
+        assert "streaming job 'from-table': mode mixed, phase stopped" in shown
+        assert shell.user_ns["totals"].latest()["reading"].tolist() == [0 + 3 + 6, 1 + 4 + 7, 2 + 5 + 8]
+    finally:
+        postgres.sql(f"DROP TABLE {name}")
+
+
+@pytest.mark.spark
 def test_a_bad_input_or_name_is_one_line_and_starts_nothing(readings, spark):
     shell = readings
     ok(shell, "import fw_magics as fw\nnot_files = fw.from_records([(1, 2)], 'a long, b long')")
