@@ -191,6 +191,13 @@ def main() -> None:
               "one warm-up round, embedded Spark local[*]")
         print_backlog(backlog.run(args.backlog_records, args.keys, args.files, runs=args.runs, quick=args.quick,
                                   ratio_only=args.ratio_only))
+    if "table" in only:  # needs a PostgreSQL server (a scratch one is started): only when asked for
+        from benchmarks import table
+
+        print(f"\nbacklog of a PostgreSQL table (FLIP-327 over a database): {args.backlog_records:,} rows, "
+              f"{sizes[0] if sizes else 10_000:,} keys, a keyed count and sum; median of {args.runs} runs taken in "
+              "turns after one warm-up round, embedded Spark local[*], a scratch PostgreSQL on loopback")
+        table.print_table(table.run(args.backlog_records, sizes[0] if sizes else 10_000, args.runs))
     if "keys" in only:  # long (minutes per size): only when asked for
         from benchmarks import keys
 

@@ -36,12 +36,13 @@ def table_identifier(table: str):
     return sql.Identifier(*table.split("."))
 
 
-def bounds(url: str, table: str, order_by: str) -> tuple[int | None, int | None, int]:
-    """The table's least and greatest ``order_by`` and its number of rows, in one snapshot."""
+def bounds(url: str, table: str, order_by: str, count: bool = False) -> tuple[int | None, int | None, int | None]:
+    """The table's least and greatest ``order_by`` (an index makes both cheap) and, with ``count``, its
+    number of rows (a scan: only at a job's first start), in one snapshot."""
     from psycopg import sql
 
-    query = sql.SQL("SELECT min({o}), max({o}), count(*) FROM {t}").format(o=sql.Identifier(order_by),
-                                                                          t=table_identifier(table))
+    query = sql.SQL("SELECT min({o}), max({o}), " + ("count(*)" if count else "NULL") + " FROM {t}").format(
+        o=sql.Identifier(order_by), t=table_identifier(table))
     with connect(url) as conn:
         low, high, count = conn.execute(query).fetchone()
     return low, high, count

@@ -263,7 +263,7 @@ class TableSource:
         """At the first start: the greatest ``order_by`` now ends the backlog (none without one)."""
         from .table_source import bounds
 
-        _, through, rows = bounds(self.url, self.table, self.order_by) if backlog else (None, None, 0)
+        _, through, rows = bounds(self.url, self.table, self.order_by, count=True) if backlog else (None, None, 0)
         TablePosition(root).write({"format": 1, "table": self.table, "through": through, "rows": rows})
         return {"rows": rows}, []
 

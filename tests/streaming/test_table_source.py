@@ -57,7 +57,7 @@ def kinds(events, kind):
 
 
 @pytest.mark.core
-@pytest.mark.parametrize("kind", ["aggregate", "reduce"])
+@pytest.mark.parametrize("kind", ["aggregate", pytest.param("reduce", marks=pytest.mark.extended)])
 def test_a_table_backlog_then_rows_inserted_during_and_after_the_switch_and_while_stopped(table, area, kind):
     table.insert(BACKLOG)
     keyed = table.source(watermark_delay="1 second").key_by("k")
@@ -89,6 +89,44 @@ def test_a_table_backlog_then_rows_inserted_during_and_after_the_switch_and_whil
         again.stop()
 
 
+def test_every_accepted_column_type_reads_as_psycopg_gives_it(postgres, area):
+    """Text with commas, quotes and newlines, the empty string and NULL, doubles, booleans, dates,
+    decimals and both timestamp types come through the server's CSV as they are (a zone-less timestamp
+    as UTC)."""
+    import decimal
+
+    name = f"typed_{uuid.uuid4().hex[:8]}"
+    postgres.sql(f"CREATE TABLE {name} (id bigserial PRIMARY KEY, k integer, s text, d double precision, "
+                 "b boolean, day date, amount numeric(10,2), local timestamp, zoned timestamptz)")
+    utc = dt.timezone.utc
+    rows = [(1, 'a, "quoted"\nline', 1.5, True, dt.date(2024, 2, 3), decimal.Decimal("12.50"),
+             dt.datetime(2024, 1, 1, 5, 0, 0, 1), dt.datetime(2024, 1, 1, 7, 0, tzinfo=dt.timezone(dt.timedelta(hours=2)))),
+            (2, "", -0.1, False, None, None, None, None),
+            (3, None, None, None, dt.date(1999, 12, 31), decimal.Decimal("-3.00"), None,
+             dt.datetime(2024, 1, 1, tzinfo=utc))]
+    postgres.sql(f"INSERT INTO {name} (k, s, d, b, day, amount, local, zoned) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                 rows)
+    try:
+        stream = fw.from_table(postgres.url, name, "k int, s string, d double, b boolean, day date, "
+                                                   "amount decimal(10,2), local timestamp, zoned timestamp")
+        job = stream.key_by("k").reduce(lambda a, b: b).start(job_dir=area.jobs, job_name="typed", mode="batch")
+        job.process_all_available()
+        got = [tuple(None if v is None or v != v else v for v in r) for r in
+               job.latest().astype(object).itertuples(index=False)]
+
+        def when(value):
+            # latest() gives naive UTC times
+            return None if value is None else (value if value.tzinfo else value.replace(tzinfo=utc)).astimezone(
+                utc).replace(tzinfo=None)
+
+        expected = [(k, s, d, b, day, amount, when(local), when(zoned)) for k, s, d, b, day, amount, local, zoned in rows]
+        import pandas as pd
+
+        assert [tuple(v.to_pydatetime() if isinstance(v, pd.Timestamp) else v for v in r) for r in got] == expected
+    finally:
+        postgres.sql(f"DROP TABLE {name}")
+
+
 @pytest.mark.slow
 @pytest.mark.extended  # two driver processes, each killed
 @pytest.mark.filterwarnings("ignore:taking over a stale lock")  # each killed driver leaves its LOCK
@@ -117,6 +155,7 @@ def test_kill_9_of_the_driver_in_the_backlog_and_at_the_switch_then_finish(table
 
 
 @pytest.mark.core
+@pytest.mark.extended  # make test-extended: here and under Spark Connect
 def test_a_table_jobs_savepoint_restored_at_1_and_3_equals_the_job_that_never_rescaled(table, area):
     """The savepoint keeps the greatest order_by read; a restore reads only the rows after it, its keyed
     state re-partitioned; at 1 and 3 the result equals the job that kept running and the model."""
@@ -157,7 +196,7 @@ ROWS = st.lists(st.tuples(st.integers(0, 5), st.integers(-50, 50), st.integers(0
 
 
 @pytest.mark.extended  # three jobs per example
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
 @given(backlog=ROWS, fresh=ROWS)
 @example(backlog=[], fresh=[(1, 2, 3)])  # an empty table: an empty backlog
 def test_every_mode_over_a_table_equals_the_model(postgres, area, backlog, fresh):
