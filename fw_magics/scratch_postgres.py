@@ -44,6 +44,8 @@ def _free_port() -> int:
 
 
 class ScratchPostgres:
+    """One scratch server (see the module docstring): ``start()``, ``url``, ``sql(...)``, ``stop()``."""
+
     def __init__(self, bindir: str | None = None):
         from .errors import FullWindowError
 
@@ -65,15 +67,18 @@ class ScratchPostgres:
         if self.user is None:
             return {}
         entry = pwd.getpwnam(self.user)
-        for path in (self.folder,):
-            os.chown(path, entry.pw_uid, entry.pw_gid)
+        os.chown(self.folder, entry.pw_uid, entry.pw_gid)
         return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
     def start(self, timeout: float = 60) -> ScratchPostgres:
         who = self._as_server_user()
-        subprocess.run([os.path.join(self.bindir, "initdb"), "-D", self.data, "-U", ROLE, "--auth=trust",
-                        "-E", "UTF8", "--no-sync", "--no-instructions"], check=True, capture_output=True,
-                       cwd=self.folder, **who)
+        made = subprocess.run([os.path.join(self.bindir, "initdb"), "-D", self.data, "-U", ROLE, "--auth=trust",
+                               "-E", "UTF8", "--no-sync", "--no-instructions"], capture_output=True, text=True,
+                              cwd=self.folder, **who)
+        if made.returncode != 0:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            why = (made.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"initdb failed (exit {made.returncode}): {why}")
         log = open(os.path.join(self.folder, "server.log"), "wb")
         self.process = subprocess.Popen(
             [os.path.join(self.bindir, "postgres"), "-D", self.data, "-p", str(self.port), "-h", "127.0.0.1",

@@ -1,6 +1,7 @@
 """Sources with a backlog (FLIP-327's ``isBacklog``): what the streaming runtime asks of a source.
 
-A source with a backlog (``FilesSource``, the one there is) answers five questions, all in JSON/DataFrames:
+A source with a backlog (``FilesSource`` over a folder, ``TableSource`` over a PostgreSQL table) answers
+these questions, all in JSON/DataFrames:
 
 * ``describe()``: what it reads (recorded; a restart must describe the same source);
 * ``record(root, backlog)``: at the job's *first* start, fix the backlog (the positions it ends
@@ -14,8 +15,14 @@ A source with a backlog (``FilesSource``, the one there is) answers five questio
 * ``stream(spark, root, max_files)``: a streaming DataFrame from the very beginning (``mode="stream"``,
   the baseline without a backlog phase).
 
+* ``manifest(root)``: where it recorded its backlog (read back checked at a restart);
+* ``saved_position``, ``position_snapshots``, ``read_since_switch``, ``restore_position``,
+  ``same_place``: its position in a savepoint, and a restore laid out from it (``savepoints``).
+
 :class:`FilesSource` implements them over a directory: the backlog is the files present at the
-first start, recorded in a manifest; positions are indexes into it.
+first start, recorded in a manifest; positions are indexes into it. :class:`TableSource` over a
+table: the backlog is the rows up to the greatest ``order_by`` at the first start
+(``source/table.json``); positions are ``order_by`` values (``table_source``).
 
 **Kafka** fits the same interface; it is not implemented because ``spark-sql-kafka`` is not in
 PySpark's jars and could not be resolved here (``spark.jars.packages`` found no Maven
@@ -261,7 +268,7 @@ class TableSource:
 
     def record(self, root: str, backlog: bool) -> tuple[dict, list[dict]]:
         """At the first start: the greatest ``order_by`` now ends the backlog (none without one)."""
-        from .table_source import bounds
+        from ..postgres import bounds
 
         _, through, rows = bounds(self.url, self.table, self.order_by, count=True) if backlog else (None, None, 0)
         TablePosition(root).write({"format": 1, "table": self.table, "through": through, "rows": rows})

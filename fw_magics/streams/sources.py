@@ -1,4 +1,4 @@
-"""Where streams come from: a Spark DataFrame, a pandas DataFrame, Python records, a folder of files or a database table."""
+"""Where streams come from: a Spark DataFrame, a pandas DataFrame, Python records, a folder of files, a table."""
 
 from __future__ import annotations
 
@@ -153,11 +153,11 @@ def from_table(url, table, schema, order_by="id", event_time=None, watermark_del
     ``PGPASSWORD`` or ``~/.pgpass``, never the job's log); ``table``: ``name`` or ``schema.name``;
     ``schema``: the columns read (DDL string or StructType), checked against the table now; ``order_by``:
     an integer column of the table that grows with each insert (a serial or identity key; it need not be
-    in ``schema``). The rows present when a
-    job over it *first* starts (up to the greatest ``order_by`` then) are its backlog, read as a partitioned
-    Spark batch; rows inserted later are fresh, read by a Structured Streaming source whose offsets are
-    that column's values. Rows are only ever inserted: an update or delete of a row read is not seen.
-    ``event_time``, ``watermark_delay`` and ``on_late`` as for ``from_files``.
+    in ``schema``). The rows present when a job over it *first* starts (up to the greatest ``order_by``
+    then) are its backlog, read as a partitioned Spark batch; rows inserted later are fresh, read by a
+    Structured Streaming source whose offsets are that column's values. Rows are only ever inserted: an
+    update or delete of a row read is not seen. ``event_time``, ``watermark_delay`` and ``on_late`` as for
+    ``from_files``. Names are PostgreSQL's as stored (an unquoted ``CREATE TABLE Orders`` is ``orders``).
     """
     from .. import postgres
 
