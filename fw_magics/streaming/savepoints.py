@@ -247,7 +247,7 @@ def take(job) -> str:
         "job": job.job_name, "batch": batch, "parallelism": job.parallelism, "graph": job.graph.to_json(),
         "source": job.source.describe(), "watermark": _watermark(job, position) if snap.timed else None,
         "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind,
-        **({"read_files": position["backlog"]} if "backlog" in position else {"read_through": position["through"]}),
+        **job.source.position_fields(position),
     }
     return write_savepoint(job.storage.base, document, operators, position, snap.keyed, snap.latest, snap.base)
 

@@ -16,7 +16,7 @@ these questions, all in JSON/DataFrames:
   the baseline without a backlog phase).
 
 * ``manifest(root)``: where it recorded its backlog (read back checked at a restart);
-* ``saved_position``, ``position_snapshots``, ``read_since_switch``, ``restore_position``,
+* ``saved_position``, ``position_fields``, ``position_snapshots``, ``read_since_switch``, ``restore_position``,
   ``same_place``: its position in a savepoint, and a restore laid out from it (``savepoints``).
 
 :class:`FilesSource` implements them over a directory: the backlog is the files present at the
@@ -168,6 +168,10 @@ class FilesSource:
         manifest, its first ``end["files"]`` files read (``backlog``)."""
         return dict(self.manifest(root).read(), backlog=int(end["files"]))
 
+    def position_fields(self, position: dict) -> dict:
+        """What the savepoint's document says of it: how many files were read."""
+        return {"read_files": position["backlog"]}
+
     def position_snapshots(self, position: dict, parallelism: int) -> list[dict]:
         """The source subtasks' operator state: its splits, the read ones marked (``splits``)."""
         return source_snapshots(position["files"], position["backlog"], parallelism)
@@ -312,6 +316,9 @@ class TableSource:
 
     def saved_position(self, root: str, end: dict) -> dict:
         return {"format": 1, "table": self.table, "through": end["id"], "rows": None}
+
+    def position_fields(self, position: dict) -> dict:
+        return {"read_through": position["through"]}
 
     def position_snapshots(self, position: dict, parallelism: int) -> list[dict]:
         """One split, the table up to ``through``, owned by source subtask 0 (the stream reads it as one)."""
