@@ -40,6 +40,9 @@ from .phases import ENDED, Mode, can_change
 from .results import JobResults
 from .sink import deliver
 
+#: Why a job whose query ended by itself (not availableNow, not stopped by the job) stops.
+STOPPED_OUTSIDE = "its query was stopped from outside the job (the Spark session stopping, or the query's own stop())"
+
 
 class StreamingJob(JobResults):
     """A running (or finished) keyed streaming job; ``start()`` makes one.
@@ -201,10 +204,12 @@ class StreamingJob(JobResults):
             self.log.emit(events.file_skipped(doc["file"], doc["reason"]))
 
     def _terminated(self, query, exception) -> None:
-        if self._stopping or self._ended:
+        if self._gone():  # stopped, failed or ended: the job halted its query itself
             return
         if exception:
             self._recover(exception, query)
+        elif not self.plan.trigger.available_now:  # a query of the job never ends by itself: it was stopped
+            self._fail(Interrupted(STOPPED_OUTSIDE), why=STOPPED_OUTSIDE)
         else:  # availableNow: everything there was is processed
             self.follower.sync()
             self._end("stopped")
@@ -313,6 +318,8 @@ class StreamingJob(JobResults):
                 if self.plan.trigger.available_now:
                     self._end("stopped")
                 break
+        except Interrupted:
+            raise  # the job's own interruption, raised by _raise_failure
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: stopped waiting; job {self.job_name!r} keeps running in phase "
                               f"{self._phase} (job.stop() stops it)") from None
@@ -348,10 +355,10 @@ class StreamingJob(JobResults):
             self.follower.sync()
         self._end("stopped")
 
-    def _fail(self, error: BaseException) -> None:
-        """The job failed; or (``interruption``) its Spark work was cancelled from outside or its session
-        went away under it: then it stops, recorded as interrupted, as execute() records a cancel."""
-        why = None if self._stopping else interruption(error, self.spark)
+    def _fail(self, error: BaseException, why: str | None = None) -> None:
+        """The job failed; or (``interruption``, or ``why`` given) its Spark work was cancelled from outside
+        or its session went away under it: then it stops, recorded as interrupted, as execute() records a cancel."""
+        why = why or (None if self._stopping else interruption(error, self.spark))
         with self._cond:
             if self._ended or self._error is not None or self._interrupted is not None:
                 return  # the first failure is the job's: a second one never replaces it

@@ -226,3 +226,63 @@ def test_a_parallelism_far_above_the_machine_gets_a_word_and_stop_returns_at_onc
     committed = len(glob.glob(sidecars))
     time.sleep(2)
     assert len(glob.glob(sidecars)) == committed < 600  # nothing committed after stop() returned
+
+
+def _ended_as(job) -> tuple[str, str | None]:
+    """The job's status as %fw_recover lists it, and the cause of its last word."""
+    (listed,) = [j for j in find_jobs(job.root.rsplit(os.sep, 1)[0], elsewhere=False).jobs if j.name == job.job_name]
+    cause = next((e.get("cause") for e in reversed(job.events()) if e["type"] == "job_cancelled"), None)
+    return listed.status, cause
+
+
+def test_a_query_stopped_from_outside_the_job_is_an_interruption_not_a_clean_stop(area):
+    """A job's query never ends by itself (but for availableNow): stopped from outside (the Spark
+    session stopping under a kernel restart, spark.streams), the job is recorded as cancelled, with why."""
+    area.write(BACKLOG[0])
+    job = source(area).key_by("k").aggregate(functions.CountSum()).start(job_dir=area.jobs, job_name="outside",
+                                                                        trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        job.query.stop()
+        with job._cond:
+            assert job._cond.wait_for(lambda: job.phase == "stopped", 30), job.phase
+    finally:
+        job.stop()
+    status, cause = _ended_as(job)
+    assert status == "cancelled" and cause == "interrupted: its query was stopped from outside the job " \
+                                              "(the Spark session stopping, or the query's own stop())"
+    with pytest.raises(fw.Interrupted, match="job 'outside' was interrupted: its query was stopped from outside"):
+        job.process_all_available()
+
+
+def test_an_interruption_during_the_backlog_is_recorded_even_when_its_warm_query_ends_first(area):
+    """Kernel > Interrupt (or a kernel restart) cancels the backlog's Spark jobs; the job halts its warm
+    query and records the cancel. The warm query's follower sees that query end meanwhile: it must not
+    record a clean stop first (a CI run listed such a job as "stopped", not "cancelled")."""
+    if os.environ.get("SPARK_REMOTE"):
+        pytest.skip("SparkContext.cancelAllJobs is classic Spark's (Connect: interruptAll, tested elsewhere)")
+    from .driver import SlowCountSum
+
+    area.write([(k, v, v) for k in range(8) for v in range(30)])  # 30 records a subtask: 6 s of backlog
+    job = source(area).key_by("k").aggregate(SlowCountSum()).start(job_dir=area.jobs, job_name="cancelled")
+    cancelled = job.log.cancelled
+
+    def slow_cancelled(cause):  # the follower's poll (1 s in the backlog) comes first
+        time.sleep(2.5)
+        return cancelled(cause)
+
+    job.log.cancelled = slow_cancelled
+    try:
+        deadline = time.monotonic() + 60
+        while job.query is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert job.phase == "backlog" and job.query is not None and job.query.isActive  # the warm query
+        time.sleep(1)
+        fw.get_spark().sparkContext.cancelAllJobs()
+        with job._cond:
+            assert job._cond.wait_for(lambda: job.phase in ("stopped", "failed"), 60), job.phase
+    finally:
+        job.stop()
+    status, cause = _ended_as(job)
+    assert (job.phase, status) == ("stopped", "cancelled") and cause.startswith("interrupted: its Spark jobs were "
+                                                                                "cancelled"), (status, cause)
