@@ -31,12 +31,27 @@ from .conftest import ROOT, backend_env, cluster_script, run_pytest
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(1000)]
 
 
-#: The core cases run on each backend: what a cluster changes (user modules, job directories),
-#: Flink's cases and placement, execute() and the streaming side. The rest of the core cases
-#: (the magic's grammar, errors, display) do not depend on where Spark runs and take most of the
-#: time; `make test` runs all of them in one process, `make test-extended` again under Spark Connect.
+#: What runs on each backend, in one pytest run per backend (one driver start): the core cases and
+#: the "backends" ones (all of execute() with region failover and the restart strategies; the graph
+#: widget following execute() live) of these paths.
+SELECTED = ["-m", "core or backends"]
+#: On the standalone cluster: what a cluster changes (user modules, job directories), Flink's cases
+#: and placement, execute() and the streaming side. The rest of the core cases (the magic's grammar,
+#: errors, display) do not depend on where Spark runs and take most of the time; `make test` runs all
+#: of them in one process, `make test-extended` again under an in-process Spark Connect server.
 CORE_ON_A_CLUSTER = ["tests/cluster", "tests/streams/test_flink_cases.py", "tests/streams/test_partitioning.py",
                      "tests/runtime", "tests/streaming"]
+#: Under the separate Connect server (its executors on the same cluster) what its being a process of its
+#: own changes: user modules shipped as artifacts, job directories and the probe, execute() and Spark's task
+#: progress through it, and the streaming cases whose handover and savepoints depend on the session's
+#: flavour (Flavour.CONNECT assumes nothing of the server's settings). Flink's cases, placement and the
+#: streaming cases that do not (following a query, a restart, the seam, the lifecycle, a table's reader,
+#: the same Python data source under both servers) ran on the cluster above and under the in-process
+#: server: a third run would show nothing new.
+CORE_UNDER_THE_CONNECT_SERVER = [
+    "tests/cluster", "tests/runtime", "tests/widgets/test_with_spark.py::test_a_view_follows_execute_live",
+    *(f"tests/streaming/test_{name}.py" for name in ("handover", "modes", "operator_state", "partitioned_state",
+                                                     "rescale", "warm_start"))]
 #: And one %%fullwindow case under the Connect server: a real IPython shell whose cell defines the
 #: function the executors run, over a Spark DataFrame and a pandas one.
 MAGIC_UNDER_CONNECT = "tests/magics/test_magic.py::test_spark_and_pandas_dataframes_are_inputs"
@@ -50,15 +65,16 @@ def passed(proc) -> int:
     return int(found.group(1)) if found else 0
 
 
-def test_core_cases_and_cluster_cases_on_the_standalone_cluster(cluster):
-    proc = run_pytest(backend_env(cluster), "-rs", "-m", "core", *CORE_ON_A_CLUSTER)
-    assert passed(proc) >= 30
+def passed_in(proc, path: str) -> int:
+    """How many cases of ``path`` (a file, or a case's node id) passed, by ``-rA``'s list."""
+    return len(re.findall(rf"^PASSED {re.escape(path)}(::|\[|$)", proc.stdout, re.M))
+
+
+def test_core_cases_cluster_cases_and_execute_with_failover_on_the_standalone_cluster(cluster):
+    proc = run_pytest(backend_env(cluster), "-rA", *SELECTED, *CORE_ON_A_CLUSTER)
+    assert passed(proc) >= 45
     assert "FW_TEST_PRIVATE_DIR" not in proc.stdout or cluster["private"] is None  # the unshared-dir case ran
-
-
-def test_execute_and_failover_on_the_standalone_cluster(cluster):
-    proc = run_pytest(backend_env(cluster), "tests/runtime/test_execute.py")
-    assert passed(proc) >= 8
+    assert passed_in(proc, "tests/runtime/test_execute.py") >= 12, proc.stdout[-3000:]  # failover included
 
 
 def driver(env, job_dir, markers, mode):
@@ -120,17 +136,13 @@ def test_a_worker_killed_during_a_vertex_and_spark_reschedules_its_task_on_the_o
     assert len(adds) == len(jobs.RECORDS) - len(keys)  # the reduce vertex ran once: n - 1 adds per key
 
 
-def test_core_cases_and_cluster_cases_under_the_separate_connect_server(cluster, connect_server):
-    proc = run_pytest(backend_env(cluster, connect_server), "-rA", "-m", "core", MAGIC_UNDER_CONNECT,
-                      *CORE_ON_A_CLUSTER)
+def test_core_cases_execute_and_the_widgets_task_progress_under_the_separate_connect_server(cluster, connect_server):
+    proc = run_pytest(backend_env(cluster, connect_server), "-rA", *SELECTED, MAGIC_UNDER_CONNECT,
+                      *CORE_UNDER_THE_CONNECT_SERVER)
     assert passed(proc) >= 30
-    assert len(re.findall(rf"^PASSED {re.escape(MAGIC_UNDER_CONNECT)}\[", proc.stdout, re.M)) == 2, proc.stdout[-3000:]
-
-
-def test_execute_failover_and_the_widgets_task_progress_under_the_separate_connect_server(cluster, connect_server):
-    proc = run_pytest(backend_env(cluster, connect_server), "tests/runtime/test_execute.py",
-                      "tests/widgets/test_with_spark.py::test_a_view_follows_execute_live")
-    assert passed(proc) >= 9
+    assert passed_in(proc, MAGIC_UNDER_CONNECT) == 2, proc.stdout[-3000:]
+    assert passed_in(proc, "tests/runtime/test_execute.py") >= 12, proc.stdout[-3000:]
+    assert passed_in(proc, "tests/widgets/test_with_spark.py::test_a_view_follows_execute_live") == 1
 
 
 def test_connect_server_killed_during_execute_then_restarted_and_the_same_client_resumes(

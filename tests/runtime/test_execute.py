@@ -11,7 +11,7 @@ from fw_magics.failover import FixedDelayRestart
 from ..conftest import is_connect
 from . import jobs
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.backends]  # and on the cluster, in the same run as the core cases
 
 
 def rows(result):

@@ -36,6 +36,7 @@ def test_the_details_show_the_spark_plan_fragment_of_each_operator(spark):
     assert "Sort [v" in view.details.value and "Spark plan fragment" in view.details.value
 
 
+@pytest.mark.backends  # and under the separate Connect server: Spark's task progress through it
 def test_a_view_follows_execute_live(spark, tmp_path):
     stream = sorted_stream()
     view = stream.show_graph()
