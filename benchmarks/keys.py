@@ -300,7 +300,7 @@ def print_table(results) -> None:
     for r in results:
         cells = []
         for phase in ("backlog", "switch", "savepoint", "restore"):
-            p = r.get(f"peak_{phase}") or {}
-            cells.append(f"{p.get('driver', 0)} / {p.get('worker', 0)} ({p.get('worker_private', 0)}) / {p.get('jvm', 0)} / "
-                         f"{p.get('heap', 0)}")
+            p = r.get(f"peak_{phase}")
+            cells.append("not sampled" if not p else
+                         f"{p['driver']} / {p['worker']} ({p['worker_private']}) / {p['jvm']} / {p['heap']}")
         print(f"| {r['keys']:,} | " + " | ".join(cells) + " |")

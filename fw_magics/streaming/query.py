@@ -149,7 +149,7 @@ class KeyedProcessor(StatefulProcessor):
         if self.core is not None and self.spec.kind == "process":
             self.spec.function.close()
         if self.core is not None and self.seed is not None:
-            self.seed.report(self.partition)
+            self.seed.close(self.partition)
 
 
 #: The name of the metrics a query observes before it drops records (``progress.observedMetrics``).

@@ -13,7 +13,7 @@ parallelism), and sorts each partition by key. So the Python worker running stre
 partition ``p`` opens only file ``p``: memory-mapped, never read whole, searched by bisection over
 its sorted key columns (``keys.normal``: Spark's grouping and order, for every key type, floats'
 NaN and -0.0 included). No worker holds a dict of keys, nor anything that grows with the number
-of keys but the pages of the mapped file it touched. Where the stream's partitions need not be
+of keys: the pages of the mapped file it touched are let go of as it goes (``RELEASE_EVERY``). Where the stream's partitions need not be
 the files' (on a remote Spark Connect server a ``foreachBatch`` query may run at a
 ``spark.sql.shuffle.partitions`` the server sets: ``fw_magics.spark.flavour``), the handover says
 ``aligned: false`` and a worker searches every file for the key, each by bisection.
@@ -58,6 +58,11 @@ MAX_HANDOVER_BYTES = 16 << 20
 #: How many files a worker keeps open (mapped) at once: a restored job's task may search every file of
 #: its base (when their count is not its parallelism) besides its own partition's newer layer.
 OPEN_FILES = 32
+#: How many lookups a mapped file serves before its pages are dropped from the worker's memory
+#: (``SortedStates.release``): each lookup faults in a few pages (the kernel maps up to 16 around each
+#: fault), all distinct when the keys are many, so without this a worker's resident set would grow
+#: towards the size of the files it searches.
+RELEASE_EVERY = 128
 #: The environment variable naming a folder where workers report their lookups (tests).
 STATS = "FW_SEED_STATS"
 
@@ -138,12 +143,24 @@ class SortedStates:
         self._columns = [[b.column(k) for k in key_names] for b in self.batches]
         self.firsts = [self._key(i, 0) for i in range(len(self.batches))]
         self.rows = sum(b.num_rows for b in self.batches)
+        self._lookups = 0
+        self.release()  # the scan of the batches' headers touched pages all over the file
+
+    def release(self) -> None:
+        """Drop the pages this process mapped in from its resident set (a read-only file mapping:
+        they are read again from the page cache when next touched)."""
+        if self._map is not None:
+            self._map.madvise(mmap.MADV_DONTNEED)
+        self._lookups = 0
 
     def _key(self, batch: int, row: int) -> tuple:
         return normal(tuple(column[row].as_py() for column in self._columns[batch]))
 
     def state(self, key_normal: tuple) -> str | None:
         """The state text of the key whose ``normal`` form is ``key_normal``, or None."""
+        self._lookups += 1
+        if self._lookups >= RELEASE_EVERY:
+            self.release()
         at = bisect.bisect_right(self.firsts, key_normal) - 1
         if at < 0:
             return None
@@ -250,6 +267,13 @@ class PartitionSeed:
         if text is not None:
             return None if text == TOMBSTONE else text
         return base.find(key, key_normal)
+
+    def close(self, partition: int) -> None:
+        """At the task's end: report (``report``), then let go of the pages every file this worker keeps
+        open touched (another job's included: a reused worker keeps them for its next task)."""
+        self.report(partition)
+        for states in _CACHE.values():
+            states.release()
 
     def report(self, partition: int) -> None:
         """With ``FW_SEED_STATS`` set on the driver (a folder): write what this task looked up there, for

@@ -92,6 +92,59 @@ def test_a_sorted_partition_file_finds_each_of_its_keys_and_no_other(tmp_path_fa
     assert states.rows == len(ordered)
 
 
+def _mapped_kib(states) -> int:
+    """The resident KiB of ``states``' file mapping in this process (``/proc/self/smaps``)."""
+    address = pa.py_buffer(states._map).address
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5:
+                start, end = (int(x, 16) for x in head[0].split("-"))
+                inside = start <= address < end
+            elif inside and head[0] == "Rss:":
+                return int(head[1])
+    raise AssertionError("the file's mapping is not in /proc/self/smaps")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux's /proc/self/smaps")
+def test_a_worker_keeps_few_pages_of_a_large_partition_file_resident_however_many_keys_it_looks_up(
+        tmp_path, monkeypatch):
+    # The issue's target: a worker's memory must not grow with the keys. Each lookup faults in a few pages
+    # of the mapped file (the kernel maps up to 16 around a fault); with many keys they are all distinct,
+    # so without letting go of them a worker's resident set grows towards the file's size.
+    rng = random.Random(7)
+    keys = sorted({(rng.random() * 1e9, "k" * rng.randint(0, 30)) for _ in range(300_000)}, key=normal)
+    _sorted_file(str(tmp_path / "p.arrow"), keys, 4096)
+    size_kib = os.path.getsize(tmp_path / "p.arrow") // 1024
+    probes = rng.sample(keys, 3_000)
+    model = {normal(k): json.dumps({"n": i}) for i, k in enumerate(keys)}
+
+    monkeypatch.setattr(seeds, "RELEASE_EVERY", 10 ** 9)  # never let go: what the pages would do
+    kept = seeds.SortedStates(str(tmp_path), "p.arrow", ("k", "name"))
+    assert _mapped_kib(kept) < 1024  # opening reads the batches' heads and lets go of those pages
+    for key in probes:
+        assert kept.state(normal(key)) == model[normal(key)]
+    grown = _mapped_kib(kept)
+    assert grown > size_kib // 3  # a sanity check of the measure: the lookups touched much of the file
+
+    monkeypatch.setattr(seeds, "RELEASE_EVERY", 16)
+    states = seeds.SortedStates(str(tmp_path), "p.arrow", ("k", "name"))
+    peak = 0
+    for key in probes:
+        assert states.state(normal(key)) == model[normal(key)]  # right after pages were let go too
+        peak = max(peak, _mapped_kib(states))
+    assert peak < 16 * 16 * 4 * 8  # at most 16 lookups' pages: a few faults of 16 pages each
+    assert peak < grown // 4
+
+    seeds._CACHE[("test", "p.arrow", "-")] = states
+    try:
+        seeds.PartitionSeed(str(tmp_path), ("k", "name")).close(0)  # a task's end lets go of every open file
+        assert _mapped_kib(states) == 0
+    finally:
+        del seeds._CACHE[("test", "p.arrow", "-")]
+
+
 # -- every key type through the switch ----------------------------------------------------------------
 
 _TYPED_SCHEMA = "x double, d decimal(6,2), b binary, s struct<i:int,f:double>, v long, ts timestamp"
