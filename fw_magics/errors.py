@@ -37,7 +37,28 @@ import re
 
 
 class FwMagicsError(Exception):
-    """Base class of every error fw-magics raises on purpose; its message is one line."""
+    """Base class of every error fw-magics raises on purpose; its message is one line.
+
+    In IPython (a notebook) it is shown as the user's own frames, the cell line that called
+    fw-magics, then that one line (``_render_traceback_``): not the frames inside fw-magics,
+    PySpark or pyarrow it went through, nor the library error it was worded from (still chained,
+    for ``%debug`` and ``__cause__``). ``JobFailedError`` keeps IPython's whole traceback: its
+    chained cause is the failure of the user's own code.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        from IPython import get_ipython  # IPython is the caller
+
+        from .user_frames import user_traceback
+
+        shell = get_ipython()
+        kept = self.__cause__, self.__suppress_context__
+        self.__cause__, self.__suppress_context__ = None, True  # drawn without the error it was worded from
+        try:
+            lines = user_traceback(self, shell) if shell is not None else None
+        finally:
+            self.__cause__, self.__suppress_context__ = kept
+        return lines or [f"{type(self).__name__}: {self}"]
 
 
 class FullWindowError(FwMagicsError, ValueError):
@@ -68,6 +89,14 @@ class JobStorageError(FwMagicsError, RuntimeError):
 
 class JobFailedError(FwMagicsError, RuntimeError):
     """A running job failed; the message says why in one line, and the failure itself is chained to it."""
+
+    def _render_traceback_(self) -> list[str]:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is None:
+            return [f"{type(self).__name__}: {self}"]
+        return shell.InteractiveTB.structured_traceback(type(self), self, self.__traceback__)
 
 
 class JobDirNotSharedError(FwMagicsError, RuntimeError):

@@ -13,54 +13,21 @@ cell is named the IPython way (``Cell In[18], line 3, in top3``), not by the tem
 from __future__ import annotations
 
 import linecache
-import os
 import re
-import sysconfig
-import types
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fw_magics/
-_LIBRARY_DIRS = tuple(
-    os.path.normcase(os.path.realpath(d)) + os.sep
-    for d in {_PACKAGE_DIR, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]}
-)
-_LIBRARY_PATTERN = re.compile(r"[\\/](site|dist)-packages[\\/]|pyspark\.zip|^<frozen ")
+from ..user_frames import is_user_file, user_traceback
+
 _WORKER_TRACEBACK = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^  File "(?P<file>.*)", line (?P<line>\d+), in (?P<name>.*)$')
 
 
-def is_user_file(filename: str) -> bool:
-    """Whether code in ``filename`` is the user's (a notebook cell, a script, their module)."""
-    if _LIBRARY_PATTERN.search(filename):
-        return False
-    if filename.startswith("<"):
-        return True  # <ipython-input-...>, <string>: code typed by the user
-    path = os.path.normcase(os.path.realpath(filename))
-    return not path.startswith(_LIBRARY_DIRS)
-
-
 def trim(error: BaseException, shell) -> bool:
     """Show ``error`` with the user's frames only, if it came from user code; say whether it did."""
-    lines = _worker_lines(error, shell) or _driver_lines(error, shell)
+    lines = _worker_lines(error, shell) or user_traceback(error, shell)
     if lines is None:
         return False
     error._render_traceback_ = lambda: lines
     return True
-
-
-def _driver_lines(error: BaseException, shell) -> list[str] | None:
-    """The structured traceback of a driver-side error, cut to the user's frames."""
-    frames = []
-    tb = error.__traceback__
-    while tb is not None:
-        if is_user_file(tb.tb_frame.f_code.co_filename):
-            frames.append(tb)
-        tb = tb.tb_next
-    if not frames:
-        return None
-    trimmed = None
-    for frame in reversed(frames):
-        trimmed = types.TracebackType(trimmed, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
-    return shell.InteractiveTB.structured_traceback(type(error), error, trimmed, tb_offset=0)
 
 
 def _worker_lines(error: BaseException, shell=None) -> list[str] | None:

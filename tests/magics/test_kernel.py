@@ -20,6 +20,7 @@ CELLS = [
     "%%fullwindow sort field=prize\norders",
     "%%fullwindow map fn=shaky schema='x double'\ndef shaky(records):\n    for r in records:\n        yield (1 / (r.id - 2),)\norders",
     "%%fullwindow map fn=\"lambda rs: [(1 / (r.id - 2),) for r in rs]\" schema='x double'\norders",
+    "fw.from_records([(1, 2.0)], 'id long, price dubble')",
 ]
 
 
@@ -29,8 +30,8 @@ def test_a_notebook_shows_previews_one_line_mistakes_and_user_tracebacks(tmp_pat
         nb, timeout=600, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute()
-    setup, shown, silenced, mistake, failing, failing_lambda = (cell.outputs for cell in nb.cells)
-    assert [cell.execution_count for cell in nb.cells] == [1, 2, 3, 4, 5, 6]
+    setup, shown, silenced, mistake, failing, failing_lambda, refused = (cell.outputs for cell in nb.cells)
+    assert [cell.execution_count for cell in nb.cells] == [1, 2, 3, 4, 5, 6, 7]
     assert not any(o.output_type == "error" for o in setup)
 
     (result,) = shown
@@ -58,6 +59,13 @@ def test_a_notebook_shows_previews_one_line_mistakes_and_user_tracebacks(tmp_pat
     text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))
     assert "Cell In[6], line 1, in <lambda>" in text and "ZeroDivisionError" in text, text
     assert "ipykernel_" not in text and "fw_magics" not in text
+
+    (error,) = refused  # an API call refused: the cell's line, then the one line; no library frames
+    assert error.output_type == "error" and error.ename == "FullWindowError"
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))
+    assert "Cell In[7], line 1" in text and "----> 1 fw.from_records" in text, text
+    assert text.rstrip().endswith(f"FullWindowError: {error.evalue}") and "is not valid DDL" in error.evalue
+    assert "site-packages" not in text and "The above exception" not in text, text
 
 
 def test_a_job_run_in_one_kernel_is_listed_by_fw_recover_in_a_fresh_kernel_in_the_same_folder(tmp_path):

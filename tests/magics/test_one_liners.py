@@ -1,5 +1,7 @@
 """The promised one-liners (issue 16, item 11), through the real magic in an IPython shell and through the API."""
 
+import re
+
 import pytest
 from IPython.core.error import UsageError
 
@@ -93,3 +95,31 @@ def test_a_schema_naming_a_column_twice_is_one_line(shell):
         fw.from_records([(1, 2)], "n long, N long")
     message = usage_line(shell, "%%fullwindow map fn=\"lambda rs: rs\" schema=\"x long, x double\"\norders")
     assert message == "schema 'x long, x double' names the column 'x' twice; accepted: distinct column names"
+
+
+def _shown(capsys) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+
+
+def test_an_api_call_refused_in_a_cell_shows_the_cell_line_and_its_one_line_not_the_library_frames(shell, capsys):
+    capsys.readouterr()
+    result = run(shell, "schema = 'id long, price dubble'\nfw.from_records([(1, 2.0)], schema)")
+    error = result.error_in_exec
+    assert isinstance(error, fw.FullWindowError)
+    shown = _shown(capsys)
+    lines = [line for line in shown.splitlines() if line.strip() and not set(line) <= {"-"}]
+    assert lines[-1] == f"FullWindowError: {error}"  # the one line, last
+    assert "----> 2 fw.from_records([(1, 2.0)], schema)" in shown  # the cell's line that called fw-magics
+    assert "site-packages" not in shown and "fw_magics/" not in shown and "pyspark" not in shown.lower()
+    assert "The above exception" not in shown and len(lines) <= 6, shown
+    assert error.__cause__ is not None or error.__context__ is not None  # the library error is still chained
+
+
+def test_a_job_failure_keeps_its_whole_traceback_with_the_cause_chained(shell, capsys):
+    capsys.readouterr()
+    result = run(shell, "def boom():\n    raise ValueError('my bug')\n"
+                        "try:\n    boom()\nexcept ValueError as e:\n    raise fw.JobFailedError('job failed') from e")
+    assert isinstance(result.error_in_exec, fw.JobFailedError)
+    shown = _shown(capsys)
+    assert "ValueError: my bug" in shown and "The above exception was the direct cause" in shown
+    assert shown.rstrip().endswith("JobFailedError: job failed")
