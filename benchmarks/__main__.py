@@ -2,6 +2,7 @@
 
     python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,import,widgets,recovery,fullwindow,backlog]
     python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R] [--ratio-only]
+    python -m benchmarks --only cold [--runs R]    (fresh processes: embedded Spark against FW_SPARK_SHARED=1)
     python -m benchmarks --only keys [--keys 10000,1000000] [--backlog-records N] [--files F] [--runs R]
                                      [--references-up-to K]
     python -m benchmarks --scale [--scale-rows 1000000,5000000,20000000] [--wide-columns 50] [--wide-rows N]
@@ -198,6 +199,12 @@ def main() -> None:
               f"{sizes[0] if sizes else 10_000:,} keys, a keyed count and sum; median of {args.runs} runs taken in "
               "turns after one warm-up round, embedded Spark local[*], a scratch PostgreSQL on loopback")
         table.print_table(table.run(args.backlog_records, sizes[0] if sizes else 10_000, args.runs))
+    if "cold" in only:  # fresh processes, a server started and stopped: only when asked for
+        from benchmarks import cold_start
+
+        print(f"\ncold start: a fresh process to its first result (sort of 1,000 rows), embedded Spark against "
+              f"the shared warm Spark (FW_SPARK_SHARED=1); {args.runs} runs of each, in turns")
+        cold_start.print_table(cold_start.run(args.runs))
     if "keys" in only:  # long (minutes per size): only when asked for
         from benchmarks import keys
 

@@ -129,10 +129,10 @@ def in_turns(spark_run, flink_run, runs: int, warmups: int = 2) -> tuple[float, 
     return statistics.median(ours), statistics.median(theirs)
 
 
-def first_result_s(command: list[str]) -> float:
+def first_result_s(command: list[str], env: dict | None = None) -> float:
     """Seconds from the launch of ``command`` to its line "rows N" (its first result)."""
     started = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     for line in proc.stdout:
         if line.startswith("rows "):
             took = time.perf_counter() - started

@@ -93,3 +93,66 @@ def test_a_connect_session_is_aligned_only_on_an_in_process_server_that_inherits
     monkeypatch.setenv("PYSPARK_REMOTE_INIT_CONF_0", inherited if isinstance(inherited, str) else json.dumps(inherited))
     chosen = flavour.flavour_of(FakeConnectSession())
     assert chosen.connect and chosen.sets_state_partitions is aligned
+
+
+# -- the shared warm Spark's settings and leases (fw_magics.spark.shared; the server itself: test_shared_spark.py)
+
+@pytest.mark.parametrize("value, want", [("", False), ("0", False), ("no", False), ("1", True), ("TRUE", True),
+                                         ("yes", True)])
+def test_the_shared_spark_is_asked_for_by_the_environment_or_the_argument(monkeypatch, value, want):
+    from fw_magics.spark import shared
+
+    monkeypatch.setenv(shared.ENV, value)
+    assert shared.wanted(None) is want
+    assert shared.wanted(True) is True and shared.wanted(False) is False
+
+
+@pytest.mark.parametrize("variable, value, said", [
+    ("FW_SPARK_SHARED", "maybe", "FW_SPARK_SHARED='maybe'; accepted: 1, true or yes (shared), 0, false or no"),
+    ("FW_SPARK_SHARED_IDLE", "-5", "FW_SPARK_SHARED_IDLE='-5'; accepted: a number of seconds > 0"),
+    ("FW_SPARK_SHARED_IDLE", "soon", "FW_SPARK_SHARED_IDLE='soon'; accepted: a number of seconds > 0"),
+])
+def test_a_bad_shared_spark_setting_is_one_line(monkeypatch, variable, value, said):
+    from fw_magics.spark import shared
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SparkUnavailableError) as raised:
+        shared.wanted(None) if variable == shared.ENV else shared.idle_seconds()
+    assert str(raised.value) == said
+
+
+def test_the_shared_folder_is_the_users_only(tmp_path, monkeypatch):
+    from fw_magics.spark import shared
+
+    given = tmp_path / "mine"
+    given.mkdir(mode=0o755)
+    monkeypatch.setenv(shared.DIR_ENV, str(given))
+    assert shared.folder() == str(given) and stat.S_IMODE(os.stat(given).st_mode) == 0o700
+    if os.getuid() == 0:  # as root a folder can be given to another user: refused, not used
+        os.chown(given, 65534, 65534)
+        with pytest.raises(SparkUnavailableError, match="belongs to another user; set FW_SPARK_SHARED_DIR"):
+            shared.folder()
+
+
+def test_a_lease_lasts_while_its_process_lives_and_not_for_a_process_given_its_pid_later(tmp_path):
+    import subprocess
+    import sys
+
+    from fw_magics.spark import shared
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        shared.take_lease(str(tmp_path), child.pid)
+        shared.take_lease(str(tmp_path))  # this process
+        assert sorted(shared.live_leases(str(tmp_path))) == sorted([child.pid, os.getpid()])
+        shared.take_lease(str(tmp_path), child.pid, session_id="its-session")
+        (tmp_path / shared.LEASES / str(os.getpid())).write_text('{"started": "1", "session": "mine"}')
+        ended = []  # as if this pid had been given to this process after the leased one ended
+        assert shared.live_leases(str(tmp_path), ended) == [child.pid] and ended == ["mine"]
+        assert not (tmp_path / shared.LEASES / str(os.getpid())).exists()
+    finally:
+        child.kill()
+        child.wait()
+    ended = []
+    assert shared.live_leases(str(tmp_path), ended) == [] and os.listdir(tmp_path / shared.LEASES) == []
+    assert ended == ["its-session"]

@@ -6,7 +6,9 @@ Order of preference (``get_spark``):
 2. a Spark Connect session when ``SPARK_REMOTE`` is set (``sc://host:15002``, or
    ``local[2]`` for an in-process Connect server);
 3. a classic session on the master named by ``FW_SPARK_MASTER``;
-4. an embedded ``local[*]`` session inside this process.
+4. with ``FW_SPARK_SHARED=1`` (or ``shared=True``), a Spark Connect session on this user's warm
+   Spark, a loopback server shared by their kernels (``shared``);
+5. an embedded ``local[*]`` session inside this process.
 """
 
 from __future__ import annotations
@@ -69,11 +71,12 @@ def check_java() -> None:
         )
 
 
-def get_spark(conf: dict[str, str] | None = None):
+def get_spark(conf: dict[str, str] | None = None, shared: bool | None = None):
     """Return the SparkSession fw-magics should use, starting one if needed.
 
     ``conf`` adds settings to a session this function starts; it is ignored when a
-    session is already active.
+    session is already active. ``shared=True`` (or ``FW_SPARK_SHARED=1``) connects to this
+    user's warm Spark shared by their kernels, started on first use (``fw_magics.spark.shared``).
     """
     from pyspark.sql import SparkSession
 
@@ -92,7 +95,7 @@ def get_spark(conf: dict[str, str] | None = None):
         # sets its spark.sql.* settings again on this session while a query starts, so a
         # streaming query would get the variable's spark.sql.shuffle.partitions, not the one
         # start(parallelism=N) set (fw_magics.spark.flavour: InProcessConnect).
-        _prepare_local_jvm()
+        prepare_local_jvm()
         settings = embedded_conf(conf)
         if "PYSPARK_REMOTE_INIT_CONF_LEN" not in os.environ:
             os.environ["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
@@ -112,7 +115,14 @@ def get_spark(conf: dict[str, str] | None = None):
         for key, value in (conf or {}).items():
             builder = builder.config(key, value)
         return builder.getOrCreate()
-    _prepare_local_jvm()
+    from . import shared as shared_server
+
+    if shared_server.wanted(shared):
+        prepare_local_jvm()
+        settings = embedded_conf(conf)
+        return shared_server.session(embedded_master(), {k: v for k, v in settings.items() if not k.startswith(SQL_PREFIX)},
+                                     {k: v for k, v in settings.items() if k.startswith(SQL_PREFIX)})
+    prepare_local_jvm()
     builder = builder.master(embedded_master())
     for key, value in embedded_conf(conf).items():
         builder = builder.config(key, value)
@@ -135,7 +145,7 @@ def embedded_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
     return merged
 
 
-def _prepare_local_jvm() -> None:
+def prepare_local_jvm() -> None:
     """Java check and worker interpreter for a JVM started inside this process."""
     check_java()
     # Spark's Python workers must be this interpreter, or they start a Python without pyarrow.
