@@ -96,14 +96,12 @@ def get_spark(conf: dict[str, str] | None = None, shared: bool | None = None):
         # streaming query would get the variable's spark.sql.shuffle.partitions, not the one
         # start(parallelism=N) set (fw_magics.spark.flavour: InProcessConnect).
         prepare_local_jvm()
-        settings = embedded_conf(conf)
+        jvm, sql = split_settings(embedded_conf(conf))
         if "PYSPARK_REMOTE_INIT_CONF_LEN" not in os.environ:
             os.environ["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
-            os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(
-                {k: v for k, v in settings.items() if not k.startswith(SQL_PREFIX)})
-        for key, value in settings.items():
-            if key.startswith(SQL_PREFIX):
-                builder = builder.config(key, value)
+            os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(jvm)
+        for key, value in sql.items():
+            builder = builder.config(key, value)
         with jvm_output.filtered_stderr():
             return builder.remote(remote).getOrCreate()
     master = os.environ.get("FW_SPARK_MASTER")
@@ -119,9 +117,7 @@ def get_spark(conf: dict[str, str] | None = None, shared: bool | None = None):
 
     if shared_server.wanted(shared):
         prepare_local_jvm()
-        settings = embedded_conf(conf)
-        return shared_server.session(embedded_master(), {k: v for k, v in settings.items() if not k.startswith(SQL_PREFIX)},
-                                     {k: v for k, v in settings.items() if k.startswith(SQL_PREFIX)})
+        return shared_server.session(embedded_master(), *split_settings(embedded_conf(conf)))
     prepare_local_jvm()
     builder = builder.master(embedded_master())
     for key, value in embedded_conf(conf).items():
@@ -143,6 +139,13 @@ def embedded_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
     given = " ".join(filter(None, (archive, merged.get(_JAVA_OPTIONS))))
     merged[_JAVA_OPTIONS] = jvm_output.java_options(given or None)
     return merged
+
+
+def split_settings(settings: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(the JVM's settings, the ``spark.sql.*`` ones): a Connect server's JVM starts with the first,
+    each client's session gets the second."""
+    sql = {k: v for k, v in settings.items() if k.startswith(SQL_PREFIX)}
+    return {k: v for k, v in settings.items() if k not in sql}, sql
 
 
 def prepare_local_jvm() -> None:
