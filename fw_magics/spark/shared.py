@@ -124,7 +124,7 @@ def session(master: str, jvm: dict[str, str], sql: dict[str, str]):
     os.environ["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
     os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(jvm)
     if not _running(directory):
-        _start_outside(master)
+        _start_outside(master, directory, idle)
     builder = SparkSession.builder.appName("fw-magics").config("spark.local.connect.reuse", "true")
     for key, value in sql.items():
         builder = builder.config(key, value)
@@ -145,16 +145,17 @@ def _running(directory: str) -> bool:
             and _listening(recorded["port"]))
 
 
-def _start_outside(master: str) -> None:
-    """Have the server running, started by a process in a session of its own if none runs: Jupyter
-    stops a kernel by signalling its whole process group, and a server started from the kernel
-    itself (PySpark's launcher runs the start script as the kernel's child) would die with it."""
+def _start_outside(master: str, directory: str, idle: float) -> None:
+    """Have the server running, started by a process in a session of its own if none runs, which then
+    starts the watchdog: Jupyter stops a kernel by signalling its whole process group, and a server
+    started from the kernel itself (PySpark's launcher runs the start script as the kernel's child)
+    would die with it; a kernel killed right after the start must not leave a server unwatched."""
     from ..errors import SparkUnavailableError
 
-    code = ("import sys\nfrom pyspark.sql.connect.local_server import reuse_or_start_local_connect_server\n"
-            "reuse_or_start_local_connect_server(sys.argv[1], {})\n")
-    done = subprocess.run([sys.executable, "-c", code, master], stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, start_new_session=True, timeout=300)
+    command = [sys.executable, "-m", "fw_magics.spark.shared", "--start", master, "--folder", directory,
+               "--idle", str(idle)]
+    done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          start_new_session=True, timeout=300)
     if done.returncode != 0:
         lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
         raise SparkUnavailableError("the shared Spark did not start: " + (lines[-1] if lines else f"exit {done.returncode}"))
@@ -368,9 +369,17 @@ def main(argv=None) -> None:
     parser.add_argument("--stop", action="store_true", help="stop the shared server now")
     parser.add_argument("--status", action="store_true", help="say whether it runs, where, and for which kernels")
     parser.add_argument("--watch", metavar="FOLDER", help=argparse.SUPPRESS)
+    parser.add_argument("--start", metavar="MASTER", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
     parser.add_argument("--idle", type=float, default=DEFAULT_IDLE_S, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.watch:
+    if args.start:  # (session(): in a process group of its own, with the kernel's settings inherited)
+        from pyspark.sql.connect.local_server import reuse_or_start_local_connect_server
+
+        os.environ["SPARK_LOCAL_CONNECT_DISCOVERY"] = os.path.join(args.folder, DISCOVERY)
+        reuse_or_start_local_connect_server(args.start, {})
+        start_watchdog(args.folder, args.idle)
+    elif args.watch:
         watch(args.watch, args.idle)
     elif args.stop:
         pid = stop()
