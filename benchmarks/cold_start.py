@@ -9,6 +9,9 @@ does on its first cell), timed from the launch to its printed result. Three ways
   the run, untimed): the first kernel of the day;
 * **shared, warm**: ``FW_SPARK_SHARED=1`` with the server running: a kernel restart.
 
+Then a real Jupyter kernel (``jupyter_client``), restarted as JupyterLab's Kernel > Restart does,
+timed to the same cell's result in the new kernel: embedded, and shared.
+
 The hand-written PySpark way is the embedded one without fw-magics' class archive
 (``FW_JVM_ARCHIVE=off``): a plain ``SparkSession.builder.getOrCreate()`` pays the same start.
 """
@@ -20,6 +23,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 
 from benchmarks.against_flink import SPARK_COLD, first_result_s
 
@@ -47,15 +51,48 @@ def run(runs: int = 3) -> dict[str, list[float]]:
             shared.stop(folder)
             times["shared, cold"].append(first_result_s(command, env=sharing))
             times["shared, warm"].append(first_result_s(command, env=sharing))
+        times["Kernel > Restart to its first result, embedded"] = kernel_restarts(base, runs)
+        times["Kernel > Restart to its first result, shared"] = kernel_restarts(sharing, runs)
     finally:
         shared.stop(folder)
         shutil.rmtree(folder, ignore_errors=True)
     return times
 
 
+def kernel_restarts(env: dict, runs: int) -> list[float]:
+    """Seconds from Kernel > Restart (a graceful restart, as JupyterLab's) to the first result of the
+    cold-start cell in the new kernel, ``runs`` times in one kernel's life (the first run untimed)."""
+    from jupyter_client.manager import KernelManager
+
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel(env=env)
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=120)
+
+        def first_result() -> None:
+            reply = client.execute_interactive(SPARK_COLD, timeout=600, output_hook=lambda msg: None)
+            if reply["content"]["status"] != "ok":
+                raise RuntimeError(f"the cold-start cell failed: {reply['content'].get('evalue')}")
+
+        first_result()
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            manager.restart_kernel(now=False)
+            client.wait_for_ready(timeout=120)
+            first_result()
+            times.append(time.perf_counter() - started)
+        return times
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
 def print_table(times: dict[str, list[float]]) -> None:
     embedded = statistics.median(times["embedded"])
-    print("\n| fresh process to its first result | median | runs | against embedded |")
+    print("\n| to the first result | median | runs | against a fresh process, embedded |")
     print("|---|---|---|---|")
     for name, values in times.items():
         median = statistics.median(values)

@@ -3,6 +3,7 @@
 import json
 import os
 import stat
+import time
 
 import pytest
 
@@ -156,3 +157,26 @@ def test_a_lease_lasts_while_its_process_lives_and_not_for_a_process_given_its_p
     ended = []
     assert shared.live_leases(str(tmp_path), ended) == [] and os.listdir(tmp_path / shared.LEASES) == []
     assert ended == ["its-session"]
+
+
+def test_a_watchdog_whose_folder_is_removed_ends_without_making_it_again(tmp_path):
+    import threading
+
+    from fw_magics.spark import shared
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    # a server recorded as running (this process stands for it): the watchdog keeps watching
+    (folder / shared.DISCOVERY).write_text(json.dumps({"host": "localhost", "port": 1, "token": "t",
+                                                       "pid": os.getpid(), "spark_version": "4"}))
+    watching = threading.Thread(target=shared.watch, args=(str(folder), 60.0, 0.1))
+    watching.start()
+    time.sleep(1.0)
+    assert watching.is_alive()
+    for entry in folder.iterdir():
+        entry.unlink()
+    folder.rmdir()
+    watching.join(timeout=10)
+    assert not watching.is_alive() and not folder.exists()
+    shared.watch(str(folder), 60.0, 0.1)  # a folder that is not there: returns at once
+    assert not folder.exists()

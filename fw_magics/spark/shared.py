@@ -2,8 +2,8 @@
 
 ``FW_SPARK_SHARED=1`` (or ``fw.get_spark(shared=True)``) makes ``get_spark()`` connect to a Spark
 Connect server on loopback that outlives the kernel, started on first use. Most of a fresh kernel's
-first result is Spark's start (docs/benchmarks.md: a fresh process's first result 5.15 s embedded);
-with the server warm, a restarted kernel's first result takes about a second (1.17 s).
+first result is Spark's start: Kernel > Restart to the first result took 8.01 s embedded, 1.87 s
+with the server warm (docs/benchmarks.md, "Cold start").
 
 The server is PySpark's own persistent local Connect server (``spark.local.connect.reuse``,
 ``pyspark.sql.connect.local_server``): started through ``sbin/start-connect-server.sh``, bound to
@@ -233,7 +233,10 @@ def end_session(directory: str, session_id: str) -> int:
 
 def _watchdog_lock(directory: str):
     """The watchdog's lock, taken without waiting; None if another watchdog holds it."""
-    handle = open(os.path.join(directory, WATCHDOG_LOCK), "a+")
+    try:
+        handle = open(os.path.join(directory, WATCHDOG_LOCK), "a+")
+    except FileNotFoundError:
+        return None  # the folder is gone: nothing to watch
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -323,14 +326,18 @@ def stop(directory: str | None = None, wait_s: float = 30.0) -> int | None:
 def watch(directory: str, idle: float, poll: float | None = None) -> None:
     """The watchdog's loop: stop the server once no leased process has lived for ``idle`` seconds;
     return when the server is gone (stopped here or elsewhere)."""
+    import pyspark.sql.connect.local_server  # noqa: F401 (now: a poll then finds a removed folder gone at once)
+
     held = _watchdog_lock(directory)
     if held is None:
-        return  # another watchdog watches
+        return  # another watchdog watches, or the folder is gone
     poll = poll or max(0.5, min(5.0, idle / 4))
     last_used = time.monotonic()
     try:
         while True:
             time.sleep(poll)
+            if not os.path.isdir(directory):
+                return  # removed (its server stopped first): nothing to watch, and nothing to make again
             ended: list[str] = []
             if live_leases(directory, ended):
                 last_used = time.monotonic()
