@@ -117,10 +117,13 @@ def reduce(fn: Callable, writer: RowWriter, drop: Sequence[str], key_values: tup
     """Fold the records pairwise, the first record as the seed; nothing for no records."""
     cls = record_type(tuple(writer.names))
     as_record = _record_builder(cls, writer)
-    current = None
+    records = batches_records(_drop(batches, drop))
+    current = next(records, None)
     with _relaxed_gc():
-        for record in batches_records(_drop(batches, drop)):
-            current = record if current is None else as_record(fn(current, record))
+        for record in records:
+            current = fn(current, record)
+            if type(current) is not cls:  # the function made a new value (not one of its two records)
+                current = as_record(current)
     if current is not None:
         yield writer.batch([current])
 
