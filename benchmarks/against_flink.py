@@ -10,8 +10,11 @@ MiniCluster started once, which runs one job per line on its stdin. The two engi
 turns after two warm-up rounds and are reported by their medians (a Flink run that has not
 finished after a minute is cancelled and run again, uncounted: Flink 2.3's mapPartition hung
 now and then here, its task waiting for a buffer while its function waited for records);
-"scan" (read and discard) shows how much of each total is reading the file. The cold start is timed from the launch of a
-fresh process to its first result (a sort of 1,000 rows), median of 3, again in turns.
+"scan" (read and discard) shows how much of each total is reading the files, and the table
+shows each operator's own time as its total less the scan's on the same engine; under each case,
+one more fw-magics run is broken down (Spark stages, Python workers, driver). The cold start is timed
+first, before either engine runs here: from the launch of a fresh process to its first result (a
+sort of 1,000 rows), median of 3, again in turns.
 """
 
 from __future__ import annotations
@@ -25,16 +28,23 @@ import tempfile
 import time
 from pathlib import Path
 
+from .breakdown import SparkUI
+
 ROOT = Path(__file__).resolve().parent.parent
 FLINK_VENV = ROOT / ".venv-flink"
 SOURCES = Path(__file__).resolve().parent / "flink_side"
 SCHEMA = "id long, key long, price double, qty int"
 PARTITIONS = 4
 
-#: case -> the Flink side's name for it
-CASES = {"scan (read and discard)": "scan", "sort_partition(price)": "sort_partition",
-         "map_partition(per record)": "map_partition", "aggregate(sum, count)": "aggregate",
-         "keyed reduce(max price)": "keyed_reduce"}
+#: case -> (fw-magics' variant, the Flink side's name for its job). The last two give fw-magics the
+#: same work without a Python function per record (vectorized pyarrow; Spark's own columns), against
+#: the same Java operators: what a user gets where the function can be written that way.
+CASES = {"scan (read and discard)": ("scan", "scan"), "sort_partition(price)": ("sort_partition", "sort_partition"),
+         "map_partition(per record)": ("map_partition", "map_partition"),
+         "aggregate(sum, count)": ("aggregate", "aggregate"),
+         "keyed reduce(max price)": ("keyed_reduce", "keyed_reduce"),
+         "map_partition(batches=True, pyarrow.compute)": ("map_batches", "map_partition"),
+         "aggregate(Spark columns sum, count)": ("aggregate_columns", "aggregate")}
 
 SPARK_COLD = """
 import fw_magics as fw
@@ -58,9 +68,18 @@ def pyflink_home(venv: Path) -> Path | None:
 
 
 def format_table(rows: list[tuple[str, float, float]]) -> str:
-    """rows: (case, fw-magics seconds, Flink seconds)."""
-    lines = ["| case | fw-magics | Flink (Java operator) | ratio fw-magics/Flink |", "|---|---|---|---|"]
-    lines += [f"| {case} | {ours:.2f} s | {flink:.2f} s | {ours / flink:.2f}x |" for case, ours, flink in rows]
+    """rows: (case, fw-magics seconds, Flink seconds). With a scan row first, each operator's own
+    time is also shown: its case's time less the scan's on the same engine (reading the files)."""
+    scan = rows[0][1:] if rows and rows[0][0].startswith("scan") else None
+    lines = ["| case | fw-magics | Flink (Java operator) | fw-magics / Flink | less the scan: fw-magics, Flink, ratio |",
+             "|---|---|---|---|---|"]
+    for case, ours, flink in rows:
+        own = ""
+        if scan is not None and not case.startswith(("scan", "cold")):
+            ours_own, flink_own = ours - scan[0], flink - scan[1]
+            ratio = f"{ours_own / flink_own:.2f}x" if ours_own > 0 and flink_own > 0 else "-"
+            own = f"{ours_own:.2f} s, {flink_own:.2f} s, {ratio}"
+        lines.append(f"| {case} | {ours:.2f} s | {flink:.2f} s | {ours / flink:.2f}x | {own} |")
     return "\n".join(lines)
 
 
@@ -161,7 +180,9 @@ def read_input(spark, folder: str):
 
 
 def spark_cases(df) -> dict:
+    import pyarrow as pa
     import pyarrow.compute as pc
+    from pyspark.sql import functions as F
 
     import fw_magics as fw
 
@@ -188,6 +209,11 @@ def spark_cases(df) -> dict:
     def bigger(a, b):
         return a if a.price >= b.price else b
 
+    def totals(batches):  # map_partition's vectorized form: the same output, a column at a time
+        for batch in batches:
+            total = pc.multiply(batch.column("price"), batch.column("qty").cast("double"))
+            yield pa.RecordBatch.from_arrays([batch.column("id"), total], names=["id", "total"])
+
     ds = fw.from_dataframe(df, name="bench")
     window = ds.full_window_partition()
     return {
@@ -196,7 +222,19 @@ def spark_cases(df) -> dict:
         "map_partition": noop(window.map_partition(per_record, "id long, total double").to_dataframe()),
         "aggregate": noop(window.aggregate(Revenue()).to_dataframe()),
         "keyed_reduce": noop(ds.key_by("key").full_window_partition().reduce(bigger).to_dataframe()),
+        "map_batches": noop(window.map_partition(totals, "id long, total double", batches=True).to_dataframe()),
+        "aggregate_columns": noop(window.aggregate([F.sum("price").alias("revenue"), F.count("*").alias("n")])
+                                  .to_dataframe()),
     }
+
+
+def cold_starts(classpath: str, runs: int = 3) -> tuple[float, float]:
+    """Median seconds of fresh processes to their first result: fw-magics', Flink's, in turns."""
+    ours, theirs = [], []
+    for _ in range(runs):
+        ours.append(first_result_s([sys.executable, "-c", SPARK_COLD]))
+        theirs.append(first_result_s(["java", "-cp", classpath, "FullWindowBench", "cold"]))
+    return statistics.median(ours), statistics.median(theirs)
 
 
 def main(rows: int = 1_000_000, runs: int = 5, venv: Path | None = None, only: str = "", header: str = "") -> int:
@@ -214,7 +252,9 @@ def main(rows: int = 1_000_000, runs: int = 5, venv: Path | None = None, only: s
     import fw_magics as fw
 
     classpath = build_jar(pyflink, venv / "fw-bench-build")
+    cold = cold_starts(classpath)  # first, with neither engine running in this process
     spark = fw.get_spark()
+    ui = SparkUI.attach(spark)
     folder = tempfile.mkdtemp(prefix="fw-vs-flink-")
     flink = None
     try:
@@ -227,20 +267,17 @@ def main(rows: int = 1_000_000, runs: int = 5, venv: Path | None = None, only: s
               f"in {PARTITIONS} CSV files, median of {runs} runs taken in turns after two warm-up rounds; "
               "embedded Spark local[*] / a Flink MiniCluster, both in BATCH, parallelism 4", flush=True)
         table = []
-        for case, name in CASES.items():
+        for case, (variant, name) in CASES.items():
             if only and only not in case:
                 continue
             stuck = flink.stuck
-            m = in_turns(ours[name], lambda name=name: flink.run(name), runs)
+            m = in_turns(ours[variant], lambda name=name: flink.run(name), runs)
             table.append((case, *m))
             again = f" ({flink.stuck - stuck} Flink runs stuck and run again)" if flink.stuck > stuck else ""
             print(f"  {case}: fw-magics {m[0]:.2f}s, Flink {m[1]:.2f}s{again}", flush=True)
-        cold = {"fw-magics": [], "Flink": []}
-        for _ in range(3):
-            cold["fw-magics"].append(first_result_s([sys.executable, "-c", SPARK_COLD]))
-            cold["Flink"].append(first_result_s(["java", "-cp", classpath, "FullWindowBench", "cold"]))
-        table.append(("cold start to a first result (fresh process, sort of 1,000 rows)",
-                      statistics.median(cold["fw-magics"]), statistics.median(cold["Flink"])))
+            if ui is not None:  # one more run of fw-magics' side, broken down (benchmarks/breakdown.py)
+                print(f"    fw-magics: {ui.measure(ours[variant]).line()}", flush=True)
+        table.append(("cold start to a first result (fresh process, sort of 1,000 rows)", *cold))
         print()
         print(format_table(table))
     finally:
