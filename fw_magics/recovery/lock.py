@@ -43,6 +43,7 @@ import time
 import warnings
 
 from ..errors import JobLockedError, JobLockLostError
+from ..processes import alive
 from .filesystem import local_path
 from .paths import LOCK
 
@@ -56,16 +57,6 @@ except ImportError:  # pragma: no cover - not on Windows: no guard, the token ch
 MAX_LOCK_BYTES = 65536
 #: How long acquire and release wait for another process's check-and-write on the same LOCK.
 GUARD_WAIT = 5.0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _local(moment) -> str:
@@ -249,7 +240,7 @@ class JobLock:
         return (info.st_dev, info.st_ino)
 
     def _stale(self, holder: dict) -> bool:
-        if holder["host"] == self.host and not _alive(holder["pid"]):
+        if holder["host"] == self.host and not alive(holder["pid"]):
             return True
         return time.time() - holder["heartbeat"] > self.stale_after
 

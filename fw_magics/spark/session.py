@@ -71,6 +71,18 @@ def check_java() -> None:
         )
 
 
+def _local_server_settings(conf: dict[str, str] | None) -> dict[str, str]:
+    """For a Connect server on this machine (in-process or shared): the JVM prepared, its JVM settings
+    given through the variables PySpark reads when it starts a server (unless the user set them);
+    returns the SQL settings, for the session's builder."""
+    prepare_local_jvm()
+    jvm, sql = split_settings(embedded_conf(conf))
+    if "PYSPARK_REMOTE_INIT_CONF_LEN" not in os.environ:
+        os.environ["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
+        os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(jvm)
+    return sql
+
+
 def get_spark(conf: dict[str, str] | None = None, shared: bool | None = None):
     """Return the SparkSession fw-magics should use, starting one if needed.
 
@@ -95,11 +107,7 @@ def get_spark(conf: dict[str, str] | None = None, shared: bool | None = None):
         # sets its spark.sql.* settings again on this session while a query starts, so a
         # streaming query would get the variable's spark.sql.shuffle.partitions, not the one
         # start(parallelism=N) set (fw_magics.spark.flavour: InProcessConnect).
-        prepare_local_jvm()
-        jvm, sql = split_settings(embedded_conf(conf))
-        if "PYSPARK_REMOTE_INIT_CONF_LEN" not in os.environ:
-            os.environ["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
-            os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(jvm)
+        sql = _local_server_settings(conf)
         for key, value in sql.items():
             builder = builder.config(key, value)
         with jvm_output.filtered_stderr():
@@ -116,8 +124,7 @@ def get_spark(conf: dict[str, str] | None = None, shared: bool | None = None):
     from . import shared as shared_server
 
     if shared_server.wanted(shared):
-        prepare_local_jvm()
-        return shared_server.session(embedded_master(), *split_settings(embedded_conf(conf)))
+        return shared_server.session(embedded_master(), _local_server_settings(conf))
     prepare_local_jvm()
     builder = builder.master(embedded_master())
     for key, value in embedded_conf(conf).items():

@@ -46,6 +46,8 @@ import sys
 import tempfile
 import time
 
+from ..processes import alive
+
 ENV = "FW_SPARK_SHARED"
 IDLE_ENV = "FW_SPARK_SHARED_IDLE"
 #: Where the shared server's files live; default a per-user folder under the system's temp dir.
@@ -108,9 +110,10 @@ def folder() -> str:
     return path
 
 
-def session(master: str, jvm: dict[str, str], sql: dict[str, str]):
-    """A Spark Connect session on this user's shared server, started on ``master`` with the JVM
-    settings ``jvm`` if none runs; ``sql``: this kernel's session's settings (see the module)."""
+def session(master: str, sql: dict[str, str]):
+    """A Spark Connect session on this user's shared server, started on ``master`` if none runs (with
+    the JVM settings of ``PYSPARK_REMOTE_INIT_CONF_*``, as PySpark starts a local server); ``sql``:
+    this kernel's session's settings (see the module)."""
     from pyspark.sql import SparkSession
 
     from . import jvm_output
@@ -119,10 +122,6 @@ def session(master: str, jvm: dict[str, str], sql: dict[str, str]):
     idle = idle_seconds()
     os.environ["SPARK_LOCAL_CONNECT_DISCOVERY"] = os.path.join(directory, DISCOVERY)
     take_lease(directory)  # before the server is looked for: the watchdog then cannot stop it under us
-    # The JVM's settings seed the server if this kernel starts it (PySpark reads them from the
-    # variables, as for an in-process server); the SQL ones go on this kernel's session only.
-    os.environ["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
-    os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(jvm)
     if not _running(directory):
         _start_outside(master, directory, idle)
     builder = SparkSession.builder.appName("fw-magics").config("spark.local.connect.reuse", "true")
@@ -141,7 +140,7 @@ def _running(directory: str) -> bool:
 
     with _discovery(directory) as discovery:
         recorded = discovery.load()
-    return (recorded is not None and recorded["spark_version"] == __version__ and _alive(recorded["pid"])
+    return (recorded is not None and recorded["spark_version"] == __version__ and alive(recorded["pid"])
             and _listening(recorded["port"]))
 
 
@@ -186,7 +185,7 @@ def live_leases(directory: str, ended: list | None = None) -> list[int]:
     """The leased processes still alive; the leases of the others are removed (their sessions, if
     any, added to ``ended``)."""
     leases = os.path.join(directory, LEASES)
-    alive = []
+    living = []
     for name in os.listdir(leases) if os.path.isdir(leases) else ():
         if not name.isdigit():
             continue  # a lease being written
@@ -198,14 +197,14 @@ def live_leases(directory: str, ended: list | None = None) -> list[int]:
             lease = {}
         lease = lease if isinstance(lease, dict) else {}
         started = lease.get("started")
-        if _alive(pid) and (not started or _started(pid) in (None, started)):
-            alive.append(pid)  # (a pid given to another process since is not the leased one)
+        if alive(pid) and (not started or _started(pid) in (None, started)):
+            living.append(pid)  # (a pid given to another process since is not the leased one)
             continue
         if ended is not None and isinstance(lease.get("session"), str):
             ended.append(lease["session"])
         with contextlib.suppress(OSError):
             os.remove(path)
-    return alive
+    return living
 
 
 def end_session(directory: str, session_id: str) -> int:
@@ -266,26 +265,6 @@ def _discovery(directory: str):
         yield discovery
 
 
-def _alive(pid: int | None) -> bool:
-    """Whether process ``pid`` runs (a zombie, ended but not reaped, does not)."""
-    if pid is None:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except (OSError, IndexError):
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
 def _is_server(pid: int) -> bool | None:
     """Whether ``pid`` is a Spark Connect server's JVM (None: cannot be read here)."""
     try:
@@ -309,12 +288,12 @@ def stop(directory: str | None = None, wait_s: float = 30.0) -> int | None:
     with _discovery(directory) as discovery:
         recorded = discovery.load()
         pid = recorded["pid"] if recorded else None
-        if pid is not None and _alive(pid) and _is_server(pid) is not False:
+        if pid is not None and alive(pid) and _is_server(pid) is not False:
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + wait_s
-            while _alive(pid) and time.monotonic() < deadline:
+            while alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.2)
-            if _alive(pid):
+            if alive(pid):
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
         else:
@@ -347,7 +326,7 @@ def watch(directory: str, idle: float, poll: float | None = None) -> None:
                       "streaming queries stopped", flush=True)
             with _discovery(directory) as discovery:
                 recorded = discovery.load()
-                if recorded is None or not _alive(recorded["pid"]):
+                if recorded is None or not alive(recorded["pid"]):
                     return  # stopped elsewhere
                 if time.monotonic() - last_used < idle or live_leases(directory):
                     continue  # leases read again under the lock: a kernel connecting now holds one
@@ -364,7 +343,7 @@ def status(directory: str | None = None) -> dict:
     directory = directory or folder()
     with _discovery(directory) as discovery:
         recorded = discovery.load()
-    running = recorded is not None and _alive(recorded["pid"]) and _listening(recorded["port"])
+    running = recorded is not None and alive(recorded["pid"]) and _listening(recorded["port"])
     return {"folder": directory, "server_pid": recorded["pid"] if running else None,
             "address": f"sc://{recorded['host']}:{recorded['port']}" if running else None,
             "kernels": live_leases(directory)}
