@@ -52,6 +52,27 @@ def test_options_only_for_an_archive_that_exists_and_not_when_turned_off(tmp_pat
     assert jvm_archive.java_options("/usr/bin/java", "openjdk 17") == ""
 
 
+def test_eviction_drops_archives_of_gone_jars_first_then_the_least_recently_used(tmp_path, monkeypatch):
+    """A fresh clone's archive must not push out the one of the checkout in use (each use touches it)."""
+    monkeypatch.setenv("FW_JVM_ARCHIVE_DIR", str(tmp_path))
+    monkeypatch.delenv("FW_JVM_ARCHIVE", raising=False)
+    in_use = jvm_archive.archive_path("/usr/bin/java", "openjdk 17")
+    archives = {name: str(tmp_path / f"{jvm_archive.PREFIX}{name}.jsa") for name in ("clone1", "clone2", "gone")}
+    for moment, path in enumerate([in_use, *archives.values()]):  # in_use written first: the oldest
+        open(path, "wb").close()
+        os.utime(path, (1000 + moment, 1000 + moment))
+    for name in ("clone1", "clone2"):
+        with open(archives[name][:-4] + ".jars", "w") as note:
+            note.write(str(tmp_path))  # their jars' folder exists
+    with open(archives["gone"][:-4] + ".jars", "w") as note:
+        note.write(str(tmp_path / "deleted-clone" / "jars"))
+    assert jvm_archive.java_options("/usr/bin/java", "openjdk 17")  # a kernel starts with it: now the newest
+    removed = jvm_archive.evict(str(tmp_path), keep=2)
+    assert sorted(removed) == sorted([archives["gone"], archives["clone1"]])
+    assert os.path.isfile(in_use) and os.path.isfile(archives["clone2"])
+    assert not os.path.exists(archives["gone"][:-4] + ".jars")
+
+
 def test_an_archive_the_jvm_cannot_use_is_skipped_without_a_word(tmp_path):
     broken = tmp_path / "broken.jsa"
     broken.write_bytes(b"not an archive" * 1000)

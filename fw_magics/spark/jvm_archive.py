@@ -16,7 +16,9 @@ keyed, Parquet, a mixed stream), stops it, waits for the JVM to write the archiv
 into place. An embedded session (``session.embedded_conf``, classic or the in-process Spark
 Connect server) then starts with it when there is one for its Java and Spark jars
 (``archive_path``: the file name holds a hash of the java binary, its version, the jars' folder
-and their names, sizes and times; the newest ``KEEP`` archives stay). The JVM checks the
+and their names, sizes and times). A folder of archives keeps ``KEEP``: an archive whose jars'
+folder is gone goes first (a deleted checkout's or CI clone's), then the least recently used
+(each use touches its file), so fresh clones do not push out the archive of the checkout in use. The JVM checks the
 archive again itself; one it cannot use (another class path, say ``spark.driver.extraClassPath``)
 is skipped without a word, and Spark starts as it would have. ``FW_JVM_ARCHIVE=off`` starts
 without it; ``FW_JVM_ARCHIVE_DIR`` moves it (default ``$XDG_CACHE_HOME/fw-magics``, else
@@ -26,6 +28,7 @@ without it; ``FW_JVM_ARCHIVE_DIR`` moves it (default ``$XDG_CACHE_HOME/fw-magics
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import hashlib
 import os
@@ -107,7 +110,37 @@ def java_options(java: str | None, banner: str | None) -> str:
     if java is None or banner is None or os.environ.get("FW_JVM_ARCHIVE", "").lower() in ("off", "0", "false"):
         return ""
     path = archive_path(java, banner)
-    return f"-XX:SharedArchiveFile={path} {QUIET}" if os.path.isfile(path) else ""
+    if not os.path.isfile(path):
+        return ""
+    with contextlib.suppress(OSError):  # used now: the last to go (``evict``)
+        os.utime(path)
+    return f"-XX:SharedArchiveFile={path} {QUIET}"
+
+
+def _jars_note(archive: str) -> str:
+    """The file beside an archive naming the jars' folder it was written for."""
+    return archive[: -len(".jsa")] + ".jars"
+
+
+def evict(folder: str, keep: int = KEEP) -> list[str]:
+    """Remove all but ``keep`` archives of ``folder``: first those whose jars' folder is gone, then the
+    least recently used. Returns the archives removed."""
+    archives = glob.glob(os.path.join(folder, f"{PREFIX}*.jsa"))
+
+    def gone(archive: str) -> bool:
+        try:
+            with open(_jars_note(archive)) as f:
+                return not os.path.isdir(f.read().strip())
+        except OSError:  # written before the note existed: judged by its use alone
+            return False
+
+    ranked = sorted(archives, key=lambda a: (not gone(a), os.path.getmtime(a)), reverse=True)
+    removed = ranked[keep:]
+    for archive in removed:
+        for stale in (archive, _jars_note(archive)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stale)
+    return removed
 
 
 def build(java: str, banner: str, force: bool = False) -> tuple[str, float | None]:
@@ -135,13 +168,12 @@ def build(java: str, banner: str, force: bool = False) -> tuple[str, float | Non
         if done.returncode != 0 or not os.path.isfile(partial) or os.path.getsize(partial) < 1 << 20:
             raise RuntimeError(f"the JVM wrote no archive (exit {done.returncode}; see {log})")
         os.replace(partial, path)
+        with open(_jars_note(path), "w") as note:
+            note.write(os.path.realpath(jars_dir()))
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
-    # other Javas', Sparks' or virtualenvs': the newest few stay (two checkouts' venvs need not take turns)
-    archives = sorted(glob.glob(os.path.join(archive_dir(), f"{PREFIX}*.jsa")), key=os.path.getmtime, reverse=True)
-    for stale in archives[KEEP:]:
-        os.unlink(stale)
+    evict(archive_dir())  # other Javas', Sparks' or virtualenvs': a few stay (two checkouts need not take turns)
     return path, time.monotonic() - started
 
 
