@@ -310,7 +310,20 @@ class TableSource:
         return self.fresh_stream(spark, root, max_files)
 
     def operator_stream(self, spark, root: str, max_files: int | None, parallelism: int) -> DataFrame:
-        raise AssertionError("process(fn) refuses a table source")  # operator_stream.process says so first
+        """The stream of a non-keyed operator job: the rows after the recorded position, each with
+        ``__fw_subtask`` 0 (a table is one split, read by source subtask 0 as ``position_snapshots``
+        records it) and ``__fw_pos``, its ``order_by`` (the order read)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        schema = T.StructType(list(self.schema.fields) + [T.StructField(files_source.POSITION, T.LongType())])
+        reader = self._reader(spark.readStream, spark).schema(schema)
+        through = TablePosition(root).read()["through"]
+        if through is not None:
+            reader = reader.option("after", str(through))
+        frame = reader.load()
+        return frame.select(*[F.col("`" + name.replace("`", "``") + "`") for name in self.schema.names],
+                            F.lit(0).cast("int").alias(files_source.SUBTASK), F.col(files_source.POSITION))
 
     # -- its position in a savepoint (savepoints.py): the greatest order_by read ----------------------
 

@@ -6,7 +6,8 @@ Registered with ``spark.dataSource.register`` (classic and Spark Connect alike).
 (``name`` or ``schema.name``), ``orderBy``; ``after`` (read only rows whose ``orderBy`` is greater),
 ``through`` (a batch read: only rows up to it), ``partitions`` (a batch read: that many ranges of
 ``orderBy``, one Spark task each), ``hold`` (as ``fw_files``: no row is read before that file exists).
-The schema is the reader's (``.schema(...)``): those columns are selected by name.
+The schema is the reader's (``.schema(...)``): those columns are selected by name (``__fw_pos``: the
+``orderBy`` column, for a non-keyed operator's read order).
 
 As a stream, its offsets are JSON, ``{"id": n, "switch": 0|1}``: every row whose ``orderBy`` is at
 most ``n`` has been read (``n`` None: none yet). The initial offset is ``after``, so a backlog row is
@@ -26,7 +27,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, SupportsTriggerAvailableNow
 
 from ..postgres import bounds, connect, table_identifier
-from .files_source import HOLD_WAIT, appears, arrow_schema
+from .files_source import HOLD_WAIT, POSITION, appears, arrow_schema
 
 NAME = "fw_table"
 
@@ -56,7 +57,7 @@ class _Reading:
         where = [sql.SQL("{} " + op + " {}").format(sql.Identifier(self.order_by), sql.Literal(bound))
                  for op, bound in ((">", part.after), ("<=", part.through)) if bound is not None]
         columns = [sql.SQL("CAST({} AS timestamptz)").format(sql.Identifier(f.name)) if pa_timestamp(f.type)
-                   else sql.Identifier(f.name) for f in arrow]
+                   else sql.Identifier(self.order_by if f.name == POSITION else f.name) for f in arrow]
         query = sql.SQL("COPY (SELECT {cols} FROM {t}{where} ORDER BY {o}) TO STDOUT WITH (FORMAT csv)").format(
             cols=sql.SQL(", ").join(columns), t=table_identifier(self.table),
             where=sql.SQL(" WHERE ") + sql.SQL(" AND ").join(where) if where else sql.SQL(""),

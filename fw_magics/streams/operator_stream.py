@@ -1,10 +1,12 @@
-"""A non-keyed operator over a stream, with operator state (FLIP-8): ``fw.from_files(...).process(fn)``.
+"""A non-keyed operator over a stream, with operator state (FLIP-8): ``fw.from_files(...).process(fn)``
+(or ``fw.from_table(...)``).
 
 ``DataStream.process(fn)`` checks the function and its output schema here, before anything
 runs, and gives an :class:`OperatorStream`; ``start()`` runs it as a job of
 ``fw_magics.streaming`` (the one late import upward, as ``StatefulStream.start`` does). The
-operator runs at a parallelism ``p``: subtask ``i`` gets the records of the files source
-subtask ``i`` reads (a forward edge), and keeps its own operator state.
+operator runs at a parallelism ``p``: subtask ``i`` gets the records source subtask ``i`` reads (a
+forward edge: a folder's files are spread over the source subtasks, a table is one split read by
+subtask 0), and keeps its own operator state.
 """
 
 from __future__ import annotations
@@ -20,14 +22,16 @@ from .stateful import struct_state_type
 
 
 def process(stream, fn, schema=None) -> OperatorStream:
-    """The OperatorStream of ``fn`` (an ``fw.ProcessFunction``) over ``stream`` (an ``fw.from_files`` stream)."""
+    """The OperatorStream of ``fn`` (an ``fw.ProcessFunction``) over ``stream`` (a ``fw.from_files`` or
+    ``fw.from_table`` stream)."""
     if isinstance(fn, type):
         raise FullWindowError(f"process takes an instance of the function: {fn.__name__}(), not the class")
     name = check_process_function(fn)
     source = stream.step.lineage()[0]
-    if source.detail.get("source") != "files" or stream.step is not source:
+    if source.detail.get("source") not in ("files", "table") or stream.step is not source:
         raise FullWindowError(
-            f"process(fn) runs a ProcessFunction over a stream read by fw.from_files(...); {stream.name!r} is "
+            f"process(fn) runs a ProcessFunction over a stream read by fw.from_files(...) or fw.from_table(...); "
+            f"{stream.name!r} is "
             f"{'a ' + str(source.detail.get('source', 'derived')) + ' stream' if stream.step is source else 'derived'}"
             " (for bounded data use full_window_partition())"
         )
@@ -63,7 +67,7 @@ class OperatorStream:
 
     @property
     def source(self):
-        """The DataStream it reads (a ``fw.from_files`` stream)."""
+        """The DataStream it reads (a ``fw.from_files`` or ``fw.from_table`` stream)."""
         return self.stream
 
     @property

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 import fw_magics as fw
 
+from ..state import reference_state
 from . import functions
 from .files import BASE, TRIGGER, expected_latest, latest_rows, model
-from .operator_functions import Tally
+from .operator_functions import MODES, Tally
 
 pytestmark = [pytest.mark.spark]
 
@@ -231,9 +232,56 @@ def test_what_a_table_job_does_not_do_yet_is_one_line(table, area):
     with pytest.raises(fw.FullWindowError, match=r"max_files_per_trigger 2 caps the files of a micro-batch; a table "
                                                  r"source's micro-batch reads every new row \(leave it None\)"):
         op.start(job_dir=area.jobs, job_name="capped", max_files_per_trigger=2)
-    with pytest.raises(fw.FullWindowError, match=r"process\(fn\) runs a ProcessFunction over a stream read by "
-                                                 r"fw.from_files"):
-        table.source().process(Tally())
+
+
+def _tally_state(path: str) -> list[dict]:
+    return [{name: entry["units"] for name, entry in s.items()}
+            for s in fw.load_savepoint(path).operator_state["process(Tally)"]]
+
+
+@pytest.mark.extended  # make test-extended (CI), with tutorial 08 that runs it too
+def test_a_process_function_over_a_table_keeps_its_operator_state_through_a_savepoint_restored_at_1_and_3(table, area):
+    """process(fn) over a table (issue 32): a table is one split, so every row reaches subtask 0 in
+    order_by order; a savepoint keeps the operator state and the greatest order_by read, and restores
+    at 1 and 3 redistribute the state as FLIP-8's rule (tests/state/reference_state.py) says and read
+    only the rows inserted after it: none lost, none twice."""
+    table.insert([(k, v, v) for k, v in [(1, 1), (2, 2), (1, 3)]])
+    op = table.source().process(Tally())
+    job = op.start(job_dir=area.jobs, job_name="tally", trigger=TRIGGER, parallelism=2)
+    try:
+        job.process_all_available()
+        table.insert([(3, 4, 4), (3, 5, 5)])
+        job.process_all_available()
+        path = job.savepoint()
+        rows = job.changelog()
+    finally:
+        job.stop()
+    assert list(rows["subtask"]) == [0] * 5 and list(rows["v"]) == [1, 2, 3, 4, 5]
+    assert list(rows["count"]) == [1, 2, 3, 4, 5]
+    before = _tally_state(path)
+    assert [sorted(s["seen"]) for s in before] == [[1, 2, 3, 4, 5], []] and [s["origins"] for s in before] == [[0], [1]]
+    assert fw.load_savepoint(path).document["read_through"] == 5
+
+    restored = {}
+    try:
+        for p in (1, 3):
+            restored[p] = op.start(job_dir=area.jobs, job_name=f"tally-{p}", trigger=TRIGGER, from_savepoint=path,
+                                   parallelism=p)
+        for p, again in restored.items():
+            again.process_all_available()
+            assert _tally_state(again.savepoint()) == reference_state.redistribute(before, p, MODES), p
+        table.insert([(4, 40, 6), (5, 50, 7)])
+        for p, again in restored.items():
+            again.process_all_available()
+            fresh = again.changelog()
+            assert list(fresh["v"]) == [40, 50] and list(fresh["subtask"]) == [0, 0], p
+            assert fresh["restored"].all(), p
+            after = _tally_state(again.savepoint())
+            assert sorted(v for s in after for v in s["seen"]) == [1, 2, 3, 4, 5, 40, 50], p
+            assert sum(sum(s["count"]) for s in after) == 7, p
+    finally:
+        for again in restored.values():
+            again.stop()
 
 
 @pytest.mark.parametrize("args, message", [
