@@ -18,8 +18,8 @@ Connect server) then starts with it when there is one for its Java and Spark jar
 (``archive_path``: the file name holds a hash of the java binary, its version, the jars' folder
 and their names, sizes and times). A folder of archives keeps ``KEEP``: an archive whose jars'
 folder is gone goes first (a deleted checkout's or CI clone's), then the least recently used
-(each use touches its file), so fresh clones do not push out the archive of the checkout in use. The JVM checks the
-archive again itself; one it cannot use (another class path, say ``spark.driver.extraClassPath``)
+(each use touches its file), so fresh clones do not push out the archive of the checkout in
+use. The JVM checks the archive again itself; one it cannot use (another class path, say ``spark.driver.extraClassPath``)
 is skipped without a word, and Spark starts as it would have. ``FW_JVM_ARCHIVE=off`` starts
 without it; ``FW_JVM_ARCHIVE_DIR`` moves it (default ``$XDG_CACHE_HOME/fw-magics``, else
 ``~/.cache/fw-magics``; about 200 MB each).

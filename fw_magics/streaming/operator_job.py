@@ -1,7 +1,7 @@
 """OperatorJob: a non-keyed operator with operator state over a source (FLIP-8), as a streaming job.
 
-``fw.from_files(...).process(fn).start(parallelism=p)`` (or ``fw.from_table(...)``) runs here. It is a :class:`StreamingJob`
-(the same job log, phases, changelog, restarts and savepoint files) in mode ``stream`` with
+``fw.from_files(...).process(fn).start(parallelism=p)`` (or ``fw.from_table(...)``) runs here. It is a
+:class:`StreamingJob` (the same job log, phases, changelog, restarts and savepoint files) in mode ``stream`` with
 three differences: the stream is the source's ``operator_stream``, reading from the first file or
 row (no backlog phase: what is present at the first start is its first micro-batch), each row
 tagged with the source subtask that read it; the query is :mod:`operator_query`'s
