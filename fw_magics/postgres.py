@@ -30,6 +30,16 @@ def connect(url: str):
     return psycopg().connect(url, connect_timeout=10)
 
 
+def failure(error: Exception) -> str:
+    """The line of a psycopg error that says why: the server's own message ('relation "t" does not
+    exist'), else the error's first line ('connection failed: ... Connection refused')."""
+    diag = getattr(error, "diag", None)
+    primary = getattr(diag, "message_primary", None) if diag is not None else None
+    if primary:
+        return primary
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+
+
 def table_identifier(table: str):
     from psycopg import sql
 

@@ -60,6 +60,11 @@ class ScratchPostgres:
         self.user = "postgres" if os.geteuid() == 0 else None
 
     @property
+    def running(self) -> bool:
+        """Whether the server started and has not stopped."""
+        return self.process is not None and self.process.poll() is None
+
+    @property
     def url(self) -> str:
         return f"postgresql://{ROLE}@127.0.0.1:{self.port}/postgres"
 

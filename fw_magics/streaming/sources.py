@@ -272,9 +272,12 @@ class TableSource:
 
     def record(self, root: str, backlog: bool) -> tuple[dict, list[dict]]:
         """At the first start: the greatest ``order_by`` now ends the backlog (none without one)."""
-        from ..postgres import bounds
+        from ..postgres import bounds, failure
 
-        _, through, rows = bounds(self.url, self.table, self.order_by, count=True) if backlog else (None, None, 0)
+        try:
+            _, through, rows = bounds(self.url, self.table, self.order_by, count=True) if backlog else (None, None, 0)
+        except Exception as error:  # psycopg's OperationalError: the server stopped, the table dropped
+            raise FullWindowError(f"the job cannot read {self.table!r} at {self.url}: {failure(error)}") from None
         TablePosition(root).write({"format": 1, "table": self.table, "through": through, "rows": rows})
         return {"rows": rows}, []
 

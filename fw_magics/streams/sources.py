@@ -197,8 +197,7 @@ def _check_table(postgres, url: str, table: str, struct, order_by: str) -> None:
     except FullWindowError:
         raise
     except Exception as error:  # psycopg's OperationalError: refused, unknown host or database, bad role
-        first = (str(error).strip().splitlines() or [type(error).__name__])[-1]
-        raise FullWindowError(f"from_table cannot read {table!r} at {url}: {first}") from None
+        raise FullWindowError(f"from_table cannot read {table!r} at {url}: {postgres.failure(error)}") from None
     if not found:
         raise FullWindowError(f"from_table: no table {table!r} at {url}")
     if found.get(order_by) not in ("bigint", "integer", "smallint"):

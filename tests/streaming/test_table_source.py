@@ -234,6 +234,28 @@ def test_what_a_table_job_does_not_do_yet_is_one_line(table, area):
         op.start(job_dir=area.jobs, job_name="capped", max_files_per_trigger=2)
 
 
+def test_a_job_started_when_its_table_cannot_be_read_is_one_line_and_starts_once_it_can(postgres, area):
+    name = f"gone_{uuid.uuid4().hex[:8]}"
+    postgres.sql(f"CREATE TABLE {name} (id bigserial PRIMARY KEY, k bigint, v bigint, ts timestamptz)")
+    op = Table(postgres, name).source().key_by("k").aggregate(functions.CountSum())
+    postgres.sql(f"DROP TABLE {name}")  # after the source was made: a server stopped, a table dropped
+    with pytest.raises(fw.FullWindowError) as refused:
+        op.start(job_dir=area.jobs, job_name="gone", trigger=TRIGGER)
+    assert str(refused.value).startswith(f"the job cannot read '{name}' at {postgres.url}: ")
+    assert "does not exist" in str(refused.value) and "\n" not in str(refused.value)
+    postgres.sql(f"CREATE TABLE {name} (id bigserial PRIMARY KEY, k bigint, v bigint, ts timestamptz)")
+    try:
+        Table(postgres, name).insert([(1, 2, 3)])
+        job = op.start(job_dir=area.jobs, job_name="gone", trigger=TRIGGER)
+        try:
+            assert latest_rows(job.process_all_available()) == expected_latest(
+                model("aggregate", 0, [[(1, 2, 3)]], []), "aggregate")
+        finally:
+            job.stop()
+    finally:
+        postgres.sql(f"DROP TABLE {name}")
+
+
 def _tally_state(path: str) -> list[dict]:
     return [{name: entry["units"] for name, entry in s.items()}
             for s in fw.load_savepoint(path).operator_state["process(Tally)"]]
