@@ -19,9 +19,9 @@ Connect server) then starts with it when there is one for its Java and Spark jar
 and their names, sizes and times). A folder of archives keeps ``KEEP``: an archive whose jars'
 folder is gone goes first (a deleted checkout's or CI clone's), then the least recently used
 (each use touches its file), so fresh clones do not push out the archive of the checkout in
-use. The JVM checks the archive again itself; one it cannot use (another class path, say ``spark.driver.extraClassPath``)
-is skipped without a word, and Spark starts as it would have. ``FW_JVM_ARCHIVE=off`` starts
-without it; ``FW_JVM_ARCHIVE_DIR`` moves it (default ``$XDG_CACHE_HOME/fw-magics``, else
+use. The JVM checks the archive again itself; one it cannot use (another class path, say
+``spark.driver.extraClassPath``) is skipped without a word, and Spark starts as it would have.
+``FW_JVM_ARCHIVE=off`` starts without it; ``FW_JVM_ARCHIVE_DIR`` moves it (default ``$XDG_CACHE_HOME/fw-magics``, else
 ``~/.cache/fw-magics``; about 200 MB each).
 """
 

@@ -289,6 +289,12 @@ class TableSource:
 
         return table_source.reader(reader, spark, self.url, self.table, self.order_by, self.schema)
 
+    @staticmethod
+    def _after_recorded(reader, root: str):
+        """``reader`` set to read only the rows after the recorded position (every row when there is none)."""
+        through = TablePosition(root).read()["through"]
+        return reader if through is None else reader.option("after", str(through))
+
     def backlog_frame(self, spark, root: str) -> DataFrame:
         through = TablePosition(root).read()["through"]
         if through is None:
@@ -301,10 +307,7 @@ class TableSource:
     def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None,
                      hold: str | None = None) -> DataFrame:
         """The rows after the backlog (every row in mode "stream")."""
-        reader = self._reader(spark.readStream, spark)
-        through = TablePosition(root).read()["through"]
-        if through is not None:
-            reader = reader.option("after", str(through))
+        reader = self._after_recorded(self._reader(spark.readStream, spark), root)
         if hold:
             reader = reader.option("hold", hold)
         return reader.load()
@@ -320,11 +323,7 @@ class TableSource:
         from pyspark.sql import types as T
 
         schema = T.StructType(list(self.schema.fields) + [T.StructField(files_source.POSITION, T.LongType())])
-        reader = self._reader(spark.readStream, spark).schema(schema)
-        through = TablePosition(root).read()["through"]
-        if through is not None:
-            reader = reader.option("after", str(through))
-        frame = reader.load()
+        frame = self._after_recorded(self._reader(spark.readStream, spark).schema(schema), root).load()
         return frame.select(*[F.col("`" + name.replace("`", "``") + "`") for name in self.schema.names],
                             F.lit(0).cast("int").alias(files_source.SUBTASK), F.col(files_source.POSITION))
 
