@@ -36,7 +36,12 @@ import uuid
 
 _GROUP = "spark.jobGroup.id"
 _INTERRUPT = "spark.job.interruptOnCancel"
-POLL_SECONDS = 0.25  # how often classic progress is polled, and Connect's server asked to report
+POLL_SECONDS = 0.25  # how often classic progress is polled
+# How often Connect's server is asked to report while a view follows. The server reports only at
+# its wake-ups, and a report after the operation's last response is dropped: a vertex whose tasks
+# all complete between two wake-ups and the end is never counted. It sends only when something
+# changed, so a short interval costs little.
+CONNECT_REPORT_SECONDS = 0.05
 _CONNECT_INTERVAL = "spark.connect.progress.reportInterval"
 
 
@@ -255,7 +260,7 @@ def connect_handler(spark, report):
         started = {s.stage_id: s for s in stages or () if s.num_completed_tasks > 0}.values()
         reporter.report(sum(s.num_completed_tasks for s in started), sum(s.num_tasks for s in started))
 
-    previous = _set_conf(spark, _CONNECT_INTERVAL, f"{int(POLL_SECONDS * 1000)}ms")
+    previous = _set_conf(spark, _CONNECT_INTERVAL, f"{int(CONNECT_REPORT_SECONDS * 1000)}ms")
     spark.registerProgressHandler(handler)
     try:
         yield
