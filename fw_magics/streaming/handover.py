@@ -7,12 +7,14 @@ same way (``savepoints``). The streaming query must start
 from it. ``choose()`` picks the way where the job starts (from the mode, the operator and whether
 it was restored); nothing below it asks again:
 
-* ``NONE``: no state to hand over (``mode="stream"`` has no backlog, ``mode="batch"`` no stream,
-  a non-keyed operator job keeps operator state of its own);
+* ``NONE``: no state to hand over (a fresh job in ``mode="stream"`` has no backlog: its query
+  reads from the first file, without W; ``mode="batch"`` has no stream; a non-keyed operator job
+  keeps operator state of its own);
 * ``LAZY``: the query reads a key's state from its partition's file on the key's first fresh
   record (``seed.PartitionSeed``); only keys holding timers after W go in through Spark's
   ``initialState`` (Spark must know their timers first). A process function's way, and a
-  restored job's (its files: the savepoint's base, and over it the keys written since);
+  restored job's in either mode with a stream (its files: the savepoint's base, and over it the
+  keys written since; in ``mode="stream"`` too, as Flink restores a savepoint in either mode);
 * ``HELD``: ``LAZY``, and the query starts *while the backlog runs*, its fresh source held until
   the handover file (``backlog/handover.json``) exists: Spark's ~7 s of planning and starting a
   query no longer wait for the backlog. A reduce's or an aggregate's way (no timers);
@@ -37,6 +39,7 @@ class Handover:
     name = "none"
     warm = False  # the query starts while the backlog runs, its fresh source held until the handover
     lazy = False  # keys' state is read on their first fresh record (a savepoint merges the others)
+    continues = False  # the query goes on from handed state: only input after it (fresh), from its W
 
     def hold(self, storage) -> str | None:
         """The file the query's fresh source and its sink wait for (the handover), or None."""
@@ -57,7 +60,7 @@ class Handover:
 
 class _Lazy(Handover):
     name = "lazy"
-    lazy = True
+    lazy = continues = True
 
     def hand_over(self, storage, handed) -> None:
         if not storage.exists(storage.path(HANDOVER)):
@@ -86,6 +89,7 @@ class _InitialState(Handover):
     once the checkpoint holds state): it goes on that way."""
 
     name = "initial-state"
+    continues = True
 
     def query_state(self, job, warm):
         path = job.storage.path(RESTORED_KEYED)
@@ -99,7 +103,7 @@ def choose(mode: Mode, kind: str, restored: bool, storage) -> Handover:
     """The handover of a job in ``mode`` running ``kind`` ("reduce", "aggregate", "process" or
     "operator"); ``restored``: started from a savepoint (its state's files exist before the query);
     ``storage``: the job's folder (a job restored by an earlier fw-magics has no handover file)."""
-    if mode is not Mode.MIXED or kind == "operator":
+    if not mode.has_stream or kind == "operator" or (mode is Mode.STREAM and not restored):
         return NONE
     if restored and storage.present_inside(RESTORED_KEYED) and not storage.present_inside(HANDOVER):
         return INITIAL_STATE

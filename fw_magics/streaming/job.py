@@ -180,7 +180,7 @@ class StreamingJob(JobResults):
     def _start_query(self, warm: bool = False) -> None:
         query = launch(self, self._query_frame(warm))
         self._warm = warm
-        switch_w = self.watermark if self.plan.mode is Mode.MIXED else None
+        switch_w = self.watermark if self.plan.handover.continues else None
         follower = Follower(query, self.log, self.job_name, self.spec.event_time, switch_w, self.recorded,
                             self._batch_committed, self._terminated,
                             BACKLOG_POLL_S if self._phase == "backlog" else PROGRESS_POLL_S)

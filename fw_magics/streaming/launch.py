@@ -23,7 +23,6 @@ import uuid
 
 from ..errors import SparkUnavailableError
 from ..recovery.paths import CHECKPOINT
-from .phases import Mode
 from .query import keyed_query_frame
 from .sink import ChangelogSink
 
@@ -79,10 +78,11 @@ def launch(job, frame):
 
 
 def keyed_job_frame(job, warm: bool = False):
-    """A keyed job's query (``warm``: started during the backlog): in mixed mode over the fresh files,
-    from the state its handover gives (``handover``), with W; else Spark's file stream from the first file."""
+    """A keyed job's query (``warm``: started during the backlog): after a backlog or a restore, over the
+    fresh input, from the state its handover gives (``handover``), with W; else Spark's file stream
+    from the first file."""
     plan, source, spark = job.plan, job.source, job.spark
-    if plan.mode is not Mode.MIXED:
+    if not plan.handover.continues:
         return keyed_query_frame(source.stream(spark, job.root, plan.max_files), job.spec, job.output,
                                  source.delay_ms, None)
     initial, seed = plan.handover.query_state(job, warm)

@@ -270,19 +270,28 @@ class TableSource:
     def manifest(self, root: str) -> TablePosition:
         return TablePosition(root)
 
-    def record(self, root: str, backlog: bool) -> tuple[dict, list[dict]]:
-        """At the first start: the greatest ``order_by`` now ends the backlog (none without one)."""
+    def _bounds(self, count: bool = False) -> tuple:
+        """The table's least and greatest ``order_by`` (and its row count with ``count``), or one line
+        naming the table and why it cannot be read, before any Spark job would fail on it at length."""
         from ..postgres import bounds, failure
 
         try:
-            _, through, rows = bounds(self.url, self.table, self.order_by, count=True) if backlog else (None, None, 0)
+            return bounds(self.url, self.table, self.order_by, count=count)
         except Exception as error:  # psycopg's OperationalError: the server stopped, the table dropped
             raise FullWindowError(f"the job cannot read {self.table!r} at {self.url}: {failure(error)}") from None
+
+    def record(self, root: str, backlog: bool) -> tuple[dict, list[dict]]:
+        """At the first start: the greatest ``order_by`` now ends the backlog (none without one)."""
+        _, through, rows = self._bounds(count=backlog)  # a count scans: only for a backlog
+        if not backlog:  # the stream reads every row: nothing ends a backlog
+            through, rows = None, 0
         TablePosition(root).write({"format": 1, "table": self.table, "through": through, "rows": rows})
         return {"rows": rows}, []
 
     def relist(self, root: str) -> list[dict]:
-        return []  # a table has no files to look at again
+        """At a restart: the table must still be readable (one line if not); it has no files to list again."""
+        self._bounds()
+        return []
 
     def _reader(self, reader, spark):
         from . import table_source
@@ -353,6 +362,7 @@ class TableSource:
         if units != [{"table": self.table, "through": position["through"]}]:
             raise FullWindowError(f"the savepoint's source state {units!r:.120} is not the table {self.table!r} "
                                   f"read up to {position['through']}")
+        self._bounds()
         TablePosition(root).write(dict(position, rows=None))
         return {}
 

@@ -50,7 +50,6 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
           max_files_per_trigger=None, from_savepoint=None, parallelism=None, reset=False,
           restart=None) -> StreamingJob:
     """Start or continue the job of ``stateful`` (a StatefulStream or an OperatorStream); see their ``start``."""
-    operator = stateful.spec.kind == OPERATOR
     mode = Mode.of(mode)
     parallelism = check_parallelism(parallelism)
     trigger = Trigger.of(trigger)
@@ -61,10 +60,10 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
     if not isinstance(reset, bool):
         raise FullWindowError(f"reset {reset!r:.60}; accepted: False, or True to discard what the job recorded "
                               "(never its savepoints) and start afresh")
-    if from_savepoint is not None and mode is not Mode.MIXED and not operator:
-        raise FullWindowError(f"from_savepoint restores a job in mode 'mixed' (the default; a savepoint of a job "
-                              f"in mode 'stream' restores so too, the files it had read not read again); got mode "
-                              f"{mode.value!r}")
+    if from_savepoint is not None and not mode.has_stream:
+        raise FullWindowError(f"from_savepoint restores a job that goes on as a stream; mode {mode.value!r} has none: "
+                              "accepted: mode 'mixed' (the default) or 'stream', either for a savepoint of either "
+                              "(the input it had read is not read again)")
     savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
     source = source_of(stateful)
     if max_files is not None and source.describe()["kind"] != "files":
@@ -117,15 +116,16 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
         job.backlog = Backlog(job, state.finished_of(job.vertex), state.attempts)
         if state.state_writes is not None:
             job.backlog.state_writes = state.state_writes
+    changed: list = []
     if state.started:  # what a restart reads back, read now: a planted file is one line here, not a Spark trace
         if source.manifest(log.root).exists():
             source.manifest(log.root).read()
         if job.backlog is not None and log.storage.present_inside(WATERMARK):
             job.backlog.watermark()
+        changed = source.relist(log.root)  # a file removed or fixed since: skipped; a table still readable
     job.spark.conf.set(*STATE_STORE)
     log.begin()
     run = state.runs + 1
-    changed: list = []
     if not state.started and savepoint is not None:
         _restore(job, savepoint, content, run)
         state.switched = True
@@ -140,7 +140,6 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
         if state.content is None:  # recorded by an older fw-magics: from now on, with what the job is
             log.submitted(graph, content)
         log.emit(events.stream_started(mode.value, run, source.describe(), chosen))
-        changed = source.relist(log.root)  # a file removed or fixed since: skipped, or read as it is now
     for entry in changed:
         log.emit(events.file_skipped(entry["name"], entry["skipped"]) if entry.get("skipped")
                  else events.file_relisted(entry["name"], entry["size"]))

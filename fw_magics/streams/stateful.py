@@ -103,7 +103,8 @@ class StatefulStream:
         one line; ``reset=True`` discards what the job recorded (not its savepoints) and starts
         afresh. ``from_savepoint``: a path ``job.savepoint()`` returned: a new job (new job
         name) starts from its state and source positions, at ``parallelism`` (1 to 1024;
-        default the savepoint's). ``restart``: what a failure does, as in ``execute()`` (default
+        default the savepoint's), in mode "mixed" or "stream" (a savepoint of either; the
+        same run: what it had read is not read again). ``restart``: what a failure does, as in ``execute()`` (default
         ``FixedDelayRestart()``: one restart after 1 s, the backlog's committed subtasks and the
         query's checkpoint kept). See docs/streaming.md and docs/state.md.
         """

@@ -91,8 +91,9 @@ def test_a_changed_parallelism_on_a_plain_restart_and_a_wrong_savepoint_are_refu
 def test_a_stream_mode_savepoint_restored_at_1_3_and_5_ends_as_the_job_that_never_rescaled(area):
     """FLIP-8 for the baseline a user runs without a backlog (issue 32): mode "stream" reads every file
     as a stream; its savepoint holds every key (no backlog files to share) and restores as a new job
-    (in mode "mixed", the restore's: the files it had read are not read again; "stream" is refused in
-    one line) at any parallelism, equal to the job that never rescaled and to the reference model."""
+    at any parallelism, in mode "mixed" or "stream" alike (the files it had read are not read again;
+    "batch", which has no stream to go on in, is refused in one line), equal to the job that never
+    rescaled and to the reference model. A stream-mode restore's own savepoint restores in mixed mode."""
     for f in BACKLOG:
         area.write(f, "m")
     op = operator(KIND, _stream(area, "m"))
@@ -111,16 +112,35 @@ def test_a_stream_mode_savepoint_restored_at_1_3_and_5_ends_as_the_job_that_neve
     assert unscaled == expected
     saved = load_savepoint(path)
     assert saved.base == () and saved.document["files"]["keyed-state.parquet"]["rows"] == 5  # keys 1..5
-    with pytest.raises(fw.FullWindowError, match="from_savepoint restores a job in mode 'mixed'.*got mode 'stream'"):
-        op.start(job_dir=area.jobs, job_name="m-stream", from_savepoint=path, mode="stream")
-    for n in (1, 3, 5):
-        restored = op.start(job_dir=area.jobs, job_name=f"m{n}", trigger=TRIGGER, from_savepoint=path, parallelism=n)
+    with pytest.raises(fw.FullWindowError, match="mode 'batch' has none: accepted: mode 'mixed'.*or 'stream'"):
+        op.start(job_dir=area.jobs, job_name="m-batch", from_savepoint=path, mode="batch")
+    assert not os.path.exists(os.path.join(area.jobs, "m-batch"))
+    modes = {1: "mixed", 3: "stream", 5: "stream"}
+    for n, mode in modes.items():
+        restored = op.start(job_dir=area.jobs, job_name=f"m{n}", trigger=TRIGGER, from_savepoint=path, parallelism=n,
+                            mode=mode)
         try:
             restored.process_all_available()  # FRESH[1], written after the savepoint, is its first fresh file
             assert latest_rows(restored) == expected, n
-            assert restored.parallelism == n and not restored.restarts
+            assert restored.parallelism == n and not restored.restarts and restored.mode == mode
+            assert restored.phase == "stream" and restored.plan.handover.continues
         finally:
             restored.stop()
+    # the stream-mode restore at 3 goes on after a restart, then its savepoint restores at 2 in mixed mode
+    area.write(FRESH[2], "m")
+    again = op.start(job_dir=area.jobs, job_name="m3", trigger=TRIGGER, mode="stream")
+    try:
+        again.process_all_available()
+        second = again.savepoint()
+    finally:
+        again.stop()
+    area.write(FRESH[3], "m")
+    last = op.start(job_dir=area.jobs, job_name="m3-2", trigger=TRIGGER, from_savepoint=second, parallelism=2)
+    try:
+        last.process_all_available()
+        assert latest_rows(last) == expected_latest(model(KIND, 0, BACKLOG, FRESH), KIND)
+    finally:
+        last.stop()
 
 
 @pytest.mark.core
