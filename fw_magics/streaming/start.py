@@ -61,9 +61,9 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
         raise FullWindowError(f"reset {reset!r:.60}; accepted: False, or True to discard what the job recorded "
                               "(never its savepoints) and start afresh")
     if from_savepoint is not None and not mode.has_stream:
-        raise FullWindowError(f"from_savepoint restores a job that goes on as a stream; mode {mode.value!r} has none: "
-                              "accepted: mode 'mixed' (the default) or 'stream', either for a savepoint of either "
-                              "(the input it had read is not read again)")
+        raise FullWindowError(f"from_savepoint restores a job that goes on as a stream, and mode {mode.value!r} has "
+                              "none; accepted: mode 'mixed' (the default) or 'stream', whichever mode the "
+                              "savepoint's job ran in")
     savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
     source = source_of(stateful)
     if max_files is not None and source.describe()["kind"] != "files":

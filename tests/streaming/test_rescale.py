@@ -112,7 +112,7 @@ def test_a_stream_mode_savepoint_restored_at_1_3_and_5_ends_as_the_job_that_neve
     assert unscaled == expected
     saved = load_savepoint(path)
     assert saved.base == () and saved.document["files"]["keyed-state.parquet"]["rows"] == 5  # keys 1..5
-    with pytest.raises(fw.FullWindowError, match="mode 'batch' has none: accepted: mode 'mixed'.*or 'stream'"):
+    with pytest.raises(fw.FullWindowError, match="mode 'batch' has none; accepted: mode 'mixed'.*or 'stream'"):
         op.start(job_dir=area.jobs, job_name="m-batch", from_savepoint=path, mode="batch")
     assert not os.path.exists(os.path.join(area.jobs, "m-batch"))
     modes = {1: "mixed", 3: "stream", 5: "stream"}
