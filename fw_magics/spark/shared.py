@@ -57,6 +57,10 @@ DISCOVERY = "connect-local.json"
 LEASES = "leases"
 WATCHDOG_LOCK = "watchdog.lock"
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+WATCHDOG_LOG = "watchdog.log"
+#: The watchdog's log is moved to ``watchdog.log.1`` (the one before it dropped) when a watchdog
+#: starts and finds it larger: a server shared for months keeps at most twice this on disk.
+WATCHDOG_LOG_BYTES = 1 << 20
 
 
 def wanted(shared: bool | None) -> bool:
@@ -250,10 +254,18 @@ def start_watchdog(directory: str, idle: float) -> None:
     if held is None:
         return
     held.close()  # free for the child to take (a second one started meanwhile exits at once)
-    with open(os.path.join(directory, "watchdog.log"), "ab") as log:
+    with open(rotated(os.path.join(directory, WATCHDOG_LOG)), "ab") as log:
         subprocess.Popen([sys.executable, "-m", "fw_magics.spark.shared", "--watch", directory, "--idle", str(idle)],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                          env={k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_REMOTE_INIT_CONF")})
+
+
+def rotated(path: str, limit: int = WATCHDOG_LOG_BYTES) -> str:
+    """``path``, first moved to ``path.1`` (replacing it) if it has grown past ``limit`` bytes."""
+    with contextlib.suppress(FileNotFoundError):
+        if os.path.getsize(path) > limit:
+            os.replace(path, path + ".1")
+    return path
 
 
 @contextlib.contextmanager
