@@ -54,6 +54,7 @@ from .changelog import BATCH, STATE, changelog_schema
 from .files_source import SUBTASK
 from .follower import ran
 from .operator_query import OPERATOR_VARIABLE
+from .phases import ENDED
 from .query import STATE_VARIABLE
 from .savepoint_files import Savepoint, load_savepoint, share, write_savepoint
 from .seed import Handed, overlaid, read_handover
@@ -89,8 +90,13 @@ def _last_progress(job):
 def _check_running(job) -> None:
     """Refuse in one line a savepoint of a job without a running query, or with a job directory not local."""
     if job.query is None or job.phase not in ("switching", "stream"):
+        if job.phase in ENDED:
+            how = ("a batch job has no stream to savepoint" if job.phase == "finished" else
+                   "start() continues it; take the savepoint while it runs")
+        else:
+            how = "call job.process_all_available() first"
         raise FullWindowError(f"job.savepoint() needs the job's streaming query; {job.job_name!r} is in phase "
-                              f"{job.phase!r} (call job.process_all_available() first)")
+                              f"{job.phase!r} ({how})")
     if not job.storage.local:
         raise FullWindowError(f"savepoints are written to a local job directory; {job.root!r} is not local")
 

@@ -62,7 +62,7 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
                               "(never its savepoints) and start afresh")
     if from_savepoint is not None and not mode.has_stream:
         raise FullWindowError(f"from_savepoint restores a job that goes on as a stream, and mode {mode.value!r} has "
-                              "none; accepted: mode 'mixed' (the default) or 'stream', whichever mode the "
+                              "no stream; accepted: mode 'mixed' (the default) or 'stream', whichever mode the "
                               "savepoint's job ran in")
     savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
     source = source_of(stateful)

@@ -59,6 +59,9 @@ def test_a_changed_parallelism_on_a_plain_restart_and_a_wrong_savepoint_are_refu
         path = job.savepoint()
     finally:
         job.stop()
+    with pytest.raises(fw.FullWindowError, match=r"phase 'stopped' \(start\(\) continues it; take the savepoint while "
+                                                 r"it runs\)$"):
+        job.savepoint()
     with pytest.raises(ResumeError, match=r"runs at parallelism 2.*from_savepoint=p, parallelism=3"):
         op.start(job_dir=area.jobs, job_name="r", trigger=TRIGGER, parallelism=3)
     with pytest.raises(ResumeError, match="already ran"):
@@ -112,7 +115,7 @@ def test_a_stream_mode_savepoint_restored_at_1_3_and_5_ends_as_the_job_that_neve
     assert unscaled == expected
     saved = load_savepoint(path)
     assert saved.base == () and saved.document["files"]["keyed-state.parquet"]["rows"] == 5  # keys 1..5
-    with pytest.raises(fw.FullWindowError, match="mode 'batch' has none; accepted: mode 'mixed'.*or 'stream'"):
+    with pytest.raises(fw.FullWindowError, match="mode 'batch' has no stream; accepted: mode 'mixed'.*or 'stream'"):
         op.start(job_dir=area.jobs, job_name="m-batch", from_savepoint=path, mode="batch")
     assert not os.path.exists(os.path.join(area.jobs, "m-batch"))
     modes = {1: "mixed", 3: "stream", 5: "stream"}
