@@ -33,6 +33,7 @@ LAYERS = {
     "fw_magics.runtime": 4,
     "fw_magics.streaming": 5,
     "fw_magics.magics": 6, "fw_magics.widgets": 6, "fw_magics.testing": 6, "fw_magics.scratch_postgres": 6, "fw_magics.demo": 6,
+    "fw_magics.exercises": 6,
 }
 TOP = "fw_magics"  # the package's own __init__: the facade, on top
 TOP_LAYER = 6

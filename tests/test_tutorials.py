@@ -76,7 +76,9 @@ def test_tutorial_runs_with_its_exercises_solved(path, tmp_path, request, monkey
     assert "TransformWithStateInPandas" not in stderr and "Python worker" not in stderr, stderr[:2000]
     for tag, cell in tries.items():
         (error,) = [o for o in cell.outputs if o.output_type == "error"]
-        assert error.ename == "AssertionError" and "not quite" in error.evalue, f"{path.name} {tag}: {error}"
+        assert error.ename == "NotQuite" and error.evalue.startswith("not quite"), f"{path.name} {tag}: {error}"
+        # shown as its message alone, one red line: no frame of the check's own code
+        assert error.traceback == [f"\x1b[0;31m{error.evalue}\x1b[0m"], error.traceback
     for tag, cell in cells.items():
         if tag.startswith("check"):
             assert "Correct!" in output_text(cell), f"{path.name} {tag}: {output_text(cell)!r}"

@@ -96,6 +96,13 @@ class Spread(fw.AggregateFunction):  # swapped: the highest reading as low, the 
         return tuple(accumulator)
 ''',
     },
+    "07_rescaling_state": {  # a learner's first guess: the partitions old subtask 2 read first
+        "exercise": (
+            'partitions = [{"partitions": ["KP1", "KP2"]}, {"partitions": ["KP3"]}, '
+            '{"partitions": ["KP4", "KP5", "KP6", "KP7"]}]\n'
+            'answer = ["KP4"]'
+        ),
+    },
     "08_database_backlog": {
         "exercise": "def biggest(a, b):  # the smaller one\n    return a if a.amount <= b.amount else b",
     },
