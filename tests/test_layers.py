@@ -24,7 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: notebooks and tests sit on top.
 LAYERS = {
     "fw_magics.errors": 1, "fw_magics.actions": 1, "fw_magics.cancel_marks": 1, "fw_magics.hooks": 1, "fw_magics.verbs": 1,
-    "fw_magics.spark": 1, "fw_magics.options": 1, "fw_magics.records": 1, "fw_magics.convert": 1,
+    "fw_magics.spark": 1, "fw_magics.options": 1, "fw_magics.records": 1, "fw_magics.convert": 1, "fw_magics.value_checks": 1,
     "fw_magics.schema": 1, "fw_magics.functions": 1, "fw_magics.keycodec": 1, "fw_magics.fingerprint": 1,
     "fw_magics.keyed_process": 1, "fw_magics.process_function": 1, "fw_magics.watermarks": 1, "fw_magics.shipping": 1,
     "fw_magics.postgres": 1, "fw_magics.user_frames": 1, "fw_magics.processes": 1,
