@@ -180,3 +180,16 @@ def test_a_watchdog_whose_folder_is_removed_ends_without_making_it_again(tmp_pat
     assert not watching.is_alive() and not folder.exists()
     shared.watch(str(folder), 60.0, 0.1)  # a folder that is not there: returns at once
     assert not folder.exists()
+
+
+def test_the_server_is_kept_as_long_as_the_longest_idle_a_live_kernel_asked_for(tmp_path):
+    from fw_magics.spark import shared
+
+    directory = str(tmp_path)
+    assert shared.longest_idle(directory, 30.0) == 30.0  # no lease yet: the watchdog's own
+    shared.take_lease(directory, idle=600.0)  # this kernel asked for 10 minutes
+    assert shared.longest_idle(directory, 30.0) == 600.0
+    assert shared.longest_idle(directory, 1800.0) == 1800.0  # never shorter than the watchdog's
+    (tmp_path / shared.LEASES / "1").write_text('{"started": null, "session": null}')  # an older fw-magics' lease
+    (tmp_path / shared.LEASES / "2").write_text('{"idle": "forever"}')  # not a number: ignored
+    assert shared.longest_idle(directory, 30.0) == 600.0

@@ -17,8 +17,8 @@ own temporary views and SQL settings). What fw-magics adds:
   Arrow batch sizes), the JVM's at the server's start, the SQL ones on each kernel's session;
 * **an idle timeout** (PySpark's server runs until stopped): each kernel that connects leaves a
   lease (its pid and start time) in the folder, and a small watchdog process stops the server once
-  no leased process has been alive for ``FW_SPARK_SHARED_IDLE`` seconds (default 1800; the first
-  watchdog's setting holds until it ends);
+  no leased process has been alive for ``FW_SPARK_SHARED_IDLE`` seconds (default 1800; each lease
+  records its kernel's setting, and the longest of the kernels that last used it holds);
 * **a kernel's end ends its session**: the lease names the kernel's Spark Connect session, and once
   the kernel is gone (restarted, shut down, killed) the watchdog stops that session's streaming
   queries and releases it within a few seconds, as a classic session's queries end with their
@@ -125,7 +125,7 @@ def session(master: str, sql: dict[str, str]):
     directory = folder()
     idle = idle_seconds()
     os.environ["SPARK_LOCAL_CONNECT_DISCOVERY"] = os.path.join(directory, DISCOVERY)
-    take_lease(directory)  # before the server is looked for: the watchdog then cannot stop it under us
+    take_lease(directory, idle=idle)  # before the server is looked for: the watchdog then cannot stop it under us
     if not _running(directory):
         _start_outside(master, directory, idle)
     builder = SparkSession.builder.appName("fw-magics").config("spark.local.connect.reuse", "true")
@@ -133,7 +133,7 @@ def session(master: str, sql: dict[str, str]):
         builder = builder.config(key, value)
     with jvm_output.filtered_stderr():
         spark = builder.remote(master).getOrCreate()
-    take_lease(directory, session_id=spark.session_id)
+    take_lease(directory, session_id=spark.session_id, idle=idle)
     start_watchdog(directory, idle)
     return spark
 
@@ -173,15 +173,17 @@ def _started(pid: int) -> str | None:
         return None
 
 
-def take_lease(directory: str, pid: int | None = None, session_id: str | None = None) -> None:
+def take_lease(directory: str, pid: int | None = None, session_id: str | None = None,
+               idle: float | None = None) -> None:
     """Record that process ``pid`` (this one) uses the server, and its Spark Connect session once it
-    has one: the watchdog keeps the server while the process lives, and ends the session after."""
+    has one: the watchdog keeps the server while the process lives, and ends the session after;
+    ``idle``: how long the process wants the server kept after it (its ``FW_SPARK_SHARED_IDLE``)."""
     pid = pid or os.getpid()
     leases = os.path.join(directory, LEASES)
     os.makedirs(leases, mode=0o700, exist_ok=True)
     path = os.path.join(leases, str(pid))
     with open(path + ".tmp", "w") as f:
-        json.dump({"started": _started(pid), "session": session_id}, f)
+        json.dump({"started": _started(pid), "session": session_id, "idle": idle}, f)
     os.replace(path + ".tmp", path)  # whole: the watchdog never reads half a lease
 
 
@@ -209,6 +211,19 @@ def live_leases(directory: str, ended: list | None = None) -> list[int]:
         with contextlib.suppress(OSError):
             os.remove(path)
     return living
+
+
+def longest_idle(directory: str, idle: float) -> float:
+    """``idle``, or longer if a lease asks for longer: how long the server is kept after its last kernel."""
+    leases = os.path.join(directory, LEASES)
+    for name in os.listdir(leases) if os.path.isdir(leases) else ():
+        if name.isdigit():
+            with contextlib.suppress(ValueError, OSError, AttributeError, TypeError):
+                with open(os.path.join(leases, name)) as f:
+                    asked = json.load(f).get("idle")
+                if isinstance(asked, (int, float)) and asked > idle:
+                    idle = float(asked)
+    return idle
 
 
 def end_session(directory: str, session_id: str) -> int:
@@ -315,15 +330,16 @@ def stop(directory: str | None = None, wait_s: float = 30.0) -> int | None:
 
 
 def watch(directory: str, idle: float, poll: float | None = None) -> None:
-    """The watchdog's loop: stop the server once no leased process has lived for ``idle`` seconds;
-    return when the server is gone (stopped here or elsewhere)."""
+    """The watchdog's loop: stop the server once no leased process has lived for ``idle`` seconds (or
+    the longer time a lease of the kernels that last used it asks for); return when the server is
+    gone (stopped here or elsewhere)."""
     import pyspark.sql.connect.local_server  # noqa: F401 (now: a poll then finds a removed folder gone at once)
 
     held = _watchdog_lock(directory)
     if held is None:
         return  # another watchdog watches, or the folder is gone
     poll = poll or max(0.5, min(5.0, idle / 4))
-    last_used = time.monotonic()
+    last_used, wait = time.monotonic(), idle
     try:
         while True:
             time.sleep(poll)
@@ -331,7 +347,7 @@ def watch(directory: str, idle: float, poll: float | None = None) -> None:
                 return  # removed (its server stopped first): nothing to watch, and nothing to make again
             ended: list[str] = []
             if live_leases(directory, ended):
-                last_used = time.monotonic()
+                last_used, wait = time.monotonic(), longest_idle(directory, idle)
             for session_id in ended:
                 stopped = end_session(directory, session_id)
                 print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} a kernel ended: its session released, {stopped} "
@@ -340,9 +356,9 @@ def watch(directory: str, idle: float, poll: float | None = None) -> None:
                 recorded = discovery.load()
                 if recorded is None or not alive(recorded["pid"]):
                     return  # stopped elsewhere
-                if time.monotonic() - last_used < idle or live_leases(directory):
+                if time.monotonic() - last_used < wait or live_leases(directory):
                     continue  # leases read again under the lock: a kernel connecting now holds one
-            print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} no kernel for {idle:g} s: stopping the shared Spark",
+            print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} no kernel for {wait:g} s: stopping the shared Spark",
                   flush=True)
             stop(directory)
             return
