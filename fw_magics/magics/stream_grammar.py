@@ -10,7 +10,8 @@ before anything runs. The option values follow the streaming API's own rules: th
     line      := operation fn=FN key=COL[,COL...] [option ...] [';']     options may stand anywhere
     operation := reduce | aggregate | process
     option    := --mode mixed|stream|batch | --job NAME | --job-dir DIR | --trigger T
-               | --max-files N | -o NAME | --show N | --graph | --no-wait | --reset | --in NAME
+               | --max-files N | --parallelism N | --from-savepoint NAME | -o NAME | --show N
+               | --graph | --no-wait | --reset | --in NAME
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from IPython.core.error import UsageError
 from ..errors import FullWindowError
 from ..recovery.paths import safe_job_path
 from ..streaming.phases import MODES, Mode
-from ..streaming.plan import AVAILABLE_NOW, Trigger
+from ..streaming.plan import AVAILABLE_NOW, MAX_PARALLELISM, Trigger
 from .words import (
     Function,
     Option,
@@ -85,6 +86,14 @@ def directory(text: str) -> str:
     return text
 
 
+def parallelism(text: str) -> int:
+    """``--parallelism N``: what ``plan.check_parallelism`` takes, 1 to MAX_PARALLELISM."""
+    number = whole_number("--parallelism", least=1)(text)
+    if number > MAX_PARALLELISM:
+        raise Refused
+    return number
+
+
 #: The options of a ``%%fwstream`` line (besides ``key=``), in the order messages list them. A
 #: value may be quoted: ``--trigger "5 seconds"``, ``--job-dir "my jobs"``.
 OPTION_TABLE = (
@@ -94,6 +103,9 @@ OPTION_TABLE = (
     Option("--trigger", f'a processing-time interval ("5 seconds") or {AVAILABLE_NOW}', unquoted(trigger)),
     Option("--max-files", "a whole number of files per micro-batch, 1 or more",
            unquoted(whole_number("--max-files", least=1))),
+    Option("--parallelism", f"a whole number of state partitions, 1 to {MAX_PARALLELISM}", unquoted(parallelism)),
+    Option("--from-savepoint", "the name of a variable holding a savepoint's path (what %fw_savepoint or "
+           "job.savepoint() returned)", unquoted(variable_name)),
     Option("-o", "a Python variable name", unquoted(variable_name)),
     Option("--show", "how many keys' latest values to show (a whole number, 0 or more)",
            unquoted(whole_number("--show"))),
@@ -118,6 +130,8 @@ class StreamCommand:
     job_dir: str | None = None
     trigger: str | None = None
     max_files: int | None = None
+    parallelism: int | None = None  # start(parallelism=N): the number of state partitions
+    savepoint: str | None = None  # the variable holding start(from_savepoint=PATH): a new job restored from it
     output: str | None = None
     show: int = DEFAULT_SHOW
     graph: bool = False
@@ -131,7 +145,7 @@ class StreamCommand:
         parts += option_words(OPTION_TABLE, [
             ("--mode", None if self.mode == DEFAULT_MODE else self.mode), ("--job", self.job),
             ("--job-dir", self.job_dir), ("--trigger", self.trigger), ("--max-files", self.max_files),
-            ("-o", self.output), ("--show", None if self.show == DEFAULT_SHOW else self.show),
+            ("--parallelism", self.parallelism), ("--from-savepoint", self.savepoint), ("-o", self.output), ("--show", None if self.show == DEFAULT_SHOW else self.show),
             ("--graph", self.graph), ("--no-wait", not self.wait), ("--reset", self.reset), ("--in", self.input),
         ])
         return " ".join(parts) + (";" if self.silent else "")
@@ -148,7 +162,8 @@ def parse(line: str) -> StreamCommand:
     return StreamCommand(
         operation=operation, fn=fn, key=options["key"], mode=options.get("--mode", DEFAULT_MODE),
         job=options.get("--job"), job_dir=options.get("--job-dir"), trigger=options.get("--trigger"),
-        max_files=options.get("--max-files"), output=options.get("-o"), show=options.get("--show", DEFAULT_SHOW),
+        max_files=options.get("--max-files"), parallelism=options.get("--parallelism"),
+        savepoint=options.get("--from-savepoint"), output=options.get("-o"), show=options.get("--show", DEFAULT_SHOW),
         graph=options.get("--graph", False), wait=not options.get("--no-wait", False),
         reset=options.get("--reset", False), input=options.get("--in"), silent=silent,
     )

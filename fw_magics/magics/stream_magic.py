@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
@@ -10,7 +11,7 @@ from IPython.display import display
 
 from . import stream_grammar
 from .build import lookup
-from .cells import cell_number, magic_input, user_errors
+from .cells import cell_number, magic_input, user_errors, variable
 
 #: the variable that always holds the job the last %%fwstream started
 LAST_JOB = "_fwstream"
@@ -53,6 +54,10 @@ class StreamMagics(Magics):
             --trigger T             a processing-time interval ("5 seconds", the default "1 second")
                                     or available_now (process what is there, then stop)
             --max-files N           at most N files per micro-batch
+            --parallelism N         the job's state partitions (default the stream's); fixed for its life
+            --from-savepoint NAME   a new job restored from the savepoint whose path variable NAME holds
+                                    (saved = %fw_savepoint JOB), at --parallelism N (default the
+                                    savepoint's), in mode mixed or stream
             -o NAME                 bind the running job to NAME (it is also in _fwstream)
             --show N                show N keys' latest values (default 5; 0: the status only)
             --graph                 also show the job graph, following the job live
@@ -91,18 +96,23 @@ class StreamMagics(Magics):
                     return tuple(acc)
             readings
 
+            saved = %fw_savepoint totals
+
+            %fwstream reduce fn=add key=sensor --in readings --job totals-at-3 --from-savepoint saved --parallelism 3 -o at3
+
             %%fwstream reduce fn="lambda a, b: a if a.reading >= b.reading else b" key=sensor --job top --mode stream --trigger available_now --max-files 1
             readings
 
-            totals.stop()
+            totals.stop(); at3.stop()
         """
         command = stream_grammar.parse(line)  # before anything runs
         shell = self.shell
+        savepoint = None if command.savepoint is None else savepoint_path(shell, command.savepoint)
         value, _, _ = magic_input(shell, "fwstream", command.input, cell, "the %%fwstream cell must end with an "
                                   "expression giving the input: a DataStream over files (fw.from_files(...)) or a "
                                   "table (fw.from_table(...))")
         with user_errors(shell):
-            job = self._start(command, value)
+            job = self._start(command, value, savepoint)
         shell.user_ns[LAST_JOB] = job
         if command.output is not None:
             shell.user_ns[command.output] = job
@@ -110,7 +120,7 @@ class StreamMagics(Magics):
             display(status_bundle(job, command.show), raw=True)
         return None
 
-    def _start(self, command, value):
+    def _start(self, command, value, savepoint):
         from ..streams.datastream import DataStream
 
         if not isinstance(value, DataStream):
@@ -130,7 +140,7 @@ class StreamMagics(Magics):
             display(view)
         job = stateful.start(job_dir=command.job_dir, job_name=command.job, mode=command.mode,
                              trigger=command.trigger, max_files_per_trigger=command.max_files,
-                             reset=command.reset)
+                             parallelism=command.parallelism, from_savepoint=savepoint, reset=command.reset)
         if command.wait:
             try:
                 job.process_all_available()
@@ -138,6 +148,15 @@ class StreamMagics(Magics):
                 job.stop()
                 raise
         return job
+
+
+def savepoint_path(shell, name: str):
+    """The savepoint path in the notebook's variable ``name`` (``--from-savepoint NAME``), or one line."""
+    value = variable(shell, name, "--from-savepoint")
+    if not isinstance(value, (str, os.PathLike)):
+        raise UsageError(f"--from-savepoint {name}: a {type(value).__name__}, not a savepoint's path (what "
+                         "%fw_savepoint or job.savepoint() returns)")
+    return value
 
 
 def status_bundle(job, show: int) -> dict[str, str]:

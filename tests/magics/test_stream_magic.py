@@ -30,6 +30,7 @@ def examples() -> list[str]:
     'reduce fn="lambda a, b: a" key=k --mode stream --trigger available_now --max-files 1 --graph --no-wait',
     'process fn=mod.Sessions key=k --trigger "5 seconds" --job-dir "my jobs" --in src;',
     'reduce fn=add key="home city",k --job totals --reset --trigger "1 minute 30 seconds"',
+    'aggregate fn=Spread key=k --job at3 --parallelism 3 --from-savepoint saved',
 ])
 def test_the_canonical_line_parses_to_the_same_command(line):
     command = parse(line)
@@ -43,6 +44,9 @@ def test_what_a_line_says():
     assert (c.trigger, c.max_files, c.wait, c.graph, c.silent) == ("1 second", 3, True, False, False)
     d = parse("reduce fn=add key=k")
     assert (d.mode, d.job, d.show, d.trigger, d.max_files) == ("mixed", None, stream_grammar.DEFAULT_SHOW, None, None)
+    assert (d.parallelism, d.savepoint) == (None, None)
+    e = parse("reduce fn=add key=k --from-savepoint saved --parallelism 1024")
+    assert (e.savepoint, e.parallelism) == ("saved", 1024)
 
 
 @pytest.mark.parametrize("line, says", [
@@ -52,6 +56,13 @@ def test_what_a_line_says():
     ("reduce fn=add", "needs key=COL"),
     ("reduce fn=add key=k --mode mixd", "--mode 'mixd'; did you mean 'mixed'?"),
     ("reduce fn=add key=k --max-files 0", "--max-files takes a whole number of files per micro-batch, 1 or more"),
+    ("reduce fn=add key=k --parallelism 0", "--parallelism takes a whole number of state partitions, 1 to 1024"),
+    ("reduce fn=add key=k --parallelism 1025", "--parallelism takes a whole number of state partitions, 1 to 1024"),
+    ("reduce fn=add key=k --parallelism 3 --parallelism 4", "--parallelism given twice"),
+    ("reduce fn=add key=k --from-savepoint", "--from-savepoint needs a value: the name of a variable holding a"),
+    ("reduce fn=add key=k --from-savepoint jobs/x", "--from-savepoint takes the name of a variable holding a "
+                                                    "savepoint's path"),
+    ("reduce fn=add key=k --from-savepont p", "unknown option '--from-savepont'; did you mean '--from-savepoint'?"),
     ("reduce fn=add key=k --trigger soon", "--trigger takes a processing-time interval"),
     ("reduce fn=add key=k --shwo 3", "unknown option '--shwo'; did you mean '--show'?"),
     ("reduce fn=add key=k -o 1x", "-o takes a Python variable name; got '1x'"),
@@ -174,9 +185,17 @@ def test_reset_reaches_start(shell, monkeypatch):
     try:
         ok(shell, "%fwstream reduce fn=add key=a --in records --job j --no-wait --reset;")
         ok(shell, "%%fwstream reduce fn=add key=a --job j --no-wait;\nrecords")
+        ok(shell, "saved = 'jobs/j/savepoints/savepoint-000001'")
+        ok(shell, "%fwstream reduce fn=add key=a --in records --job k --no-wait --from-savepoint saved --parallelism 3;")
+        for line, says in (("--from-savepoint nothere", "--from-savepoint nothere: no such variable"),
+                           ("--from-savepoint records", "--from-savepoint records: a DataStream, not a savepoint's path")):
+            result = run(shell, f"%fwstream reduce fn=add key=a --in records --job k --no-wait {line}")
+            assert says in str(result.error_in_exec)
     finally:
         shell.user_ns.pop("_fwstream", None)
-    assert [(c["job_name"], c["reset"]) for c in calls] == [("j", True), ("j", False)]
+    assert [(c["job_name"], c["reset"]) for c in calls] == [("j", True), ("j", False), ("k", False)]
+    assert [(c["from_savepoint"], c["parallelism"]) for c in calls] == [
+        (None, None), (None, None), ("jobs/j/savepoints/savepoint-000001", 3)]
 
 
 @pytest.mark.spark
@@ -192,7 +211,7 @@ def test_the_help_shows_the_grammar(shell, capsys):
 def test_every_example_in_the_help_runs(readings, capsys):
     shell = readings
     cells = examples()
-    assert len(cells) >= 5 and all(c.startswith(("%", "import", "totals")) for c in cells)
+    assert len(cells) >= 5 and all(c.startswith(("%", "import", "totals", "saved =")) for c in cells)
     ours = shell.user_ns.get("readings")
     try:
         for cell in cells:
@@ -206,6 +225,10 @@ def test_every_example_in_the_help_runs(readings, capsys):
         assert "streaming job 'spread': mode batch, phase finished" in shown
         assert "streaming job 'top': mode stream, phase stopped" in shown
         assert "1 more keys: job.latest()" in shown  # --show 3 of 4 sensors
+        at3 = shell.user_ns["at3"]  # restored from the savepoint at 3: every sensor, nothing read again
+        assert at3.phase == "stopped" and at3.parallelism == 3 and at3.restored_from == shell.user_ns["saved"]
+        assert at3.latest().equals(latest)
+        assert "streaming job 'totals-at-3': mode mixed, phase stream" in shown
         assert shell.user_ns["_fwstream"].latest()["reading"].tolist() == [10, 11, 12, 13]  # the max per sensor
     finally:
         if ours is not None:
