@@ -187,21 +187,26 @@ def take_lease(directory: str, pid: int | None = None, session_id: str | None = 
     os.replace(path + ".tmp", path)  # whole: the watchdog never reads half a lease
 
 
-def live_leases(directory: str, ended: list | None = None) -> list[int]:
-    """The leased processes still alive; the leases of the others are removed (their sessions, if
-    any, added to ``ended``)."""
+def _leases(directory: str):
+    """Each written lease: ``(path, pid, lease)``, ``lease`` its JSON as a dict ({} when unreadable)."""
     leases = os.path.join(directory, LEASES)
-    living = []
     for name in os.listdir(leases) if os.path.isdir(leases) else ():
         if not name.isdigit():
             continue  # a lease being written
-        path, pid = os.path.join(leases, name), int(name)
+        path = os.path.join(leases, name)
         try:
             with open(path) as f:
                 lease = json.load(f)
         except (ValueError, OSError):
             lease = {}
-        lease = lease if isinstance(lease, dict) else {}
+        yield path, int(name), lease if isinstance(lease, dict) else {}
+
+
+def live_leases(directory: str, ended: list | None = None) -> list[int]:
+    """The leased processes still alive; the leases of the others are removed (their sessions, if
+    any, added to ``ended``)."""
+    living = []
+    for path, pid, lease in _leases(directory):
         started = lease.get("started")
         if alive(pid) and (not started or _started(pid) in (None, started)):
             living.append(pid)  # (a pid given to another process since is not the leased one)
@@ -215,15 +220,8 @@ def live_leases(directory: str, ended: list | None = None) -> list[int]:
 
 def longest_idle(directory: str, idle: float) -> float:
     """``idle``, or longer if a lease asks for longer: how long the server is kept after its last kernel."""
-    leases = os.path.join(directory, LEASES)
-    for name in os.listdir(leases) if os.path.isdir(leases) else ():
-        if name.isdigit():
-            with contextlib.suppress(ValueError, OSError, AttributeError, TypeError):
-                with open(os.path.join(leases, name)) as f:
-                    asked = json.load(f).get("idle")
-                if isinstance(asked, (int, float)) and asked > idle:
-                    idle = float(asked)
-    return idle
+    asked = [lease.get("idle") for _, _, lease in _leases(directory)]
+    return max([idle] + [float(a) for a in asked if isinstance(a, (int, float)) and not isinstance(a, bool)])
 
 
 def end_session(directory: str, session_id: str) -> int:
