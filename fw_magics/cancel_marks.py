@@ -57,6 +57,13 @@ def mark(tag: str) -> None:
         pass
 
 
+def cancelled() -> bool:
+    """Whether this task's action is marked cancelled: a commit that sees it does not commit (a
+    worker between two of the watcher's looks would otherwise commit after its job's stop returned)."""
+    folder = marks_dir()
+    return any(os.path.exists(os.path.join(folder, tag)) for tag in _task_tags())
+
+
 def watched_call(fn, *args):
     """Iterate ``fn(*args)`` in a Python worker, killing the worker if its action is cancelled."""
     with _watching():

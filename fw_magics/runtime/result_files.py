@@ -17,6 +17,7 @@ import time
 
 import pyarrow as pa
 
+from ..cancel_marks import cancelled
 from ..recovery.filesystem import Storage
 from ..recovery.integrity import MAX_SIDECAR, file_intact, sidecar_problem
 from ..recovery.paths import RESULTS, result_file, result_sidecar
@@ -105,6 +106,8 @@ def write_partition(root: str, vertex: str, attempt: int, only, empty_schema: pa
     }
     if counters is not None:
         meta["counters"] = dict(counters)
+    if cancelled():  # its action was cancelled while it ran: the sidecar is the commit, so none
+        return
     storage.write_bytes(sidecar_path(storage, vertex, subtask), json.dumps(meta, sort_keys=True).encode())
     yield pa.RecordBatch.from_pylist(
         [{k: meta[k] for k in ("subtask", "path", "size", "sha256", "records", "duration")}],
