@@ -8,6 +8,7 @@
 from typing import TYPE_CHECKING
 
 from . import verbs
+from .co_process import KeyedCoProcessFunction, ProcessJoinFunction
 from .errors import (
     FullWindowError,
     FwMagicsError,
@@ -110,8 +111,8 @@ verbs.provide("read_table", _read_table)
 __all__ = [
     "AggregateFunction", "CheckpointedFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
     "Interrupted", "JobDirNotSharedError", "JobFailedError", "JobLockedError", "JobLockLostError", "JobStorageError",
-    "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor",
-    "OperatorStream", "Order", "PartitionWindowedStream", "ProcessFunction", "Record",
+    "KeyedCoProcessFunction", "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor",
+    "OperatorStream", "Order", "PartitionWindowedStream", "ProcessFunction", "ProcessJoinFunction", "Record",
     "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe",
     "from_files", "from_pandas", "from_records", "from_table", "get_spark", "load_savepoint", "options",
 ]

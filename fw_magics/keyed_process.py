@@ -45,10 +45,13 @@ checked as every other value fw-magics writes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import FullWindowError
 
+#: The columns of a two-input operator's tagged rows, after the key column(s) (``fw_magics.co_process``).
+INPUT, TIME, SIDES = "__fw_input", "__fw_time", ("__fw_in1", "__fw_in2")
 #: The watermark before there is one (Flink's ``Long.MIN_VALUE``).
 MIN_WATERMARK = -(2**63)
 
@@ -131,6 +134,15 @@ def is_field_list(ddl: str) -> bool:
     return False
 
 
+def emitted(result) -> Iterable:
+    """The rows a process function returned: None, an iterable of rows, or one row (tuple, dict, value)."""
+    if result is None:
+        return ()
+    if isinstance(result, (tuple, dict, str, bytes, int, float)) or not hasattr(result, "__iter__"):
+        return (result,)
+    return result
+
+
 # -- what the runtime is given -------------------------------------------------------------------
 
 
@@ -156,12 +168,13 @@ class StateType:
 class KeyedOperatorSpec:
     """Everything the per-key core needs to run one keyed operator; built by ``KeyedStream``.
 
-    ``kind``: "reduce", "aggregate" or "process"; ``function``: the user's function,
-    AggregateFunction or KeyedProcessFunction; ``record``: the input records' type (reduce's
+    ``kind``: "reduce", "aggregate", "process" or "co_process"; ``function``: the user's function,
+    AggregateFunction, KeyedProcessFunction or KeyedCoProcessFunction; ``record``: the input records' type (reduce's
     state and output); ``key``: the key columns' type (their values lead every aggregate or
     process output); ``result``: the output columns after the key (aggregate, process);
     ``accumulator``: the aggregate's accumulator type (``ddl`` None: JSON); ``states``: a
-    process function's state name -> ("value" or "list", type), from its ``open()``.
+    process function's state name -> ("value" or "list", type), from its ``open()``; ``inputs``:
+    a co-process function's two inputs' column names (its records are tagged rows, ``co_process``).
     """
 
     kind: str
@@ -173,6 +186,19 @@ class KeyedOperatorSpec:
     result: StateType | None = None
     accumulator: StateType | None = None
     states: dict = None
+    inputs: tuple = ()
+
+    @property
+    def timed(self) -> bool:
+        """Whether it keeps event-time timers and a function to close: a process or co-process function."""
+        return self.kind in ("process", "co_process")
+
+    @property
+    def order(self) -> tuple[str, ...]:
+        """What a key's records are applied in order of: the event time, then (two inputs) the input."""
+        if self.event_time is None:
+            return ()
+        return (self.event_time, INPUT) if self.inputs else (self.event_time,)
 
     @property
     def key_names(self) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ LAYERS = {
     "fw_magics.errors": 1, "fw_magics.actions": 1, "fw_magics.cancel_marks": 1, "fw_magics.hooks": 1, "fw_magics.verbs": 1,
     "fw_magics.spark": 1, "fw_magics.options": 1, "fw_magics.records": 1, "fw_magics.convert": 1, "fw_magics.value_checks": 1,
     "fw_magics.schema": 1, "fw_magics.functions": 1, "fw_magics.keycodec": 1, "fw_magics.fingerprint": 1,
-    "fw_magics.keyed_process": 1, "fw_magics.process_function": 1, "fw_magics.watermarks": 1, "fw_magics.shipping": 1,
+    "fw_magics.keyed_process": 1, "fw_magics.co_process": 1, "fw_magics.process_function": 1, "fw_magics.watermarks": 1, "fw_magics.shipping": 1,
     "fw_magics.postgres": 1, "fw_magics.user_frames": 1, "fw_magics.processes": 1,
     "fw_magics.graph": 2, "fw_magics.state": 2,
     "fw_magics.failover": 3, "fw_magics.recovery": 3, "fw_magics.streams": 3,

@@ -134,6 +134,17 @@ class Record(Field):
         return None
 
 
+class Either(Field):
+    """A value one of ``fields`` accepts."""
+
+    def __init__(self, *fields: Field):
+        self.fields = fields
+        self.what = " or ".join(f.what for f in fields)
+
+    def problem(self, value):
+        return None if any(f.problem(value) is None for f in self.fields) else self.what
+
+
 class Scalar(Field):
     """A JSON scalar: null, a bool, a finite number or a string of at most ``limit`` characters."""
 
@@ -161,6 +172,12 @@ SECONDS = Number(0, 1e9)
 MILLIS = Integer(-(2**63), 2**63 - 1)  # an event time or watermark in epoch milliseconds
 FILE = Record({"path": Text(1024), "size": COUNT, "sha256": Text(128)}, "a file record")
 #: The content fingerprint of a job (``fw_magics.streams.content``): operator -> piece -> digest.
+#: A source as a streaming job describes it: its settings, or (two inputs) each input's and their keys.
+ONE_SOURCE = MapOf(Text(64), Scalar(), limit=64)
+SOURCE = Either(ONE_SOURCE, Record({"kind": Text(16), "inputs": ListOf(ONE_SOURCE, 2),
+                                    "keys": ListOf(ListOf(Text(1000), 64), 2)}, "two inputs' sources"))
+#: A backlog's size as its source recorded it (files and bytes, rows).
+POSITION = MapOf(Text(64), COUNT, limit=64)
 CONTENT = MapOf(Text(1000), MapOf(Text(40), Text(200), limit=64), limit=1 << 12)
 
 #: Every field every event has.
@@ -182,9 +199,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "job_cancelled": {"cause": TEXT},
     # streaming jobs (fw_magics.streaming): each start, the recorded backlog, phases, the switch, micro-batches
     "stream_started": {"mode": Text(16, r"mixed|stream|batch", "mixed, stream or batch"), "run": Integer(1, 2**31 - 1),
-                       "source": Optional(MapOf(Text(64), Scalar(), limit=64)),
+                       "source": Optional(SOURCE),
                        "parallelism": Optional(Integer(1, 2**31 - 1))},
-    "backlog_recorded": {"position": MapOf(Text(64), COUNT, limit=64)},
+    "backlog_recorded": {"position": MapOf(Text(64), Either(COUNT, ListOf(POSITION, 2)), limit=64)},
     "phase_changed": {"phase": Text(16, r"backlog|switching|stream|finished|stopped|failed", "a streaming phase"),
                       "watermark": Optional(MILLIS), "cause": Optional(TEXT)},
     "switch": {"watermark": Optional(MILLIS), "state_writes": Optional(COUNT), "records": Optional(COUNT),

@@ -26,7 +26,7 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 
 from ..actions import run_action
-from ..keyed_process import KeyedOperatorSpec
+from ..keyed_process import INPUT, KeyedOperatorSpec
 from ..records import batch_records
 from ..runtime.result_files import META_SCHEMA, read_results, write_partition
 from ..schema import arrow_schema
@@ -54,17 +54,27 @@ class BacklogPlan:
     only: frozenset | None  # the subtasks to run; None: all
 
 
-def switch_watermark(frame, event_time: str | None, delay_ms: int) -> tuple[int | None, int | None]:
-    """(W, the greatest event time in ms) of the backlog: one aggregate in the JVM."""
+def switch_watermark(frame, event_time: str | None, delays: dict) -> tuple[int | None, dict]:
+    """(W, each input's greatest event time in ms) of the backlog: one aggregate in the JVM.
+
+    ``delays``: the watermark delay of each input (``{None: d}``: one input; ``{1: d1, 2: d2}``: the
+    tagged rows of two, W the smaller of their watermarks). An input without records has no watermark
+    and holds the other's back (no W), as Spark's ``min`` policy counts a watermark that has seen no
+    row and as Flink's two-input operators do. The greatest event times are keyed as ``delays`` is;
+    an input without records has none."""
     if event_time is None:
-        return None, None
+        return None, {}
     # Spark's watermark takes event times in whole milliseconds (microseconds // 1000)
-    top = run_action(lambda: frame.select(F.max(F.unix_micros(F.col(event_time))).alias("m")).first(),
-                     frame.sparkSession)["m"]
-    if top is None:
-        return None, None
-    top_ms = int(top) // 1000
-    return top_ms - delay_ms, top_ms
+    top = F.max(F.unix_micros(F.col(event_time))).alias("m")
+    if None in delays:
+        rows = [(None, run_action(lambda: frame.select(top).first(), frame.sparkSession)["m"])]
+    else:
+        rows = [(r[INPUT], r["m"]) for r in run_action(lambda: frame.groupBy(INPUT).agg(top).collect(),
+                                                       frame.sparkSession)]
+    tops = {tag: int(m) // 1000 for tag, m in rows if m is not None}
+    if len(tops) < len(delays):  # an input without records (or none at all): no watermark yet
+        return None, tops
+    return min(t - delays[tag] for tag, t in tops.items()), tops
 
 
 def engine_frame(frame, spec: KeyedOperatorSpec, parallelism: int, pending: set[int] | None):
@@ -73,7 +83,7 @@ def engine_frame(frame, spec: KeyedOperatorSpec, parallelism: int, pending: set[
     frame = normalized_keys(frame, spec.key_names).repartition(parallelism, *keys)
     if pending is not None and len(pending) < parallelism:  # finished subtasks: nothing to sort or run
         frame = frame.where(F.spark_partition_id().isin(sorted(pending)))
-    order = keys + ([F.col(spec.event_time)] if spec.event_time is not None else [])
+    order = keys + [F.col(c) for c in spec.order]  # event time, then (two inputs) the input
     return frame.sortWithinPartitions(*order)
 
 

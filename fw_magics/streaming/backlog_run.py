@@ -64,8 +64,11 @@ class Backlog:
                                       "milliseconds of the years 1 to 9999; the job directory is damaged")
             return doc["watermark"]
         frame = self.source.backlog_frame(self.spark, self.root)
-        w, top = backlog.switch_watermark(frame, self.spec.event_time, self.source.delay_ms)
-        doc = {"watermark": w, "max_event_time": top, "delay_ms": self.source.delay_ms}
+        w, tops = backlog.switch_watermark(frame, self.spec.event_time, self.source.delays)
+        doc = {"watermark": w, "max_event_time": max(tops.values(), default=None),
+               "delay_ms": max(self.source.delays.values())}
+        if None not in tops and tops:  # two inputs: each one's that has records, for its fresh stream (carrier_source)
+            doc["tops"] = {str(tag): t for tag, t in tops.items()}
         self.storage.write_bytes(where, json.dumps(doc).encode())
         return w
 

@@ -47,7 +47,8 @@ class ChangelogWriter:
         key, result = spec.key, spec.output
         self.key_writer = RowWriter(key.arrow_schema, list(key.spark_types), "the key")
         context = {"reduce": f"reduce function {spec.label!r}", "aggregate": f"{spec.label}.get_result",
-                   "process": f"process function {spec.label!r}"}[spec.kind]
+                   "process": f"process function {spec.label!r}",
+                   "co_process": f"co-process function {spec.label!r}"}[spec.kind]
         self.result_writer = RowWriter(result.arrow_schema, list(result.spark_types), context)
         self.changelog = arrow_schema(changelog_schema(output))
         self.backlog = arrow_schema(backlog_schema(output))

@@ -68,7 +68,7 @@ class _Lazy(Handover):
 
     def query_state(self, job, warm):
         lazily = seed.PartitionSeed(job.root, job.spec.key_names, seed.integer_widths(job.spec.key.arrow_schema))
-        if warm or job.spec.kind != "process":  # only a process function has timers
+        if warm or not job.spec.timed:  # only a (co-)process function has timers
             return None, lazily
         # only keys with timers go in now; the others are read on their first fresh record
         states = state_files.handed_over(job.spark, job.root, job.output, job.spec.key_names)
@@ -100,13 +100,13 @@ NONE, LAZY, HELD, INITIAL_STATE = Handover(), _Lazy(), _Held(), _InitialState()
 
 
 def choose(mode: Mode, kind: str, restored: bool, storage) -> Handover:
-    """The handover of a job in ``mode`` running ``kind`` ("reduce", "aggregate", "process" or
-    "operator"); ``restored``: started from a savepoint (its state's files exist before the query);
+    """The handover of a job in ``mode`` running ``kind`` ("reduce", "aggregate", "process",
+    "co_process" or "operator"); ``restored``: started from a savepoint (its state's files exist before the query);
     ``storage``: the job's folder (a job restored by an earlier fw-magics has no handover file)."""
     if not mode.has_stream or kind == "operator" or (mode is Mode.STREAM and not restored):
         return NONE
     if restored and storage.present_inside(RESTORED_KEYED) and not storage.present_inside(HANDOVER):
         return INITIAL_STATE
-    if restored or kind == "process":
+    if restored or kind in ("process", "co_process"):
         return LAZY
     return HELD

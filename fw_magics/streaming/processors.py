@@ -22,11 +22,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import FullWindowError
-from ..keyed_process import MIN_WATERMARK, KeyedOperatorSpec, ListStateDescriptor, StateType, ValueStateDescriptor
+from ..keyed_process import (
+    INPUT,
+    MIN_WATERMARK,
+    SIDES,
+    KeyedOperatorSpec,
+    ListStateDescriptor,
+    StateType,
+    ValueStateDescriptor,
+    emitted,
+)
 from ..records import Record, record_type
 from .codecs import JsonCodec, TypedCodec
 from .timers import TimerQueue, check_time
@@ -54,15 +62,6 @@ def codec_for(state_type: StateType | None, label: str):
     return TypedCodec(label, state_type.arrow_schema, list(state_type.spark_types), state_type.record)
 
 
-def emitted(result) -> Iterable:
-    """The rows a process function returned: None, an iterable of rows, or one row (tuple, dict, value)."""
-    if result is None:
-        return ()
-    if isinstance(result, (tuple, dict, str, bytes, int, float)) or not hasattr(result, "__iter__"):
-        return (result,)
-    return result
-
-
 class KeyedCore:
     """Runs one keyed operator (a ``KeyedOperatorSpec``) for one key at a time."""
 
@@ -83,8 +82,11 @@ class KeyedCore:
             self.operator = _Aggregate(self)
         elif spec.kind == "process":
             self.operator = _Process(self)
+        elif spec.kind == "co_process":
+            self.operator = _CoProcess(self)
         else:
-            raise FullWindowError(f"unknown keyed operator kind {spec.kind!r}; accepted: reduce, aggregate, process")
+            raise FullWindowError(f"unknown keyed operator kind {spec.kind!r}; accepted: reduce, aggregate, process, "
+                                  "co_process")
 
     # -- one key -----------------------------------------------------------------------------
 
@@ -342,6 +344,27 @@ class _Process:
 
     def end(self) -> None:
         pass
+
+
+class _CoProcess(_Process):
+    """A KeyedCoProcessFunction over tagged rows (``fw_magics.co_process``): each record goes to
+    ``process_element1`` or ``process_element2`` by its input, as that input's own record."""
+
+    def __init__(self, core: KeyedCore):
+        super().__init__(core)
+        names = core.spec.record.names
+        self.tag = names.index(INPUT)
+        self.sides = tuple(names.index(side) for side in SIDES)
+        self.classes = tuple(record_type(tuple(columns)) for columns in core.spec.inputs)
+        self.methods = (self.fn.process_element1, self.fn.process_element2)
+
+    def element(self, record) -> None:
+        side = record[self.tag] - 1
+        value, cls = record[self.sides[side]], self.classes[side]
+        if type(value) is not cls:  # a dict or Row (the stream), a record of the struct's class (the backlog)
+            value = tuple.__new__(cls, [value[n] for n in cls._fields] if isinstance(value, dict) else value)
+        for row in emitted(self.methods[side](value, self.core.context)):
+            self.core.emit(ELEMENT, row)
 
 
 class _Running:

@@ -26,7 +26,7 @@ import json
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 
-from ..keyed_process import KeyedOperatorSpec
+from ..keyed_process import INPUT, KeyedOperatorSpec
 from ..records import record_type
 from ..watermarks import effective_watermark
 from .changelog import STATE, TOMBSTONE, ChangelogWriter, changelog_schema
@@ -83,6 +83,7 @@ class KeyedProcessor(StatefulProcessor):
             names = tuple(self.spec.record.names)
             self.record_class = record_type(names)
             self.time_index = names.index(self.spec.event_time) if self.spec.event_time is not None else None
+            self.input_index = names.index(INPUT) if self.spec.inputs else None
         return self.core
 
     def _watermark(self, timer_values) -> int:
@@ -131,8 +132,13 @@ class KeyedProcessor(StatefulProcessor):
         core = self._ready()
         cls, index = self.record_class, self.time_index
         records = [tuple.__new__(cls, row) for row in rows]
-        if index is not None:
-            records.sort(key=lambda r: _micros(r[index]))  # event-time order within the batch (stable)
+        if self.input_index is not None:  # two inputs: a carrier row (input 0) only moved its input's watermark
+            records = [r for r in records if r[self.input_index]]
+            if not records:
+                return
+        if index is not None:  # event-time order within the batch (stable), then (two inputs) the input's
+            tag = self.input_index
+            records.sort(key=(lambda r: _micros(r[index])) if tag is None else (lambda r: (_micros(r[index]), r[tag])))
         core.begin(key, self._load(key), self._watermark(timerValues))
         for record in records:
             core.element(record, None if index is None else _micros(record[index]) // 1000)
@@ -146,7 +152,7 @@ class KeyedProcessor(StatefulProcessor):
         yield from self._finish(expiredTimerInfo.getExpiryTimeInMs())
 
     def close(self) -> None:
-        if self.core is not None and self.spec.kind == "process":
+        if self.core is not None and self.spec.timed:
             self.spec.function.close()
         if self.core is not None and self.seed is not None:
             self.seed.close(self.partition)
@@ -156,7 +162,7 @@ class KeyedProcessor(StatefulProcessor):
 OBSERVED = "fw_dropped"
 
 
-def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int, switch_watermark: int | None,
+def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int | None, switch_watermark: int | None,
                       initial=None, seed=None):
     """The streaming DataFrame of changelog rows: watermark, late filter, transformWithState.
 
@@ -166,9 +172,13 @@ def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int, sw
     if spec.event_time is not None:
         ts = F.col(spec.event_time)
         w = F.timestamp_millis(F.lit(switch_watermark)) if switch_watermark is not None else None
-        stream = stream.observe(OBSERVED, F.count_if(ts.isNull()).alias("undated"),
-                                F.count_if(ts <= w if w is not None else F.lit(False)).alias("late"))
-        stream = stream.withWatermark(spec.event_time, f"{delay_ms} milliseconds").where(ts.isNotNull())
+        late = ts <= w if w is not None else F.lit(False)
+        if spec.inputs:  # two inputs: a carrier row (input 0, connected_source) is no record
+            late = late & (F.col(INPUT) != 0)
+        stream = stream.observe(OBSERVED, F.count_if(ts.isNull()).alias("undated"), F.count_if(late).alias("late"))
+        if delay_ms is not None:  # None: the stream carries its watermarks (two inputs: one each, ConnectedSource)
+            stream = stream.withWatermark(spec.event_time, f"{delay_ms} milliseconds")
+        stream = stream.where(ts.isNotNull())
         if w is not None:
             stream = stream.where(ts > w)
     grouped = normalized_keys(stream, spec.key_names).groupBy(*[F.col(k) for k in spec.key_names])

@@ -91,9 +91,11 @@ class JobResults:
         recorded = self.backlog.recorded if self.backlog is not None else None
         skipped = len(self.skipped_files)
         size = (recorded or {}) if self.plan.mode.has_backlog else {}  # files of a folder, rows of a table
-        graph.annotate(graph.operators[0].name, backlog="true" if self.phase == "backlog" else "false",
-                       backlog_files=size.get("files"), backlog_rows=size.get("rows"),
-                       skipped_files=skipped or None)
+        sources = [op.name for op in graph.operators if op.kind == "source"]
+        for name, input_size in zip(sources, size.get("inputs") or [size] * len(sources)):
+            graph.annotate(name, backlog="true" if self.phase == "backlog" else "false",
+                           backlog_files=input_size.get("files"), backlog_rows=input_size.get("rows"),
+                           skipped_files=(skipped or None) if len(sources) == 1 else None)
         dropped = self.dropped
         graph.annotate(self.stateful.step.name, phase=self.phase, mode=self.mode, W=_moment(self.watermark),
                        late=dropped["late"] or None, undated=dropped["undated"] or None)

@@ -369,7 +369,8 @@ _FIELDS = {
     "key_names": ("a list of distinct column names",
                   lambda v: isinstance(v, list) and len(v) <= 64 and all(_is_text(k, 1024) for k in v)
                   and len(set(v)) == len(v)),
-    "kind": ("reduce, aggregate, process or operator", lambda v: v in ("reduce", "aggregate", "process", "operator")),
+    "kind": ("reduce, aggregate, process, co_process or operator",
+             lambda v: v in ("reduce", "aggregate", "process", "co_process", "operator")),
     "batch": ("a micro-batch id, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
     "read_files": ("a number of files, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
     "read_through": ("null or the greatest order_by read, an integer", lambda v: v is None or type(v) is int),

@@ -65,6 +65,7 @@ class FilesSource:
         self.on_bad_file = detail.get("on_bad_file", "fail")
         self.on_late = detail.get("on_late", "drop")
         self.schema = schema
+        self.delays = {None: self.delay_ms}  # the watermark delay of its one input (backlog.switch_watermark)
 
     def describe(self) -> dict:
         """What it reads: a restart must describe the same source (``on_bad_file`` and ``on_late`` may change)."""
@@ -262,6 +263,7 @@ class TableSource:
         self.event_time, self.delay_ms = detail["event_time"], detail["delay_ms"]
         self.on_late = detail.get("on_late", "drop")
         self.schema = schema
+        self.delays = {None: self.delay_ms}
 
     def describe(self) -> dict:
         return {"kind": "table", "url": self.url, "table": self.table, "order_by": self.order_by,
@@ -384,18 +386,40 @@ def source_change(recorded: dict, now: dict) -> str | None:
     for key, value in now.items():
         if key not in recorded and key == "glob":
             continue
+        if key == "inputs" and isinstance(recorded.get(key), list) and len(recorded[key]) == len(value):
+            for number, (was, is_now) in enumerate(zip(recorded[key], value), start=1):  # two inputs: each one's
+                change = source_change(was if isinstance(was, dict) else {}, is_now)
+                if change is not None:
+                    return f"input {number}: {change}"
+            continue
         if recorded.get(key) != value:
             return f"its {key} was {recorded.get(key)!r:.200}, now {value!r:.200}"
     return None
 
 
-def source_of(stateful) -> FilesSource | TableSource:
+def kinds_of(source) -> list[str]:
+    """The kinds of source it reads ("files", "table"), one per input."""
+    described = source.describe()
+    return [d["kind"] for d in described.get("inputs", [described])]
+
+
+def source_for(detail: dict, schema):
+    """The backlog source a source step's ``detail`` describes (files, a table or two connected), or None."""
+    if detail.get("source") == "connected":
+        from .connected_source import ConnectedSource
+
+        return ConnectedSource(detail, schema, [source_for(d, s) for d, s, _ in detail["inputs"]])
+    kind = {"files": FilesSource, "table": TableSource}.get(detail.get("source"))
+    return None if kind is None else kind(detail, schema)
+
+
+def source_of(stateful):
     """The backlog source of a StatefulStream, or a one-line error when its input has none."""
     step = stateful.source.step.lineage()[0]
-    kind = {"files": FilesSource, "table": TableSource}.get(step.detail.get("source"))
-    if kind is None:
+    source = source_for(step.detail, stateful.source.schema)
+    if source is None:
         raise FullWindowError(
             f"start() runs a keyed operator over a source with a backlog: fw.from_files(...) or fw.from_table(...); "
             f"{stateful.source.name!r} is a {step.detail.get('source', 'derived')} stream"
         )
-    return kind(step.detail, stateful.source.schema)
+    return source

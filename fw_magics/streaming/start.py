@@ -43,7 +43,7 @@ from .query import STATE_STORE
 from .savepoint_files import load_savepoint
 from .savepoints import check_restorable, graph_at, prepare_restore
 from .sink import check_sink
-from .sources import source_change, source_of
+from .sources import kinds_of, source_change, source_of
 
 
 def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None,
@@ -66,9 +66,9 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
                               "savepoint's job ran in")
     savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
     source = source_of(stateful)
-    if max_files is not None and source.describe()["kind"] != "files":
-        raise FullWindowError(f"max_files_per_trigger {max_files} caps the files of a micro-batch; a "
-                              f"{source.describe()['kind']} source's micro-batch reads every new row (leave it None)")
+    if max_files is not None and "table" in kinds_of(source):
+        raise FullWindowError(f"max_files_per_trigger {max_files} caps the files of a micro-batch; a table "
+                              "source's micro-batch reads every new row (leave it None)")
     name = default_name(stateful) if job_name is None else job_name
     log = JobLog(safe_job_path(job_directory(default_job_dir() if job_dir is None else job_dir), name), name)
     content = job_content(stateful)

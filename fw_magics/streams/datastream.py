@@ -155,6 +155,13 @@ class DataStream:
 
         return KeyedStream(self, key)
 
+    def connect(self, other):
+        """Connect with another source stream (-> ConnectedStreams): ``key_by(key1, key2).process(co_fn)``
+        runs an ``fw.KeyedCoProcessFunction`` over both (docs/streaming.md, two inputs)."""
+        from .connected import ConnectedStreams
+
+        return ConnectedStreams(self, other)
+
     def process(self, fn, schema=None):
         """Run an ``fw.ProcessFunction`` per record on a ``fw.from_files`` stream, non-keyed (-> OperatorStream).
 

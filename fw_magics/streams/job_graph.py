@@ -40,7 +40,8 @@ SINK = "changelog"
 
 
 def build_streaming_graph(stateful) -> JobGraph:
-    """A running keyed operator's job graph (streaming mode): source -> operator (all-to-all) -> sink.
+    """A running keyed operator's job graph (streaming mode): source -> operator (all-to-all) -> sink
+    (a two-input operator: both sources -> operator).
 
     The source gets the keyed operator's parallelism (the number of state partitions), so the
     graph and its fingerprint do not change as files arrive. The operator's chain with the
@@ -50,10 +51,13 @@ def build_streaming_graph(stateful) -> JobGraph:
     source, step = stateful.source.step.lineage()[0], stateful.step
     graph = JobGraph(mode="streaming", chaining=True)
     n = stateful.parallelism
-    graph.add_operator(source.name, parallelism=n, kind="source")
+    sources = source.detail.get("input_names", [source.name])  # a two-input operator: one source per input
+    for name in sources:
+        graph.add_operator(name, parallelism=n, kind="source")
     graph.add_operator(step.name, parallelism=n, kind=step.kind)
     graph.add_operator(SINK, parallelism=n, kind="sink")
-    graph.connect(source.name, step.name, pattern="all_to_all")
+    for name in sources:
+        graph.connect(name, step.name, pattern="all_to_all")
     graph.connect(step.name, SINK, pattern="pointwise")
     return graph
 

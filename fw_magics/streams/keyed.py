@@ -98,6 +98,12 @@ class KeyedStream:
 
         return stateful.process(self, fn, schema)
 
+    def interval_join(self, other):
+        """Flink's interval join with ``other`` (a keyed stream): ``.between(lower_ms, upper_ms).process(join)``."""
+        from .connected import IntervalJoin
+
+        return IntervalJoin(self, other)
+
     def with_key(self, frame):
         """``frame`` with the key column a key-selector function computes (as is for columns)."""
         if self.selector is None:

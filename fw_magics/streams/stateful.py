@@ -122,7 +122,7 @@ class StatefulStream:
 # -- building the three operators -------------------------------------------------------------------
 
 
-def _key_type(keyed) -> StateType:
+def key_type(keyed) -> StateType:
     if keyed.selector is not None:
         raise FullWindowError(
             "a running keyed operator needs key columns, not a key-selector function: key_by('column', ...) "
@@ -158,7 +158,7 @@ def _output(key: StateType, keyed, result: T.StructType, what: str) -> T.StructT
 
 def reduce(keyed, fn) -> StatefulStream:
     check_callable(fn, "reduce")
-    key = _key_type(keyed)
+    key = key_type(keyed)
     spec = KeyedOperatorSpec(kind="reduce", function=fn, label=function_name(fn), record=_record_type(keyed),
                              key=key, event_time=_event_time(keyed))
     return StatefulStream(keyed, spec, nullable(keyed.stream.schema))
@@ -178,7 +178,7 @@ def aggregate(keyed, agg, schema=None) -> StatefulStream:
         raise FullWindowError(f"{name} must define add(value, accumulator) for a running aggregate (add_batch "
                               "alone serves full windows)")
     spark = keyed.stream.spark
-    key = _key_type(keyed)
+    key = key_type(keyed)
     result = nullable(result_schema(agg, schema, spark))
     out = _output(key, keyed, result, name)
     accumulator = None
@@ -205,23 +205,29 @@ def process(keyed, fn, schema=None) -> StatefulStream:
     name = type(fn).__name__
     if type(fn).process_element is KeyedProcessFunction.process_element:
         raise FullWindowError(f"{name} must define process_element(record, ctx)")
+    result, out, states = function_parts(keyed, fn, name, schema)
+    spec = KeyedOperatorSpec(kind="process", function=fn, label=name, record=_record_type(keyed),
+                             key=key_type(keyed), event_time=_event_time(keyed), result=result, states=states)
+    return StatefulStream(keyed, spec, out)
+
+
+def function_parts(keyed, fn, name: str, schema, learn_states: bool = True) -> tuple:
+    """A (co-)process function's result type, output schema (the key, then the result) and declared
+    states (name -> (kind, StateType), from its ``open()``; {} without ``learn_states``)."""
     spark = keyed.stream.spark
-    declared = schema if schema is not None else fn.schema
+    declared = schema if schema is not None else getattr(fn, "schema", None)
     if declared is None:
         raise FullWindowError(
             f"{name} emits rows of an unknown schema: set {name}.schema = '...' (a DDL string of the output "
             "columns after the key) or pass schema='...' to process"
         )
     result = nullable(parse_schema(declared, spark, what=f"{name}.schema"))
-    out = _output(_key_type(keyed), keyed, result, name)
+    out = _output(key_type(keyed), keyed, result, name)
     states = {}
-    for state, (kind, ddl) in _declared_states(fn).items():
+    for state, (kind, ddl) in (_declared_states(fn).items() if learn_states else ()):
         label = f"{kind} state {state!r} of {name}"
         states[state] = (kind, StateType(ddl=None) if ddl is None else parse_state_type(spark, ddl, state, label))
-    spec = KeyedOperatorSpec(kind="process", function=fn, label=name, record=_record_type(keyed),
-                             key=_key_type(keyed), event_time=_event_time(keyed),
-                             result=struct_state_type(result, "result"), states=states)
-    return StatefulStream(keyed, spec, out)
+    return struct_state_type(result, "result"), out, states
 
 
 def _declared_states(fn) -> dict:

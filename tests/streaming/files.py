@@ -17,11 +17,12 @@ TRIGGER = "100 milliseconds"
 RECORD_NAMES = ("k", "v", "ts")
 
 
-def table(rows) -> pa.Table:
-    """rows: (k, v, seconds after 2024-01-01[, microseconds])."""
+def table(rows, names=RECORD_NAMES) -> pa.Table:
+    """rows: (k, v, seconds after 2024-01-01[, microseconds]); ``names``: the three columns' names."""
     times = [BASE + dt.timedelta(seconds=r[2], microseconds=r[3] if len(r) > 3 else 0) for r in rows]
-    return pa.table({"k": pa.array([r[0] for r in rows], pa.int64()), "v": pa.array([r[1] for r in rows], pa.int64()),
-                     "ts": pa.array(times, pa.timestamp("us", tz="UTC"))})
+    return pa.table({names[0]: pa.array([r[0] for r in rows], pa.int64()),
+                     names[1]: pa.array([r[1] for r in rows], pa.int64()),
+                     names[2]: pa.array(times, pa.timestamp("us", tz="UTC"))})
 
 
 class Area:
@@ -41,12 +42,12 @@ class Area:
     def jobs(self) -> str:
         return str(self.base / "jobs")
 
-    def write(self, rows, name: str = "src", fmt: str = "parquet") -> str:
+    def write(self, rows, name: str = "src", fmt: str = "parquet", names=None) -> str:
         directory = self.source(name)
         self.count += 1
         final = os.path.join(directory, f"part-{self.count:04d}.{fmt}")
         hidden = os.path.join(directory, f".part-{self.count:04d}.tmp")
-        data = table(rows)
+        data = table(rows, names or RECORD_NAMES)
         if fmt == "parquet":
             pq.write_table(data, hidden)
         elif fmt == "json":
@@ -75,12 +76,12 @@ def operator(kind: str, stream):
     return keyed.process(functions.Sessions())
 
 
-def record(row):
+def record(row, names=RECORD_NAMES):
     """A test row (k, v, seconds[, microseconds]) as the record the functions see."""
     from fw_magics.records import make_record
 
     micros = row[3] if len(row) > 3 else 0
-    return make_record(RECORD_NAMES, (row[0], row[1], BASE + dt.timedelta(seconds=row[2], microseconds=micros)))
+    return make_record(names, (row[0], row[1], BASE + dt.timedelta(seconds=row[2], microseconds=micros)))
 
 
 def model(kind: str, delay_ms: int, backlog, fresh) -> Model:

@@ -98,3 +98,38 @@ class Resets(fw.KeyedProcessFunction):
             return
         self.count.update((self.count.value() or 0) + 1)
         yield ("element", self.count.value(), 0)
+
+
+class Ledger(fw.KeyedCoProcessFunction):
+    """Two inputs on one key: the first's records add v (and set a timer GAP_MS later), the second's
+    subtract it; each emits (which input, the count of first-input records, the running total, its
+    event time) and a timer emits the same with "timer". Its outputs depend on the order records
+    meet: event time, then input, in the backlog; micro-batch by micro-batch after it."""
+
+    schema = "what string, n long, total long, at long"
+
+    def open(self, ctx):
+        self.count = ctx.get_state(fw.ValueStateDescriptor("count", "long"))
+        self.total = ctx.get_state(fw.ValueStateDescriptor("total"))
+
+    def process_element1(self, record, ctx):
+        self.count.update((self.count.value() or 0) + 1)
+        self.total.update((self.total.value() or 0) + record.v)
+        ctx.timer_service.register_event_time_timer(ctx.timestamp() + GAP_MS)
+        yield ("in1", self.count.value(), self.total.value(), ctx.timestamp())
+
+    def process_element2(self, record, ctx):
+        self.total.update((self.total.value() or 0) - record.w)
+        yield ("in2", self.count.value() or 0, self.total.value(), ctx.timestamp())
+
+    def on_timer(self, timestamp, ctx):
+        yield ("timer", self.count.value() or 0, self.total.value() or 0, timestamp)
+
+
+class Pair(fw.ProcessJoinFunction):
+    """An interval join's pair: the left's v, the right's w, both event times."""
+
+    schema = "v long, w long, left_at long, right_at long"
+
+    def process_element(self, left, right, ctx):
+        return (left.v, right.w, ctx.get_left_timestamp(), ctx.get_right_timestamp())

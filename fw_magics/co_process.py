@@ -1,0 +1,164 @@
+"""Flink's two-input keyed functions: ``KeyedCoProcessFunction`` and the interval join.
+
+Defining one needs no Spark. ``a.connect(b).key_by("customer", "customer").process(fn)`` runs a
+``KeyedCoProcessFunction`` over two keyed inputs that share their keyed state and timers::
+
+    class Enrich(fw.KeyedCoProcessFunction):
+        schema = "amount double, tier string"            # what it emits, after the key column(s)
+
+        def open(self, ctx):
+            self.tier = ctx.get_state(fw.ValueStateDescriptor("tier", "string"))
+
+        def process_element1(self, order, ctx):           # a record of the first input (orders)
+            yield (order.amount, self.tier.value())
+
+        def process_element2(self, customer, ctx):        # a record of the second (customer updates)
+            self.tier.update(customer.tier)
+
+``a.key_by("k").interval_join(b.key_by("k")).between(lower_ms, upper_ms).process(fn)`` is Flink's
+interval join: each record ``l`` of ``a`` meets each record ``r`` of ``b`` with the same key and
+``l.ts + lower <= r.ts <= l.ts + upper``; ``fn`` is a ``ProcessJoinFunction`` (or any
+``fn(left, right)``) returning the rows to emit. :class:`IntervalJoinOperator` implements it as a
+co-process function with two list states, cleaned up by event-time timers as Flink's
+``IntervalJoinOperator`` does, so it runs in every mode as any co-process function does.
+
+How the runtime sees two inputs: one stream of tagged rows, the key column(s), ``INPUT`` (1 or 2),
+``TIME`` (the record's event time, when the inputs have one) and one column per input (``SIDES``)
+holding the record as a struct (the other input's is null). The per-key core
+(``fw_magics.streaming.processors``) hands each record to ``process_element1`` or ``2`` by its tag.
+"""
+
+from __future__ import annotations
+
+from .errors import FullWindowError
+from .keyed_process import INPUT, MIN_WATERMARK, SIDES, TIME, ListStateDescriptor, emitted
+
+__all__ = ["INPUT", "SIDES", "TIME", "IntervalJoinOperator", "KeyedCoProcessFunction", "ProcessJoinFunction"]
+
+
+class KeyedCoProcessFunction:
+    """A function of two connected keyed streams (Flink's KeyedCoProcessFunction).
+
+    Override ``process_element1`` and ``process_element2`` (records of the first and second
+    input), and ``open``, ``on_timer``, ``close`` as needed; both inputs' records of a key see
+    the same keyed state and timers, as in ``fw.KeyedProcessFunction`` (its docstring lists the
+    context). Set ``schema`` (a DDL string of the output columns after the key) on the class or
+    pass it to ``process(fn, schema=...)``.
+    """
+
+    schema: str | None = None
+
+    def open(self, ctx) -> None:
+        """Called once per parallel instance before any record: declare the state here."""
+
+    def process_element1(self, value, ctx):
+        raise NotImplementedError
+
+    def process_element2(self, value, ctx):
+        raise NotImplementedError
+
+    def on_timer(self, timestamp: int, ctx):
+        """Called when the watermark passes an event-time timer of the current key."""
+        return None
+
+    def close(self) -> None:
+        """Called once per parallel instance after its last record."""
+
+
+class ProcessJoinFunction:
+    """What an interval join does with each joined pair (Flink's ProcessJoinFunction).
+
+    ``process_element(left, right, ctx)`` returns or yields the rows to emit (after the key);
+    ``ctx.get_left_timestamp()``, ``ctx.get_right_timestamp()`` and ``ctx.timestamp()`` (the
+    greater of the two) are the pair's event times in epoch milliseconds.
+    """
+
+    schema: str | None = None
+
+    def process_element(self, left, right, ctx):
+        raise NotImplementedError
+
+
+class JoinContext:
+    """``ctx`` of ``ProcessJoinFunction.process_element``."""
+
+    __slots__ = ("_left", "_right", "_key")
+
+    def __init__(self, left: int, right: int, key):
+        self._left, self._right, self._key = left, right, key
+
+    def get_left_timestamp(self) -> int:
+        return self._left
+
+    def get_right_timestamp(self) -> int:
+        return self._right
+
+    def timestamp(self) -> int:
+        return max(self._left, self._right)
+
+    def get_current_key(self):
+        return self._key
+
+
+def check_bound(value, what: str) -> int:
+    """An interval bound in milliseconds: an int, or a ``datetime.timedelta``; one line otherwise."""
+    import datetime as dt
+
+    if isinstance(value, dt.timedelta):
+        return value // dt.timedelta(milliseconds=1)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FullWindowError(f"interval_join {what} bound {value!r:.60}; accepted: milliseconds as an int "
+                              "(negative: before the left record) or a datetime.timedelta")
+    return value
+
+
+class IntervalJoinOperator(KeyedCoProcessFunction):
+    """Flink's ``IntervalJoinOperator`` as a co-process function (see the module docstring).
+
+    Each side's records wait in a list state of ``(event time, record)``; a new record is joined
+    with the other side's records in its interval, then kept until the watermark passes the last
+    time a record of the other side could still meet it (a timer at that time removes it). A
+    record at or before the watermark is late: dropped, as Flink drops it. ``left_type`` and
+    ``right_type`` are the DDL types of the two list states (the runtime checks their values).
+    """
+
+    def __init__(self, lower: int, upper: int, join, left_type: str, right_type: str):
+        self.lower, self.upper, self.join = lower, upper, join
+        self.left_type, self.right_type = left_type, right_type
+        self.call = join.process_element if isinstance(join, ProcessJoinFunction) else (
+            lambda left, right, ctx: join(left, right))
+
+    def descriptors(self) -> tuple[ListStateDescriptor, ListStateDescriptor]:
+        return ListStateDescriptor("left", self.left_type), ListStateDescriptor("right", self.right_type)
+
+    def open(self, ctx) -> None:
+        left, right = self.descriptors()
+        self.left, self.right = ctx.get_list_state(left), ctx.get_list_state(right)
+
+    def _side(self, value, ctx, ours, theirs, low: int, high: int, left_side: bool):
+        ts = ctx.timestamp()
+        if ts is None:
+            raise FullWindowError("an interval join needs event times: read both inputs with event_time='<column>'")
+        watermark = ctx.timer_service.current_watermark()
+        if watermark != MIN_WATERMARK and ts < watermark:
+            return  # late: Flink's IntervalJoinOperator drops it
+        ours.add((ts, value))
+        for other_ts, other in theirs.get():
+            if ts + low <= other_ts <= ts + high:
+                pair = (value, other, ts, other_ts) if left_side else (other, value, other_ts, ts)
+                yield from emitted(self.call(pair[0], pair[1], JoinContext(pair[2], pair[3], ctx.get_current_key())))
+        ctx.timer_service.register_event_time_timer(ts + high if high > 0 else ts)
+
+    def process_element1(self, value, ctx):
+        return self._side(value, ctx, self.left, self.right, self.lower, self.upper, True)
+
+    def process_element2(self, value, ctx):
+        return self._side(value, ctx, self.right, self.left, -self.upper, -self.lower, False)
+
+    def on_timer(self, timestamp: int, ctx):
+        """Drop each side's records that no record of the other side can still meet."""
+        keep_left = [(t, v) for t, v in self.left.get() if (t + self.upper if self.upper > 0 else t) > timestamp]
+        keep_right = [(t, v) for t, v in self.right.get() if (t - self.lower if self.lower < 0 else t) > timestamp]
+        self.left.update(keep_left)
+        self.right.update(keep_right)
+

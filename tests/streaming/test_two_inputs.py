@@ -1,0 +1,227 @@
+"""Two-input keyed operators (connect/KeyedCoProcessFunction, interval_join): the three modes against
+the reference model (co_reference), the per-input watermark rule, the graph, a restart, bad input."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fw_magics as fw
+
+from . import functions
+from .co_reference import CoModel, interval_join
+from .files import TRIGGER, _plain, record
+
+pytestmark = [pytest.mark.spark]
+
+SECOND = "key long, w long, ts timestamp"
+SECOND_NAMES = ("key", "w", "ts")
+EXAMPLES = itertools.count()  # hypothesis runs several examples in one test's folder: each its own jobs
+
+
+def _streams(area, name, delays=(0, 0)):
+    first = fw.from_files(area.source(f"{name}-a"), "parquet", functions.SCHEMA, event_time="ts",
+                          watermark_delay=f"{delays[0]} milliseconds")
+    second = fw.from_files(area.source(f"{name}-b"), "parquet", SECOND, event_time="ts",
+                           watermark_delay=f"{delays[1]} milliseconds")
+    return first, second
+
+
+def _write(area, name, side, rows):
+    area.write(rows, f"{name}-{'ab'[side - 1]}", names=None if side == 1 else SECOND_NAMES)
+
+
+def ledger(first, second):
+    return first.connect(second).key_by("k", "key").process(functions.Ledger())
+
+
+def run(area, operator, mode, name, backlog, fresh, delays=(0, 0), after_each=None):
+    """``backlog``: (rows of input 1, rows of input 2), written before the start; ``fresh``: (input, rows),
+    each written once the job has processed what came before (one micro-batch each)."""
+    for side, rows in enumerate(backlog, start=1):
+        if rows:
+            _write(area, name, side, rows)
+    job = operator(*_streams(area, name, delays)).start(job_dir=area.jobs, job_name=name, mode=mode,
+                                                          trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        for side, rows in fresh:
+            _write(area, name, side, rows)
+            job.process_all_available()
+            if after_each is not None:
+                after_each(job)
+        return job, job.changelog()
+    finally:
+        job.stop()
+
+
+def _model(backlog, fresh, delays):
+    m = CoModel(functions.Ledger(), delays)
+    m.backlog([record(r) for r in backlog[0]], [record(r, SECOND_NAMES) for r in backlog[1]])
+    for i, (side, rows) in enumerate(fresh):
+        m.fresh(i, side, [record(r, SECOND_NAMES if side == 2 else ("k", "v", "ts")) for r in rows])
+    return m
+
+
+def _expected(m) -> tuple[dict, set]:
+    latest = {key: key + tuple(row) for key, row in m.latest().items()}
+    return latest, {(key, row[3]) for key, row in m.fired()}
+
+
+def _got(job) -> tuple[dict, set]:
+    pdf = job.latest()
+    latest = {(int(r.k),): tuple(_plain(v) for v in r) for r in pdf.itertuples(index=False)}
+    log = job.changelog()
+    timers = log[log["what"] == "timer"]
+    return latest, {((int(k),), int(at)) for k, at in zip(timers["k"], timers["at"])}
+
+
+# -- the modes agree with the model ---------------------------------------------------------------------
+
+rows = st.tuples(st.integers(0, 3), st.integers(0, 9), st.integers(0, 20))
+files = st.lists(rows, min_size=1, max_size=5)
+
+
+@pytest.mark.extended
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(backlog=st.tuples(st.lists(rows, max_size=6), st.lists(rows, max_size=6)),
+       fresh=st.lists(st.tuples(st.sampled_from([1, 2]), files), max_size=3),
+       delays=st.tuples(st.sampled_from([0, 3000]), st.sampled_from([0, 5000])))
+def test_a_co_process_function_gives_the_model_s_results_in_every_mode(area, backlog, fresh, delays):
+    full, bounded = _expected(_model(backlog, fresh, delays)), _expected(_model(backlog, [], delays))
+    tag = next(EXAMPLES)
+    mixed, _ = run(area, ledger, "mixed", f"mixed-{tag}", backlog, fresh, delays)
+    got_mixed = _got(mixed)
+    stream, _ = run(area, ledger, "stream", f"stream-{tag}", backlog, fresh, delays)
+    batch, _ = run(area, ledger, "batch", f"batch-{tag}", backlog, [], delays)
+    assert got_mixed == _got(stream) == full
+    assert _got(batch) == bounded
+
+
+def test_each_input_keeps_its_watermark_across_the_switch(area):
+    """W is the smaller input's; a fresh record of the input that is ahead does not move the operator's
+    watermark past the other input's (in mixed mode too: its backlog's time is carried into the stream),
+    and a fresh record of the one behind does."""
+    backlog = ([(1, 5, 20), (1, 1, 100)], [(1, 2, 10)])  # input 1 at 100 s, input 2 at 10 s: W = 10 s
+    fresh = [(1, [(1, 3, 50)]), (2, [(1, 1, 60)])]
+    m = _model(backlog, fresh, (0, 0))
+    fired: dict = {}
+
+    def seen(job):
+        fired.setdefault(job.job_name, []).append(_got(job)[1])
+
+    for mode in ("mixed", "stream"):
+        job, _ = run(area, ledger, mode, f"carry-{mode}", backlog, fresh, after_each=seen)
+        assert _got(job) == _expected(m), mode
+        if mode == "mixed":
+            assert job.watermark == record((0, 0, 10)).ts.timestamp() * 1000
+    t = record((0, 0, 0)).ts.timestamp() * 1000
+    # after input 1's fresh record at 50 s the operator is still at input 2's 10 s: the timer at 24 s waits
+    assert fired["carry-mixed"][0] == fired["carry-stream"][0] == set()
+    # input 2's record at 60 s moves it to 60 s: the timers at 24 s and 54 s fire, 104 s waits
+    assert fired["carry-mixed"][1] == fired["carry-stream"][1] == {((1,), t + 24_000), ((1,), t + 54_000)}
+
+
+@pytest.mark.core
+def test_an_interval_join_joins_every_pair_in_its_interval_in_every_mode(area):
+    backlog = ([(1, 1, 10), (1, 2, 14), (2, 3, 10), (3, 4, 30)], [(1, 10, 8), (1, 20, 13), (2, 30, 20), (3, 40, 29)])
+    fresh = [(1, [(1, 5, 40), (2, 6, 41)]), (2, [(1, 50, 42), (2, 60, 38), (3, 70, 43)])]
+    lower, upper = -3_000, 2_000
+
+    def joined(first, second):
+        return first.key_by("k").interval_join(second.key_by("key")).between(lower, upper).process(functions.Pair())
+
+    def pairs(changelog):
+        return sorted((int(r.k), int(r.v), int(r.w), int(r.left_at), int(r.right_at))
+                      for r in changelog.itertuples(index=False))
+
+    def model(fresh_files):
+        first = [record(r) for r in backlog[0]] + [record(r) for s, f in fresh_files if s == 1 for r in f]
+        second = [record(r, SECOND_NAMES) for r in backlog[1]] + [
+            record(r, SECOND_NAMES) for s, f in fresh_files if s == 2 for r in f]
+        t = int(record((0, 0, 0)).ts.timestamp() * 1000)
+        return [(k, v, w, a - t, b - t) for k, v, w, a, b in interval_join(first, second, lower, upper)]
+
+    def relative(found):
+        t = int(record((0, 0, 0)).ts.timestamp() * 1000)
+        return [(k, v, w, a - t, b - t) for k, v, w, a, b in found]
+
+    got = {}
+    for mode in ("mixed", "stream", "batch"):
+        job, log = run(area, joined, mode, f"join-{mode}", backlog, fresh if mode != "batch" else [],
+                       delays=(5_000, 5_000))
+        got[mode] = relative(pairs(log))
+        if mode == "mixed":
+            graph = job.job_graph()
+            sources = [op for op in graph.operators if op.kind == "source"]
+            assert [s.name for s in sources] == ["files(join-mixed-a)", "files(join-mixed-b)"]
+            assert [graph.annotations(s.name)["backlog_files"] for s in sources] == ["1", "1"]
+    assert got["mixed"] == got["stream"] == model(fresh)
+    assert got["batch"] == model([])
+    assert (1, 1, 10, 10_000, 8_000) in got["batch"] and (1, 2, 20, 14_000, 13_000) in got["batch"]
+
+
+def test_a_two_input_job_continues_after_a_restart(area):
+    backlog = ([(1, 1, 1), (2, 2, 2)], [(1, 1, 3)])
+    fresh = [(2, [(2, 4, 30)]), (1, [(1, 3, 31)])]
+    name = "restart"
+    for side, rows_ in enumerate(backlog, start=1):
+        _write(area, name, side, rows_)
+    with ledger(*_streams(area, name)).start(job_dir=area.jobs, job_name=name, trigger=TRIGGER) as job:
+        job.process_all_available()
+        _write(area, name, *fresh[0])
+        job.process_all_available()
+    _write(area, name, *fresh[1])  # while it is stopped
+    with ledger(*_streams(area, name)).start(job_dir=area.jobs, job_name=name, trigger=TRIGGER) as job:
+        job.process_all_available()
+        assert job.phase == "stream"
+        got = _got(job)
+    # the model stops between the two files too: each input's watermark starts again from the job's
+    m = _model(backlog, fresh[:1], (0, 0))
+    m.restart()
+    m.fresh(1, 1, [record(r) for r in fresh[1][1]])
+    assert got == _expected(m)
+    with pytest.raises(fw.FullWindowError, match="two-input job"):
+        with ledger(*_streams(area, name)).start(job_dir=area.jobs, job_name=name, trigger=TRIGGER) as job:
+            job.process_all_available()
+            job.savepoint()
+
+
+# -- bad input: one line, nothing runs ------------------------------------------------------------------
+
+
+def test_bad_two_input_definitions_are_refused_in_one_line(area):
+    first, second = _streams(area, "bad")
+    other_key = fw.from_files(area.source("bad-c"), "parquet", "key string, w long, ts timestamp", event_time="ts")
+    untimed = fw.from_files(area.source("bad-d"), "parquet", SECOND)
+    cases = [
+        (lambda: first.connect(other_key).key_by("k", "key"), "keys differ in type: k bigint .* key string"),
+        (lambda: first.connect(untimed).key_by("k", "key"), "has an event time and 'files\\(bad-d\\)' has none"),
+        (lambda: first.connect(second).key_by("k", "nope"), "nope"),
+        (lambda: first.connect(second).key_by("k", "key").process(functions.Sessions()),
+         "takes an fw.KeyedCoProcessFunction"),
+        (lambda: first.connect("x"), "connect takes a DataStream"),
+        (lambda: first.key_by("k").interval_join(second), "takes the other stream keyed"),
+        (lambda: first.key_by("k").interval_join(second.key_by("key")).between(5, 1), "lower bound is above"),
+        (lambda: first.key_by("k").interval_join(second.key_by("key")).between("1 s", 1), "accepted: milliseconds"),
+        (lambda: first.key_by("k").interval_join(second.key_by("key")).between(0, 1).process(3),
+         "takes an fw.ProcessJoinFunction"),
+        (lambda: first.key_by("k").interval_join(second.key_by("key")).between(0, 1).process(lambda a, b: a),
+         "unknown schema"),
+    ]
+
+    class OnlyOne(fw.KeyedCoProcessFunction):
+        schema = "n long"
+
+        def process_element1(self, record, ctx):
+            return None
+
+    cases.append((lambda: first.connect(second).key_by("k", "key").process(OnlyOne()),
+                  "must define process_element2"))
+    for make, message in cases:
+        with pytest.raises(fw.FullWindowError, match=message) as caught:
+            make()
+        assert "\n" not in str(caught.value)
