@@ -2,6 +2,7 @@
 
     python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,import,widgets,recovery,fullwindow,backlog]
     python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R] [--ratio-only]
+    python -m benchmarks --only two [--backlog-records N] [--updates U] [--keys K] [--files F] [--quick Q] [--runs R]
     python -m benchmarks --only cold [--runs R]    (fresh processes: embedded Spark against FW_SPARK_SHARED=1)
     python -m benchmarks --only keys [--keys 10000,1000000] [--backlog-records N] [--files F] [--runs R]
                                      [--references-up-to K]
@@ -89,6 +90,19 @@ def print_backlog(results) -> None:
             print(f"\n{r['case']}: {r['note']}")
 
 
+def print_two_inputs(r) -> None:
+    from benchmarks.two_inputs import VARIANTS
+
+    m = r["medians"]
+    print("\n| case | pairs | " + " | ".join(VARIANTS) + " | 1 file per trigger / mixed | stream / mixed "
+          "| mixed / batch |")
+    print("|---" * (len(VARIANTS) + 5) + "|")
+    print(f"| {r['case']} | {r['pairs']:,} | " + " | ".join(f"{m[v]:.2f} s" for v in VARIANTS)
+          + f" | {r['limited_over_mixed']:.1f}x | {r['stream_over_mixed']:.2f}x | {r['mixed_over_batch']:.2f}x |")
+    if r.get("note"):
+        print(f"\n{r['note']}")
+
+
 def print_rows(title: str, results) -> None:
     print(f"\n| {title} | median | runs | note |")
     print("|---|---|---|---|")
@@ -112,6 +126,7 @@ def main() -> None:
                         help="keys: run the backlog's references (applyInPandas: minutes) up to this many keys "
                              "(default 1,000,000)")
     parser.add_argument("--files", type=int, default=20, help="backlog: Parquet files (default 20)")
+    parser.add_argument("--updates", type=int, default=100_000, help="two: the second input's records (default 100,000)")
     parser.add_argument("--quick", type=int, default=None,
                         help="backlog: run the 1-file-per-trigger stream over only this many files, scaled")
     parser.add_argument("--ratio-only", action="store_true",
@@ -192,6 +207,16 @@ def main() -> None:
               "one warm-up round, embedded Spark local[*]")
         print_backlog(backlog.run(args.backlog_records, args.keys, args.files, runs=args.runs, quick=args.quick,
                                   ratio_only=args.ratio_only))
+    if "two" in only:  # the two-input case: only when asked for (its 1-file-per-trigger stream takes minutes)
+        from benchmarks import two_inputs
+
+        keys = sizes[0] if sizes else 10_000
+        print(f"\ntwo inputs (FLIP-327): an interval join of {args.backlog_records:,} orders with {args.updates:,} "
+              f"customer updates, {keys:,} keys, {args.files} Parquet files each, each order with the updates of the "
+              f"hour before it; median of {args.runs} runs taken in turns after one warm-up round, embedded Spark "
+              "local[*]")
+        print_two_inputs(two_inputs.run(args.backlog_records, args.updates, keys, args.files, runs=args.runs,
+                                        quick=args.quick))
     if "table" in only:  # needs a PostgreSQL server (a scratch one is started): only when asked for
         from benchmarks import table
 

@@ -115,11 +115,12 @@ def check_bound(value, what: str) -> int:
 class IntervalJoinOperator(KeyedCoProcessFunction):
     """Flink's ``IntervalJoinOperator`` as a co-process function (see the module docstring).
 
-    Each side's records wait in a list state of ``(event time, record)``; a new record is joined
-    with the other side's records in its interval, then kept until the watermark passes the last
-    time a record of the other side could still meet it (a timer at that time removes it). A
-    record at or before the watermark is late: dropped, as Flink drops it. ``left_type`` and
-    ``right_type`` are the DDL types of the two list states (the runtime checks their values).
+    Each side's records wait in a list state (typed as the input's records: ``left_type``,
+    ``right_type``, DDL) beside a JSON list of their event times; a new record is joined with the
+    other side's records in its interval (only those are decoded), then kept until the watermark
+    passes the last time a record of the other side could still meet it (a timer at that time
+    removes it, without decoding the rest). A record before the watermark is late: dropped, as
+    Flink drops it.
     """
 
     def __init__(self, lower: int, upper: int, join, left_type: str, right_type: str):
@@ -128,37 +129,49 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
         self.call = join.process_element if isinstance(join, ProcessJoinFunction) else (
             lambda left, right, ctx: join(left, right))
 
-    def descriptors(self) -> tuple[ListStateDescriptor, ListStateDescriptor]:
-        return ListStateDescriptor("left", self.left_type), ListStateDescriptor("right", self.right_type)
+    def descriptors(self) -> list:
+        """The states it keeps: each side's records and their event times (JSON ints), in step."""
+        return [ListStateDescriptor("left", self.left_type), ListStateDescriptor("right", self.right_type),
+                ListStateDescriptor("left_times"), ListStateDescriptor("right_times")]
 
     def open(self, ctx) -> None:
-        left, right = self.descriptors()
-        self.left, self.right = ctx.get_list_state(left), ctx.get_list_state(right)
+        left, right, left_times, right_times = (ctx.get_list_state(d) for d in self.descriptors())
+        self.sides = {"left": (left, left_times), "right": (right, right_times)}
 
-    def _side(self, value, ctx, ours, theirs, low: int, high: int, left_side: bool):
+    def _side(self, value, ctx, ours: str, theirs: str, low: int, high: int):
         ts = ctx.timestamp()
         if ts is None:
             raise FullWindowError("an interval join needs event times: read both inputs with event_time='<column>'")
         watermark = ctx.timer_service.current_watermark()
         if watermark != MIN_WATERMARK and ts < watermark:
             return  # late: Flink's IntervalJoinOperator drops it
-        ours.add((ts, value))
-        for other_ts, other in theirs.get():
-            if ts + low <= other_ts <= ts + high:
-                pair = (value, other, ts, other_ts) if left_side else (other, value, other_ts, ts)
-                yield from emitted(self.call(pair[0], pair[1], JoinContext(pair[2], pair[3], ctx.get_current_key())))
+        records, times = self.sides[ours]
+        records.add(value)
+        times.add(ts)
+        other_records, other_times = self.sides[theirs]
+        their_times = other_times.get()
+        meet = [i for i, t in enumerate(their_times) if ts + low <= t <= ts + high]
+        key = ctx.get_current_key()
+        for i, other in zip(meet, other_records.values_at(meet)):
+            if ours == "left":
+                result = self.call(value, other, JoinContext(ts, their_times[i], key))
+            else:
+                result = self.call(other, value, JoinContext(their_times[i], ts, key))
+            yield from emitted(result)
         ctx.timer_service.register_event_time_timer(ts + high if high > 0 else ts)
 
     def process_element1(self, value, ctx):
-        return self._side(value, ctx, self.left, self.right, self.lower, self.upper, True)
+        return self._side(value, ctx, "left", "right", self.lower, self.upper)
 
     def process_element2(self, value, ctx):
-        return self._side(value, ctx, self.right, self.left, -self.upper, -self.lower, False)
+        return self._side(value, ctx, "right", "left", -self.upper, -self.lower)
 
     def on_timer(self, timestamp: int, ctx):
         """Drop each side's records that no record of the other side can still meet."""
-        keep_left = [(t, v) for t, v in self.left.get() if (t + self.upper if self.upper > 0 else t) > timestamp]
-        keep_right = [(t, v) for t, v in self.right.get() if (t - self.lower if self.lower < 0 else t) > timestamp]
-        self.left.update(keep_left)
-        self.right.update(keep_right)
-
+        for side, reach in (("left", self.upper), ("right", -self.lower)):
+            records, times = self.sides[side]
+            stored = times.get()
+            keep = [i for i, t in enumerate(stored) if (t + reach if reach > 0 else t) > timestamp]
+            if len(keep) < len(stored):
+                records.keep_only(keep)
+                times.keep_only(keep)

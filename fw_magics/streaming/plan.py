@@ -83,4 +83,5 @@ class Plan:
     handover: Handover
     flavour: object  # fw_magics.spark.flavour.Flavour
     restart: object  # a fw_magics.failover restart strategy: whether and when a failed job goes on
+    why: str | None = None  # why the mode is not the one asked for (start.effective_mode), or None
 

@@ -303,6 +303,24 @@ class ListState:
         self._core.require_key(f"list state {self._name!r}")
         self._core.lists.pop(self._name, None)
 
+    # -- for fw-magics' own operators (the interval join), not Flink's ListState API ----------------
+
+    def values_at(self, positions) -> list:
+        """The values at ``positions`` (decoded; the others are not)."""
+        self._core.require_key(f"list state {self._name!r}")
+        stored = self._core.lists.get(self._name, ())
+        return [self._codec.decode(stored[i]) for i in positions]
+
+    def keep_only(self, positions) -> None:
+        """Keep the values at ``positions``, in their order, without decoding or checking them again."""
+        self._core.require_key(f"list state {self._name!r}")
+        stored = self._core.lists.get(self._name, [])
+        kept = [stored[i] for i in positions]
+        if kept:
+            self._core.lists[self._name] = kept
+        else:
+            self._core.lists.pop(self._name, None)
+
     def _elements(self, values) -> list:
         self._core.require_key(f"list state {self._name!r}")
         if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):

@@ -28,6 +28,12 @@ class JobResults:
         return self.plan.mode.value
 
     @property
+    def mode_reason(self) -> str | None:
+        """Why the job runs in its mode when its sources decided it (FLIP-327's rule: an input made with
+        ``backlog=False`` makes a mixed job a stream from the start), else None."""
+        return self.plan.why
+
+    @property
     def parallelism(self) -> int:
         return self.plan.parallelism
 
@@ -97,7 +103,8 @@ class JobResults:
                            backlog_files=input_size.get("files"), backlog_rows=input_size.get("rows"),
                            skipped_files=(skipped or None) if len(sources) == 1 else None)
         dropped = self.dropped
-        graph.annotate(self.stateful.step.name, phase=self.phase, mode=self.mode, W=_moment(self.watermark),
+        graph.annotate(self.stateful.step.name, phase=self.phase, mode=self.mode, why=self.plan.why,
+                       W=_moment(self.watermark),
                        late=dropped["late"] or None, undated=dropped["undated"] or None)
         graph.annotate(SINK, micro_batches=len(self.recorded) or None)
         return graph
@@ -110,7 +117,8 @@ class JobResults:
             dropped = ""
         restarts = getattr(self, "restarts", 0)
         restarted = f", {restarts} restart{'' if restarts == 1 else 's'}" if restarts else ""
-        return (f"StreamingJob({self.job_name!r}, {self.mode}: phase {self.phase}, "
+        why = f" ({self.plan.why})" if self.plan.why else ""
+        return (f"StreamingJob({self.job_name!r}, {self.mode}{why}: phase {self.phase}, "
                 f"{len(self.recorded)} micro-batch{'' if len(self.recorded) == 1 else 'es'}{w}{dropped}{restarted})")
 
 

@@ -59,7 +59,7 @@ from .query import STATE_VARIABLE
 from .savepoint_files import Savepoint, load_savepoint, share, write_savepoint
 from .seed import Handed, overlaid, read_handover
 from .sink import changelog_frame, latest_rows
-from .sources import source_change
+from .sources import kinds_of, source_change
 from .state_files import handed_over_outputs, handover_layers, partition_states, saved_states, write_parquet
 
 #: The largest restored operator-state file read back.
@@ -243,7 +243,7 @@ KEYED, OPERATOR = _Keyed(), _Operator()
 
 def take(job) -> str:
     """Write a savepoint of the running ``job`` after its last committed micro-batch; returns its path."""
-    if job.spec.inputs:
+    if len(kinds_of(job.source)) > 1:
         raise FullWindowError(f"job {job.job_name!r} has two inputs, and a savepoint of a two-input job is not "
                               "written yet (it would keep each input's position); stop() and start() under the same "
                               "job_name continue it")

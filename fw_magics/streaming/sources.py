@@ -66,11 +66,13 @@ class FilesSource:
         self.on_late = detail.get("on_late", "drop")
         self.schema = schema
         self.delays = {None: self.delay_ms}  # the watermark delay of its one input (backlog.switch_watermark)
+        self.has_backlog = detail.get("backlog", True)
 
     def describe(self) -> dict:
         """What it reads: a restart must describe the same source (``on_bad_file`` and ``on_late`` may change)."""
         return {"kind": "files", "path": self.directory, "format": self.format, "schema": self.schema.simpleString(),
-                "event_time": self.event_time, "delay_ms": self.delay_ms, "glob": self.glob}
+                "event_time": self.event_time, "delay_ms": self.delay_ms, "glob": self.glob,
+                **({} if self.has_backlog else {"backlog": False})}
 
     def manifest(self, root: str) -> Manifest:
         return Manifest(root)
@@ -264,10 +266,12 @@ class TableSource:
         self.on_late = detail.get("on_late", "drop")
         self.schema = schema
         self.delays = {None: self.delay_ms}
+        self.has_backlog = detail.get("backlog", True)
 
     def describe(self) -> dict:
         return {"kind": "table", "url": self.url, "table": self.table, "order_by": self.order_by,
-                "schema": self.schema.simpleString(), "event_time": self.event_time, "delay_ms": self.delay_ms}
+                "schema": self.schema.simpleString(), "event_time": self.event_time, "delay_ms": self.delay_ms,
+                **({} if self.has_backlog else {"backlog": False})}
 
     def manifest(self, root: str) -> TablePosition:
         return TablePosition(root)
@@ -397,10 +401,20 @@ def source_change(recorded: dict, now: dict) -> str | None:
     return None
 
 
+def _described_inputs(source) -> list[dict]:
+    described = source.describe()
+    return described.get("inputs", [described])
+
+
 def kinds_of(source) -> list[str]:
     """The kinds of source it reads ("files", "table"), one per input."""
-    described = source.describe()
-    return [d["kind"] for d in described.get("inputs", [described])]
+    return [d["kind"] for d in _described_inputs(source)]
+
+
+def without_backlog(source) -> list[str]:
+    """The inputs made with ``backlog=False`` (FLIP-327's ``isBacklog=false``), named by folder or table."""
+    return [os.path.basename(d["path"].rstrip("/")) if "path" in d else d["table"]
+            for d in _described_inputs(source) if d.get("backlog") is False]
 
 
 def source_for(detail: dict, schema):

@@ -12,7 +12,8 @@ recorded when the process exits under it), and a restart keeps the same promises
   backlog results, checkpoint, changelog, manifest; never its savepoints) and starts afresh;
 * a restart continues where the log says the job got to (``phases.resume_phase``).
 
-Then the ``Plan`` (``plan.py``) is made: mode, trigger, sink, rate limit, parallelism, the
+Then the ``Plan`` (``plan.py``) is made: mode (FLIP-327's rule: a source made with ``backlog=False``
+makes a mixed job a stream from the start, ``effective_mode``), trigger, sink, rate limit, parallelism, the
 session's flavour, the handover of backlog state (``handover.choose``) and the restart strategy
 (``failover.restart_strategy``, as ``execute()``'s), and the job runs.
 """
@@ -43,7 +44,7 @@ from .query import STATE_STORE
 from .savepoint_files import load_savepoint
 from .savepoints import check_restorable, graph_at, prepare_restore
 from .sink import check_sink
-from .sources import kinds_of, source_change, source_of
+from .sources import kinds_of, source_change, source_of, without_backlog
 
 
 def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None,
@@ -66,6 +67,7 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
                               "savepoint's job ran in")
     savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
     source = source_of(stateful)
+    mode, why = effective_mode(mode, source)
     if max_files is not None and "table" in kinds_of(source):
         raise FullWindowError(f"max_files_per_trigger {max_files} caps the files of a micro-batch; a table "
                               "source's micro-batch reads every new row (leave it None)")
@@ -76,7 +78,8 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
     try:
         if reset:
             log.clear(*STREAM_RECORDS)
-        job = _open(stateful, source, log, content, mode, trigger, sink, max_files, parallelism, savepoint, restart)
+        job = _open(stateful, source, log, content, mode, trigger, sink, max_files, parallelism, savepoint, restart,
+                    why)
     except BaseException as error:
         log.close(failure=error)
         raise
@@ -90,8 +93,23 @@ def default_name(stateful) -> str:
     return re.sub(r"[^A-Za-z0-9_.\- ]+", "_", label).strip(" .")[:200] or "stream"
 
 
+def effective_mode(mode: Mode, source) -> tuple[Mode, str | None]:
+    """The mode the job runs in, and why when its sources decided it: FLIP-327's rule, an operator with an
+    input without a backlog (``backlog=False``) runs as a stream from the start; mode "batch" has nothing
+    to run for such an input and is refused in one line."""
+    lacking = without_backlog(source)
+    if not lacking or mode is Mode.STREAM:
+        return mode, None
+    named = " and ".join(repr(n) for n in lacking)
+    if mode is Mode.BATCH:
+        raise FullWindowError(f"mode 'batch' runs the backlog, and {named} was made with backlog=False (it has none); "
+                              "accepted: mode 'mixed' or 'stream' (the job then runs as a stream from the start)")
+    return Mode.STREAM, (f"{named} has no backlog (backlog=False): an operator with an input without a backlog "
+                         "runs as a stream from the start (FLIP-327)")
+
+
 def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Trigger, sink, max_files,
-          parallelism, savepoint, restart) -> StreamingJob:
+          parallelism, savepoint, restart, why: str | None = None) -> StreamingJob:
     state = replay(log.read())
     if savepoint is not None and state.started and state.restored_from != savepoint.path:
         raise ResumeError(f"job {log.job_name!r} in {log.root} already ran; restore a savepoint under a new "
@@ -108,7 +126,8 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     kind = stateful.spec.kind
     restored = savepoint is not None or state.restored_from is not None
     plan = Plan(mode=mode, trigger=trigger, sink=sink, max_files=max_files, parallelism=chosen,
-                handover=handovers.choose(mode, kind, restored, log.storage), flavour=flavour, restart=restart)
+                handover=handovers.choose(mode, kind, restored, log.storage), flavour=flavour, restart=restart,
+                why=why)
     job = (OperatorJob if kind == OPERATOR else StreamingJob)(stateful, source, log, plan, graph)
     job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
     job.skips_noted = set(state.skipped)

@@ -26,7 +26,7 @@ from ..co_process import (
     check_bound,
 )
 from ..errors import FullWindowError
-from ..keyed_process import KeyedOperatorSpec
+from ..keyed_process import KeyedOperatorSpec, StateType
 from ..schema import nullable
 from .lineage import Step
 
@@ -186,22 +186,17 @@ class IntervalJoined:
         else:
             raise FullWindowError(f"interval_join(...).process takes an fw.ProcessJoinFunction or fn(left, right); "
                                   f"got {type(join).__name__} {join!r:.60}")
-        inputs = self._pair.stream.inputs
-        sides = [_buffer_type(s.schema) for s in inputs]
+        from .stateful import struct_state_type
+
+        ddls = [s.schema.simpleString()[len("struct<"):-1] for s in self._pair.stream.inputs]
+        sides = [(ddl, struct_state_type(s.schema, ddl))  # each side's buffer holds that input's records
+                 for ddl, s in zip(ddls, self._pair.stream.inputs)]
         operator = IntervalJoinOperator(self.lower, self.upper, join, sides[0][0], sides[1][0])
         declared = schema if schema is not None else getattr(join, "schema", None)
         label = f"interval_join[{self.lower}, {self.upper}]({name})"
-        states = {"left": ("list", sides[0][1]), "right": ("list", sides[1][1])}
+        states = {"left": ("list", sides[0][1]), "right": ("list", sides[1][1]),
+                  "left_times": ("list", StateType(ddl=None)), "right_times": ("list", StateType(ddl=None))}
         return co_process(self._pair, operator, label, declared, states=states, schema_owner=name)
-
-
-def _buffer_type(schema: T.StructType):
-    """An interval join's buffer of one side: (DDL label, StateType) of ``(ts long, value <the input's record>)``."""
-    from .stateful import struct_state_type
-
-    struct = T.StructType([T.StructField("ts", T.LongType()), T.StructField("value", nullable(schema))])
-    ddl = struct.simpleString()[len("struct<"):-1]
-    return ddl, struct_state_type(struct, ddl)
 
 
 def co_process(pair: _KeyedPair, fn, label: str, schema, states=None, schema_owner: str | None = None):

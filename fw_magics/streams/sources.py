@@ -95,7 +95,8 @@ LATE_POLICIES = ("drop", "fail")
 
 
 def from_files(path, format, schema, event_time=None, watermark_delay="0 seconds", name: str | None = None,
-               glob: str | None = None, on_bad_file: str = "fail", on_late: str = "drop") -> DataStream:
+               glob: str | None = None, on_bad_file: str = "fail", on_late: str = "drop",
+               backlog: bool = True) -> DataStream:
     """An unbounded DataStream over a directory of files (FLIP-327's source with a backlog).
 
     ``format``: "parquet", "json" (JSON Lines) or "csv" (with a header row); ``schema``: a
@@ -112,6 +113,9 @@ def from_files(path, format, schema, event_time=None, watermark_delay="0 seconds
     ``on_late="fail"`` fails the job on the first one instead of dropping it. The files present
     when a job over it *first* starts are its backlog, recorded in the job directory; files that
     arrive later are fresh. Run it with ``key_by(...).reduce/aggregate/process(...).start()``.
+    ``backlog=False``: the source reports no backlog (FLIP-327's ``isBacklog=false``): what is there at
+    the first start is read as a stream, and a job reading it runs as a stream from the start (in mode
+    "mixed" too; the job says why).
     """
     spark = get_spark()
     directory = _directory(path)
@@ -130,7 +134,7 @@ def from_files(path, format, schema, event_time=None, watermark_delay="0 seconds
     detail = {
         "source": "files", "streaming": True, "path": directory, "format": fmt, "event_time": event_time,
         "delay_ms": delay_ms, "partitions": int(spark.conf.get("spark.sql.shuffle.partitions")), "label": label,
-        "glob": pattern, "on_bad_file": on_bad_file, "on_late": on_late,
+        "glob": pattern, "on_bad_file": on_bad_file, "on_late": on_late, "backlog": _backlog(backlog, "from_files"),
     }
 
     def build():  # Spark's own file stream source (what mode="stream" runs)
@@ -145,7 +149,7 @@ def from_files(path, format, schema, event_time=None, watermark_delay="0 seconds
 
 
 def from_table(url, table, schema, order_by="id", event_time=None, watermark_delay="0 seconds",
-               name: str | None = None, on_late: str = "drop") -> DataStream:
+               name: str | None = None, on_late: str = "drop", backlog: bool = True) -> DataStream:
     """An unbounded DataStream over a PostgreSQL table (FLIP-327's source with a backlog, as a database's
     snapshot then its changes).
 
@@ -156,8 +160,8 @@ def from_table(url, table, schema, order_by="id", event_time=None, watermark_del
     in ``schema``). The rows present when a job over it *first* starts (up to the greatest ``order_by``
     then) are its backlog, read as a partitioned Spark batch; rows inserted later are fresh, read by a
     Structured Streaming source whose offsets are that column's values. Rows are only ever inserted: an
-    update or delete of a row read is not seen. ``event_time``, ``watermark_delay`` and ``on_late`` as for
-    ``from_files``. Names are PostgreSQL's as stored (an unquoted ``CREATE TABLE Orders`` is ``orders``).
+    update or delete of a row read is not seen. ``event_time``, ``watermark_delay``, ``on_late`` and
+    ``backlog`` as for ``from_files``. Names are PostgreSQL's as stored (an unquoted ``CREATE TABLE Orders`` is ``orders``).
     """
     from .. import postgres
 
@@ -179,7 +183,7 @@ def from_table(url, table, schema, order_by="id", event_time=None, watermark_del
     _check_table(postgres, url, table, struct, order_by)
     detail = {"source": "table", "streaming": True, "url": url, "table": table, "order_by": order_by,
               "event_time": event_time, "delay_ms": delay_ms, "on_late": on_late, "label": table,
-              "partitions": int(spark.conf.get("spark.sql.shuffle.partitions"))}
+              "partitions": int(spark.conf.get("spark.sql.shuffle.partitions")), "backlog": _backlog(backlog, "from_table")}
 
     def build():  # every row, then the new ones (the streaming side reads it: fw_magics.verbs)
         return verbs.call("read_table", spark, detail, struct)
@@ -233,6 +237,13 @@ def _event_time(struct, event_time, watermark_delay) -> int:
     if event_time is None and delay_ms:
         raise FullWindowError("watermark_delay needs an event_time column; pass event_time='<timestamp column>'")
     return delay_ms
+
+
+def _backlog(value, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise FullWindowError(f"{what} backlog {value!r:.60}; accepted: True (what is there at a job's first start is "
+                              "its backlog) or False (no backlog: read as a stream from the first record)")
+    return value
 
 
 def _policies(*checks) -> None:

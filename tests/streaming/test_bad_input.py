@@ -266,6 +266,7 @@ def fractional(a, b):
     return (a.k, a.v + b.v + 0.25, a.ts)  # a float into the long column v
 
 
+@pytest.mark.extended  # 22 s: make test keeps the per-engine bad-file cases
 def test_a_value_that_does_not_fit_is_the_batch_apis_one_line_in_every_streaming_engine(area):
     for f in BACKLOG:
         area.write(f)

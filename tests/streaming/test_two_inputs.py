@@ -164,6 +164,7 @@ def test_an_interval_join_joins_every_pair_in_its_interval_in_every_mode(area):
     assert (1, 1, 10, 10_000, 8_000) in got["batch"] and (1, 2, 20, 14_000, 13_000) in got["batch"]
 
 
+@pytest.mark.extended  # make test keeps the modes' and the watermark's cases
 def test_a_two_input_job_continues_after_a_restart(area):
     backlog = ([(1, 1, 1), (2, 2, 2)], [(1, 1, 3)])
     fresh = [(2, [(2, 4, 30)]), (1, [(1, 3, 31)])]
@@ -190,6 +191,42 @@ def test_a_two_input_job_continues_after_a_restart(area):
             job.savepoint()
 
 
+@pytest.mark.extended  # make test keeps the modes' and the watermark's cases
+def test_an_input_without_a_backlog_makes_the_operator_a_stream_from_the_start(area):
+    """FLIP-327's two-input rule: a source made with backlog=False makes a mixed job run as a stream, and
+    the job and its graph say why; mode batch is refused in one line; a restart asks the same."""
+    backlog = ([(1, 5, 20), (2, 1, 22)], [(1, 2, 10)])
+    fresh = [(2, [(1, 1, 30)])]
+    name = "rule"
+    for side, rows_ in enumerate(backlog, start=1):
+        _write(area, name, side, rows_)
+
+    def streams():
+        first, _ = _streams(area, name)
+        second = fw.from_files(area.source(f"{name}-b"), "parquet", SECOND, event_time="ts", backlog=False)
+        return first, second
+
+    with pytest.raises(fw.FullWindowError, match=r"mode 'batch' runs the backlog, and 'rule-b' was made with "
+                                                 r"backlog=False") as caught:
+        ledger(*streams()).start(job_dir=area.jobs, job_name=name, mode="batch")
+    assert "\n" not in str(caught.value) and not (area.base / "jobs" / name / "events").exists()
+    with ledger(*streams()).start(job_dir=area.jobs, job_name=name, trigger=TRIGGER) as job:
+        assert job.mode == "stream" and "has no backlog (backlog=False)" in job.mode_reason
+        job.process_all_available()
+        assert job.backlog_state_writes == 0 and job.phase == "stream"
+        notes = job.job_graph().annotations(job.stateful.step.name)
+        assert notes["mode"] == "stream" and "FLIP-327" in notes["why"]
+        assert "no backlog" in repr(job)
+    _write(area, name, *fresh[0])
+    with ledger(*streams()).start(job_dir=area.jobs, job_name=name, trigger=TRIGGER) as job:  # mode "mixed" again
+        job.process_all_available()
+        got = _got(job)
+    m = _model(backlog, [], (0, 0))
+    m.restart()
+    m.fresh(1, 2, [record(r, SECOND_NAMES) for r in fresh[0][1]])
+    assert got == _expected(m)
+
+
 # -- bad input: one line, nothing runs ------------------------------------------------------------------
 
 
@@ -204,6 +241,7 @@ def test_bad_two_input_definitions_are_refused_in_one_line(area):
         (lambda: first.connect(second).key_by("k", "key").process(functions.Sessions()),
          "takes an fw.KeyedCoProcessFunction"),
         (lambda: first.connect("x"), "connect takes a DataStream"),
+        (lambda: fw.from_files(area.source("bad-a"), "parquet", functions.SCHEMA, backlog="no"), "backlog 'no'"),
         (lambda: first.key_by("k").interval_join(second), "takes the other stream keyed"),
         (lambda: first.key_by("k").interval_join(second.key_by("key")).between(5, 1), "lower bound is above"),
         (lambda: first.key_by("k").interval_join(second.key_by("key")).between("1 s", 1), "accepted: milliseconds"),
@@ -225,3 +263,111 @@ def test_bad_two_input_definitions_are_refused_in_one_line(area):
         with pytest.raises(fw.FullWindowError, match=message) as caught:
             make()
         assert "\n" not in str(caught.value)
+
+
+# -- a folder and a PostgreSQL table --------------------------------------------------------------------
+
+
+@pytest.mark.extended
+@pytest.mark.core
+def test_a_folder_joined_with_a_table_s_history_and_new_rows_in_mixed_mode_then_a_restart(postgres, area):
+    """The canonical FLIP-327 job: a folder of files and a database table's snapshot then its new rows,
+    rows inserted during the backlog, after the switch and while the job is stopped."""
+    import datetime as dt
+    import uuid
+
+    from .files import BASE
+
+    name = f"updates_{uuid.uuid4().hex[:8]}"
+    postgres.sql(f"CREATE TABLE {name} (id bigserial PRIMARY KEY, key bigint, w bigint, ts timestamptz)")
+
+    def insert(rows):
+        postgres.sql(f"INSERT INTO {name} (key, w, ts) VALUES (%s, %s, %s)",
+                     [(k, w, BASE + dt.timedelta(seconds=s)) for k, w, s in rows])
+
+    def streams():
+        first = fw.from_files(area.source("db-a"), "parquet", functions.SCHEMA, event_time="ts",
+                              watermark_delay="1 second")
+        return first, fw.from_table(postgres.url, name, SECOND, event_time="ts")
+
+    backlog = ([(1, 5, 20), (2, 1, 22), (3, 4, 5)], [(1, 2, 10), (3, 1, 12)])
+    during, after, stopped = (2, [(1, 1, 24), (2, 2, 25)]), (1, [(1, 3, 30)]), (2, [(3, 7, 40)])
+    try:
+        _write(area, "db", 1, backlog[0])
+        insert(backlog[1])
+        job = ledger(*streams()).start(job_dir=area.jobs, job_name="db", trigger=TRIGGER)
+        try:
+            insert(during[1])  # fresh, whether the backlog still runs or not
+            job.process_all_available()
+            _write(area, "db", *after)
+            job.process_all_available()
+            graph = job.job_graph()
+            assert [graph.annotations(op.name).get("backlog_rows") or graph.annotations(op.name).get("backlog_files")
+                    for op in graph.operators if op.kind == "source"] == ["1", "2"]
+        finally:
+            job.stop()
+        insert(stopped[1])
+        with ledger(*streams()).start(job_dir=area.jobs, job_name="db", trigger=TRIGGER) as again:
+            assert again.phase == "stream"  # no second backlog
+            again.process_all_available()
+            got = _got(again)
+    finally:
+        postgres.sql(f"DROP TABLE {name}")
+    m = _model(backlog, [during, after], (1000, 0))
+    m.restart()
+    m.fresh(2, 2, [record(r, SECOND_NAMES) for r in stopped[1]])
+    assert got == _expected(m)
+
+
+# -- the interval join operator on the per-key core, without Spark ------------------------------------------
+
+times = st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(0, 3), st.integers(0, 60)), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=times, lower=st.integers(-20, 10), width=st.integers(0, 20), split=st.integers(0, 60))
+def test_the_interval_join_operator_finds_every_pair_the_model_does(records, lower, width, split):
+    """Records in event-time order, in two runs of the core with the watermark moved to just before the
+    second between them (as a micro-batch boundary is): the cleanup timers drop nothing a later record
+    could still meet, and every pair in the interval is emitted once."""
+    from fw_magics.records import make_record
+    from fw_magics.streaming.processors import KeyedCore
+
+    upper = lower + width
+    first, second = _streams_without_files()
+    spec = first.key_by("k").interval_join(second.key_by("key")).between(lower * 1000, upper * 1000).process(
+        functions.Pair()).spec
+    names = spec.record.names
+    rows = sorted(((side, k, i, s) for i, (side, k, s) in enumerate(records)), key=lambda r: (r[3], r[0]))
+    tagged = [(k, side, record((k, i, s), ("k", "v", "ts") if side == 1 else SECOND_NAMES)) for side, k, i, s in rows]
+    core = KeyedCore(spec)
+    got, states = [], {}
+    boundary = record((0, 0, split)).ts
+    wm = int(boundary.timestamp() * 1000) - 1  # the watermark between the runs: no record of the second is late
+    for run_watermark, part in ((-(2**63), [t for t in tagged if t[2].ts < boundary]),
+                                (wm, [t for t in tagged if t[2].ts >= boundary])):
+        by_key: dict = {}
+        for k, side, r in part:
+            by_key.setdefault(k, []).append((side, r))
+        for k in sorted(set(by_key) | set(states)):
+            core.begin((k,), states.get(k), watermark=run_watermark)
+            for side, r in by_key.get(k, ()):
+                values = {"k": k, "__fw_input": side, "__fw_time": r.ts, "__fw_in1": r if side == 1 else None,
+                          "__fw_in2": r if side == 2 else None}
+                core.element(make_record(names, tuple(values[n] for n in names)), int(r.ts.timestamp() * 1000))
+            core.fire(wm)  # the first run ends at the watermark the second starts with
+            result = core.end()
+            states[k] = result.state
+            got += [(key[0],) + tuple(value)[:2] for _, key, value in result.outputs]
+    left = [r for _, _, r in tagged if "v" in r._fields]
+    right = [r for _, _, r in tagged if "w" in r._fields]
+    expected = [(k, v, w) for k, v, w, _, _ in interval_join(left, right, lower * 1000, upper * 1000)]
+    assert sorted(got) == sorted(expected)
+
+
+def _streams_without_files():
+    import tempfile
+
+    base = tempfile.mkdtemp(prefix="fw-two-")
+    first = fw.from_files(base, "parquet", functions.SCHEMA, event_time="ts")
+    return first, fw.from_files(base, "parquet", SECOND, event_time="ts")
