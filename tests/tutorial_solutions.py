@@ -71,7 +71,7 @@ class Spread(fw.AggregateFunction):
     },
     "08_database_backlog": {
         "exercise": "def biggest(a, b):\n    return a if a.amount >= b.amount else b",
-        "exercise-join": "lower = -600_000\nupper = 0",
+        "exercise-2": "lower = -600_000\nupper = 0",
     },
 }
 
@@ -106,7 +106,7 @@ class Spread(fw.AggregateFunction):  # swapped: the highest reading as low, the 
     },
     "08_database_backlog": {
         "exercise": "def biggest(a, b):  # the smaller one\n    return a if a.amount <= b.amount else b",
-        "exercise-join": "lower = 0  # the ten minutes after the order\nupper = 600_000",
+        "exercise-2": "lower = 0  # the ten minutes after the order\nupper = 600_000",
     },
 }
 
