@@ -101,6 +101,7 @@ def test_a_co_process_function_gives_the_model_s_results_in_every_mode(area, bac
     assert _got(batch) == bounded
 
 
+@pytest.mark.extended  # 21 s: make test keeps the interval join's modes and the operator's model
 def test_each_input_keeps_its_watermark_across_the_switch(area):
     """W is the smaller input's; a fresh record of the input that is ahead does not move the operator's
     watermark past the other input's (in mixed mode too: its backlog's time is carried into the stream),
