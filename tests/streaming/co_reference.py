@@ -18,7 +18,7 @@ join is written here from Flink's definition, not from fw-magics' operator.
 
 from __future__ import annotations
 
-from .reference import MIN_WM, Model, _Ctx, ms, us
+from .reference import MIN_WM, Model, _Ctx, _rows, ms, us
 
 
 class CoModel(Model):
@@ -74,12 +74,6 @@ class CoModel(Model):
         self._fire(wm)
         self._move({side: records})
         self._fire(self.watermark)
-
-
-def _rows(result):
-    from .reference import _rows as rows
-
-    return rows(result)
 
 
 def interval_join(first, second, lower, upper):

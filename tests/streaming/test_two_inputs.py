@@ -325,9 +325,17 @@ def test_a_folder_joined_with_a_table_s_history_and_new_rows_in_mixed_mode_then_
 times = st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(0, 3), st.integers(0, 60)), max_size=40)
 
 
+@pytest.fixture(scope="module")
+def empty_streams(tmp_path_factory):
+    """Two streams over an empty folder: what builds an interval join's spec (nothing is read)."""
+    base = str(tmp_path_factory.mktemp("two-empty"))
+    return (fw.from_files(base, "parquet", functions.SCHEMA, event_time="ts"),
+            fw.from_files(base, "parquet", SECOND, event_time="ts"))
+
+
 @settings(max_examples=60, deadline=None)
 @given(records=times, lower=st.integers(-20, 10), width=st.integers(0, 20), split=st.integers(0, 60))
-def test_the_interval_join_operator_finds_every_pair_the_model_does(records, lower, width, split):
+def test_the_interval_join_operator_finds_every_pair_the_model_does(empty_streams, records, lower, width, split):
     """Records in event-time order, in two runs of the core with the watermark moved to just before the
     second between them (as a micro-batch boundary is): the cleanup timers drop nothing a later record
     could still meet, and every pair in the interval is emitted once."""
@@ -335,7 +343,7 @@ def test_the_interval_join_operator_finds_every_pair_the_model_does(records, low
     from fw_magics.streaming.processors import KeyedCore
 
     upper = lower + width
-    first, second = _streams_without_files()
+    first, second = empty_streams
     spec = first.key_by("k").interval_join(second.key_by("key")).between(lower * 1000, upper * 1000).process(
         functions.Pair()).spec
     names = spec.record.names
@@ -364,11 +372,3 @@ def test_the_interval_join_operator_finds_every_pair_the_model_does(records, low
     right = [r for _, _, r in tagged if "w" in r._fields]
     expected = [(k, v, w) for k, v, w, _, _ in interval_join(left, right, lower * 1000, upper * 1000)]
     assert sorted(got) == sorted(expected)
-
-
-def _streams_without_files():
-    import tempfile
-
-    base = tempfile.mkdtemp(prefix="fw-two-")
-    first = fw.from_files(base, "parquet", functions.SCHEMA, event_time="ts")
-    return first, fw.from_files(base, "parquet", SECOND, event_time="ts")
