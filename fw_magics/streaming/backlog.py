@@ -72,9 +72,15 @@ def switch_watermark(frame, event_time: str | None, delays: dict) -> tuple[int |
         rows = [(r[INPUT], r["m"]) for r in run_action(lambda: frame.groupBy(INPUT).agg(top).collect(),
                                                        frame.sparkSession)]
     tops = {tag: int(m) // 1000 for tag, m in rows if m is not None}
-    if len(tops) < len(delays):  # an input without records (or none at all): no watermark yet
-        return None, tops
-    return min(t - delays[tag] for tag, t in tops.items()), tops
+    return watermark_of(tops, delays), tops
+
+
+def watermark_of(tops: dict, delays: dict) -> int | None:
+    """W from each input's greatest event time (``tops``, keyed as ``delays``): the smaller of the inputs'
+    watermarks; None while an input has no records (or none has)."""
+    if not tops or len(tops) < len(delays):
+        return None
+    return min(t - delays[tag] for tag, t in tops.items())
 
 
 def engine_frame(frame, spec: KeyedOperatorSpec, parallelism: int, pending: set[int] | None):

@@ -18,6 +18,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, SupportsTriggerAv
 
 NAME = "fw_carrier"
 SCHEMA = "t timestamp"
+#: Its offsets' one field.
+SENT = "sent"
 
 
 class CarrierStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -25,7 +27,7 @@ class CarrierStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.time = int(options["time"])
 
     def initialOffset(self) -> dict:
-        return {"sent": 0}
+        return {SENT: 0}
 
     def getDefaultReadLimit(self):
         return ReadAllAvailable()
@@ -34,10 +36,10 @@ class CarrierStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         pass
 
     def latestOffset(self, start: dict, limit) -> dict:
-        return {"sent": 1}
+        return {SENT: 1}
 
     def partitions(self, start: dict, end: dict):
-        return [InputPartition(self.time)] if start["sent"] == 0 and end["sent"] == 1 else []
+        return [InputPartition(self.time)] if start[SENT] == 0 and end[SENT] == 1 else []
 
     def read(self, partition):
         import pyarrow as pa
@@ -65,3 +67,8 @@ def carrier(spark, time_ms: int):
     """The one-row stream carrying ``time_ms`` (column ``t``)."""
     spark.dataSource.register(CarrierDataSource)
     return spark.readStream.format(NAME).option("time", str(time_ms)).load()
+
+
+def is_carrier_offset(offset) -> bool:
+    """Whether a query source's offset (as its progress reports it, parsed) is a carrier's."""
+    return isinstance(offset, dict) and set(offset) == {SENT}

@@ -18,7 +18,9 @@ watermarks would start from the fresh records alone; each input's is first moved
 backlog event time by one carrier row (``carrier_source``, tag 0, dropped before the operator),
 so that the modes agree on when timers fire and what is late.
 
-A savepoint of a two-input job is not written yet (``savepoints.take`` refuses it in one line).
+A savepoint keeps each input's position (``{"inputs": [position 1, position 2]}``, each as its source
+saves one) and each input's greatest event time read (``tops``); a restore lays each input out in
+its folder and carries those times into its stream as a mixed job's backlog does.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from ..keyed_process import INPUT, SIDES, TIME
 from .carrier_source import carrier
 
 
-def _backlog_tops(root: str) -> dict[int, int]:
-    """Each input's greatest backlog event time (epoch ms), as the backlog recorded it with W; {} without."""
+def carried_tops(root: str) -> dict[int, int]:
+    """Each input's greatest event time before the job's stream (epoch ms): its backlog's, as the backlog
+    recorded it with W, or a restored job's savepoint's; {} without (and for a job of one input)."""
     from ..recovery.filesystem import Storage, UnsafeFile
     from ..recovery.paths import WATERMARK
 
@@ -106,6 +109,26 @@ class ConnectedSource:
     def relist(self, root: str) -> list[dict]:
         return [entry for _, source, sub in self._each(root) for entry in source.relist(sub)]
 
+    # -- its position in a savepoint: each input's, in its folder ------------------------------------
+
+    def inputs_at(self, root: str, position: dict | None = None) -> list[tuple]:
+        """Each input as (its source, its folder in the job's, its part of ``position``)."""
+        return [(s, sub, None if position is None else position["inputs"][i]) for i, s, sub in self._each(root)]
+
+    @staticmethod
+    def joined(parts: list[dict]) -> dict:
+        return {"inputs": parts}
+
+    def position_fields(self, position: dict) -> dict:
+        return {}  # each input's position says what was read
+
+    def same_place(self, position: dict) -> str | None:
+        for number, (source, _, own) in enumerate(self.inputs_at("", position), start=1):
+            elsewhere = source.same_place(own)
+            if elsewhere is not None:
+                return f"input {number}: {elsewhere}"
+        return None
+
     # -- frames: each input's, tagged, then the union ------------------------------------------------
 
     def _tagged(self, index: int, frame, watermark: bool, carried: int | None = None):
@@ -145,7 +168,7 @@ class ConnectedSource:
                      hold: str | None = None):
         """The fresh records of both inputs, each input's watermark carried from its backlog (carrier_source)."""
         return self._union([s.fresh_stream(spark, r, max_files, parallelism, hold) for _, s, r in self._each(root)],
-                           watermark=True, carried=_backlog_tops(root))
+                           watermark=True, carried=carried_tops(root))
 
     def stream(self, spark, root: str, max_files: int | None):
         return self._union([s.stream(spark, r, max_files) for _, s, r in self._each(root)], watermark=True)

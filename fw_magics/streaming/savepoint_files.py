@@ -3,11 +3,13 @@
 No Spark session is needed here (pyarrow and JSON only). ``<job>/savepoints/savepoint-000001/`` holds::
 
     savepoint.json         the document: format, version, job, graph, parallelism, source, watermark,
-                           the batch it was taken after, every other file's size and SHA-256, and
-                           ``base``: the base files in partition order (version 3)
-    operator-state.json    fw_magics.state's versioned operator-state document (the source's splits)
+                           the batch it was taken after, every other file's size and SHA-256,
+                           ``base``: the base files in partition order (version 3), and for two
+                           inputs ``tops``: each input's greatest event time read
+    operator-state.json    fw_magics.state's versioned operator-state document (each source's splits)
     source-manifest.json   the source's position: a folder's manifest (its files in order, "backlog": how
-                           many were read) or a table's (``through``: the greatest order_by read)
+                           many were read) or a table's (``through``: the greatest order_by read); two
+                           inputs': ``{"inputs": [position 1, position 2]}``
     base/0000.arrow ...    the base (version 3): the job's committed state files, one per partition
                            of Spark's hash of the key, sorted by key (a backlog's results: state rows
                            and output rows), shared with the job's folder (hard links)
@@ -54,6 +56,7 @@ from dataclasses import dataclass
 from .. import hooks
 from ..errors import FullWindowError
 from ..graph import JobGraph
+from ..recovery.events import SOURCE
 from ..recovery.paths import SAVEPOINTS
 from ..state import parse_operator_state
 from ..watermarks import valid_watermark
@@ -137,11 +140,17 @@ class Savepoint:
 
     def __repr__(self) -> str:
         doc = self.document
-        read = (f"{doc.get('read_files')} of {len(self.manifest.get('files', []))} files read" if "files" in
-                self.manifest else f"table {self.manifest.get('table')!r} read through {doc.get('read_through')}")
+        read = "; ".join(_what_was_read(p) for p in self.manifest.get("inputs", [self.manifest]))
         return (f"Savepoint({os.path.basename(self.path)} of job {doc.get('job')!r}: after micro-batch "
                 f"{doc.get('batch')}, parallelism {self.parallelism}, {read}, operator state of "
                 f"{', '.join(self.operator_state) or 'none'})")
+
+
+def _what_was_read(position: dict) -> str:
+    """A source's position in words: a folder's files read, or how far a table was read."""
+    if "files" in position:
+        return f"{position.get('backlog')} of {len(position['files'])} files read"
+    return f"table {position.get('table')!r} read through {position.get('through')}"
 
 
 def _by_key(table, keys: list) -> dict:
@@ -361,10 +370,9 @@ _FIELDS = {
     "job": ("a job name", lambda v: _is_text(v, 200)),
     "graph": ("the job graph as JSON text", lambda v: _is_text(v, _MAX_JSON)),
     "parallelism": (f"an integer from 1 to {MAX_PARALLELISM}", lambda v: type(v) is int and 1 <= v <= MAX_PARALLELISM),
-    "source": ("an object describing the source, with its 'path' or 'table'",
-               lambda v: isinstance(v, dict) and len(v) <= 64 and _is_text(v.get("path") or v.get("table"), 4096)
-               and all(isinstance(k, str) and (x is None or isinstance(x, (str, int, float, bool)))
-                       for k, x in v.items())),
+    "source": ("an object describing the source, with its 'path' or 'table', or two inputs' ('inputs')",
+               lambda v: SOURCE.problem(v) is None
+               and all(_is_text(d.get("path") or d.get("table"), 4096) for d in v.get("inputs", [v]))),
     "watermark": ("null or epoch milliseconds of the years 1 to 9999", valid_watermark),
     "key_names": ("a list of distinct column names",
                   lambda v: isinstance(v, list) and len(v) <= 64 and all(_is_text(k, 1024) for k in v)
@@ -374,6 +382,9 @@ _FIELDS = {
     "batch": ("a micro-batch id, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
     "read_files": ("a number of files, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
     "read_through": ("null or the greatest order_by read, an integer", lambda v: v is None or type(v) is int),
+    "tops": ("each input's greatest event time read, {'1': ms, '2': ms}",
+             lambda v: isinstance(v, dict) and 0 < len(v) <= 2 and all(k in ("1", "2") and type(x) is int
+                                                                       and valid_watermark(x) for k, x in v.items())),
 }
 _REQUIRED = ("job", "graph", "parallelism", "source", "watermark", "key_names", "files")
 

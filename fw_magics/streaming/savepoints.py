@@ -47,10 +47,19 @@ from pyspark.sql import functions as F
 from ..errors import FullWindowError, ResumeError
 from ..graph import JobGraph
 from ..recovery.filesystem import Storage
-from ..recovery.paths import CHECKPOINT, HANDOVER, RESTORED_BASE, RESTORED_LATEST, RESTORED_OPERATOR, SAVEPOINTS
+from ..recovery.paths import (
+    CHECKPOINT,
+    HANDOVER,
+    RESTORED_BASE,
+    RESTORED_LATEST,
+    RESTORED_OPERATOR,
+    WATERMARK,
+)
 from ..state import operator_state_document, redistribute_snapshots, validate_subtask_snapshot
 from . import backlog
+from .carrier_source import is_carrier_offset
 from .changelog import BATCH, STATE, changelog_schema
+from .connected_source import carried_tops
 from .files_source import SUBTASK
 from .follower import ran
 from .operator_query import OPERATOR_VARIABLE
@@ -59,7 +68,7 @@ from .query import STATE_VARIABLE
 from .savepoint_files import Savepoint, load_savepoint, share, write_savepoint
 from .seed import Handed, overlaid, read_handover
 from .sink import changelog_frame, latest_rows
-from .sources import kinds_of, source_change
+from .sources import source_change
 from .state_files import handed_over_outputs, handover_layers, partition_states, saved_states, write_parquet
 
 #: The largest restored operator-state file read back.
@@ -101,29 +110,49 @@ def _check_running(job) -> None:
         raise FullWindowError(f"savepoints are written to a local job directory; {job.root!r} is not local")
 
 
+def _source_inputs(job, position: dict | None = None) -> list[tuple]:
+    """Each input as (its source operator's name in the graph, its source, its folder, its part of ``position``)."""
+    names = [op.name for op in job.graph.operators if op.kind == "source"]
+    return [(name, *each) for name, each in zip(names, job.source.inputs_at(job.root, position), strict=True)]
+
+
 def _committed_position(job) -> tuple[int, dict]:
-    """(the last committed micro-batch, the source's position after it: ``saved_position``)."""
+    """(the last committed micro-batch, the source's position after it: each input's ``saved_position``)."""
     progress = _last_progress(job)
-    return progress.batchId, job.source.saved_position(job.root, json.loads(progress.sources[0].endOffset))
+    ends = [json.loads(s.endOffset) for s in progress.sources]
+    ends = [end for end in ends if not is_carrier_offset(end)]  # a carrier row moved a watermark: no position
+    inputs = job.source.inputs_at(job.root)
+    if len(ends) != len(inputs):
+        raise ResumeError(f"job {job.job_name!r}'s query reported {len(ends)} sources' offsets for its {len(inputs)} "
+                          "inputs; no savepoint was written")
+    return progress.batchId, job.source.joined([source.saved_position(root, end)
+                                                for (source, root, _), end in zip(inputs, ends)])
 
 
-def _watermark(job, position: dict) -> int | None:
-    """``max(W, greatest event time read - delay)``: W covers the backlog (it is that over it, or a
-    restored job's savepoint's), so only what the stream read is scanned."""
+def _watermark(job, position: dict) -> tuple[int | None, dict]:
+    """(the watermark, each input's greatest event time read): each input's greatest is the greater of its
+    time before the stream (``carried_tops``: a two-input job's backlog's or savepoint's) and what the
+    stream read of it; W the smaller of the inputs' watermarks, and never below the job's (W over the
+    backlog, or a restored job's savepoint's). Only what the stream read is scanned."""
     if job.spec.event_time is None:
-        return None
-    scratch = f"{SAVEPOINTS}/.manifest-{uuid.uuid4().hex}.json"
+        return None, {}
+    tops = carried_tops(job.root)
+    scratch = f".savepoint-read-{uuid.uuid4().hex}.json"
+    inputs = job.source.inputs_at(job.root, position)
     try:
-        read = job.source.read_since_switch(job.spark, job.root, position, scratch)
-        if read is None:
-            return job.watermark
-        w, _ = backlog.switch_watermark(read, job.spec.event_time, job.source.delays)
+        for tag, (source, root, own) in zip(job.source.delays, inputs):
+            read = source.read_since_switch(job.spark, root, own, scratch)
+            if read is not None:
+                _, top = backlog.switch_watermark(read, source.event_time, {None: 0})
+                if top:
+                    tops[tag] = max(top[None], tops.get(tag, top[None]))
     finally:
-        path = job.storage.path(scratch)
-        if os.path.exists(path):
-            os.remove(path)
-    candidates = [x for x in (w, job.watermark) if x is not None]
-    return max(candidates) if candidates else None
+        for _, root, _ in inputs:
+            path = Storage(root).path(scratch)
+            if os.path.exists(path):
+                os.remove(path)
+    candidates = [x for x in (backlog.watermark_of(tops, job.source.delays), job.watermark) if x is not None]
+    return (max(candidates) if candidates else None), tops
 
 
 # -- the state, by kind -----------------------------------------------------------------------------
@@ -243,22 +272,21 @@ KEYED, OPERATOR = _Keyed(), _Operator()
 
 def take(job) -> str:
     """Write a savepoint of the running ``job`` after its last committed micro-batch; returns its path."""
-    if len(kinds_of(job.source)) > 1:
-        raise FullWindowError(f"job {job.job_name!r} has two inputs, and a savepoint of a two-input job is not "
-                              "written yet (it would keep each input's position); stop() and start() under the same "
-                              "job_name continue it")
     _check_running(job)
     batch, position = _committed_position(job)
-    source_name = job.graph.operators[0].name
     snap = job.state_kind.snapshot(job, batch)
-    operators = operator_state_document({source_name: job.source.position_snapshots(position, job.parallelism),
+    operators = operator_state_document({**{name: source.position_snapshots(own, job.parallelism)
+                                            for name, source, _, own in _source_inputs(job, position)},
                                          **snap.operators})
+    watermark, tops = _watermark(job, position) if snap.timed else (None, {})
     document = {
         "job": job.job_name, "batch": batch, "parallelism": job.parallelism, "graph": job.graph.to_json(),
-        "source": job.source.describe(), "watermark": _watermark(job, position) if snap.timed else None,
+        "source": job.source.describe(), "watermark": watermark,
         "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind,
         **job.source.position_fields(position),
     }
+    if tops and None not in tops:  # two inputs: each one's time, carried into a restored job's stream
+        document["tops"] = {str(tag): top for tag, top in sorted(tops.items())}
     return write_savepoint(job.storage.base, document, operators, position, snap.keyed, snap.latest, snap.base)
 
 
@@ -302,11 +330,16 @@ def check_restorable(savepoint: Savepoint, job) -> None:
 def prepare_restore(savepoint: Savepoint, job) -> dict:
     """Lay out the fresh folder of ``job`` restored at its parallelism: the source's position (a folder's
     splits redistributed, a table's greatest key read), and its state. Returns the switch event's details."""
-    source_operator = job.graph.operators[0].name
-    snapshots = savepoint.operator_state.get(source_operator)
-    if snapshots is None:
-        raise ResumeError(f"savepoint {savepoint.path} has no state for the source {source_operator!r}")
-    source_detail = job.source.restore_position(job.root, snapshots, savepoint.manifest, job.parallelism)
+    details = []
+    for name, source, root, own in _source_inputs(job, savepoint.manifest):
+        snapshots = savepoint.operator_state.get(name)
+        if snapshots is None:
+            raise ResumeError(f"savepoint {savepoint.path} has no state for the source {name!r}")
+        details.append(source.restore_position(root, snapshots, own, job.parallelism))
+    source_detail = job.source.joined(details)
+    if "tops" in savepoint.document:  # each input's time before the restored stream, as a backlog records it
+        job.storage.write_bytes(job.storage.path(WATERMARK), json.dumps(
+            {"watermark": savepoint.document["watermark"], "tops": savepoint.document["tops"]}).encode())
     job.state_kind.restore(savepoint, job.storage, job)
     detail = {"restored_from": savepoint.path, "restored_parallelism": savepoint.parallelism, **source_detail}
     if job.state_kind is KEYED and not savepoint.base:

@@ -17,7 +17,8 @@ these questions, all in JSON/DataFrames:
 
 * ``manifest(root)``: where it recorded its backlog (read back checked at a restart);
 * ``saved_position``, ``position_fields``, ``position_snapshots``, ``read_since_switch``, ``restore_position``,
-  ``same_place``: its position in a savepoint, and a restore laid out from it (``savepoints``).
+  ``same_place``: its position in a savepoint, and a restore laid out from it (``savepoints``), asked
+  of each input (``inputs_at``, ``joined``: a source of two inputs answers for each one's).
 
 :class:`FilesSource` implements them over a directory: the backlog is the files present at the
 first start, recorded in a manifest; positions are indexes into it. :class:`TableSource` over a
@@ -52,7 +53,22 @@ from .manifest import Manifest, backlog_summary, check_manifest, relist
 from .splits import SPLITS, restored_manifest, source_snapshots
 
 
-class FilesSource:
+class OneInput:
+    """What a source of one input answers about its inputs (``ConnectedSource`` has two): itself, in the
+    job's folder, at the position it saved."""
+
+    def inputs_at(self, root: str, position: dict | None = None) -> list[tuple]:
+        """Each input as (its source, its folder in the job's, its part of ``position``)."""
+        return [(self, root, position)]
+
+    @staticmethod
+    def joined(parts: list[dict]) -> dict:
+        """The source's whole from its inputs' parts, in ``inputs_at``'s order (positions, restore details)."""
+        (part,) = parts
+        return part
+
+
+class FilesSource(OneInput):
     """A directory of Parquet, JSON or CSV files (``fw.from_files``): every mode reads its files the
     same way (``file_reading``), through the manifest of the job that reads it."""
 
@@ -255,7 +271,7 @@ class TablePosition:
         self._storage.write_bytes(self.path, json.dumps(doc).encode())
 
 
-class TableSource:
+class TableSource(OneInput):
     """A PostgreSQL table read in the order of a growing integer column (``fw.from_table``): the backlog is
     every row up to the greatest ``order_by`` at the first start, read as a partitioned batch; fresh rows
     are those with a greater one, read by the ``fw_table`` stream (see table_source)."""
@@ -377,7 +393,15 @@ class TableSource:
 
 
 def check_saved_position(doc, source: dict, where: str, error) -> dict:
-    """A savepoint's source position checked as the source it describes (``source``, its ``describe()``) writes it."""
+    """A savepoint's source position checked as the source it describes (``source``, its ``describe()``) writes it:
+    two inputs' (``{"inputs": [...]}``) each as its own source writes it."""
+    if source.get("kind") == "connected":
+        inputs = source["inputs"]
+        if not (isinstance(doc, dict) and set(doc) == {"inputs"} and isinstance(doc["inputs"], list)
+                and len(doc["inputs"]) == len(inputs)):
+            raise error(f"the source position {where} is not one of {len(inputs)} inputs' positions fw-magics wrote")
+        return {"inputs": [check_saved_position(own, described, f"{where} (input {number})", error)
+                           for number, (own, described) in enumerate(zip(doc["inputs"], inputs), start=1)]}
     if source.get("kind") == "table":
         return check_table_position(doc, where, error)
     return check_manifest(doc, where, error)

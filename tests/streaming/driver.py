@@ -1,7 +1,7 @@
 """A driver process for the kill tests: python -m tests.streaming.driver SOURCE JOBS POINT ["URL TABLE"].
 
 It runs a keyed count-and-sum (order-insensitive: a lost record lowers a sum, a duplicate raises a
-count) over SOURCE in mixed mode with one file per micro-batch (or over the PostgreSQL TABLE at URL,
+count; POINT "two-...": each input's, of SOURCE connected with SOURCE-b) over SOURCE in mixed mode with one file per micro-batch (or over the PostgreSQL TABLE at URL,
 every new row per micro-batch), and kills itself with SIGKILL at
 POINT: "backlog" (inside a backlog task of subtask 1), "switch" (in the sink of the first
 micro-batch after the switch, before its commit: the query warmed up during the backlog, so
@@ -21,6 +21,17 @@ import fw_magics as fw
 from . import functions
 
 
+def kill_if_armed(kill_file: str) -> None:
+    """Kill the driver (its pid in ``kill_file``) from inside a task of partition 1 while the file exists."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is not None and context.partitionId() == 1 and os.path.exists(kill_file):
+        with open(kill_file) as f:
+            os.kill(int(f.read()), signal.SIGKILL)
+        os._exit(1)  # this worker too: nothing may hold the test's pipes open
+
+
 class KillingCountSum(functions.CountSum):
     """CountSum whose add() kills the driver from inside backlog subtask 1 while ``kill_file`` (holding
     the driver's pid) exists. Every run of the job uses it, the test's last one too (without the
@@ -30,14 +41,35 @@ class KillingCountSum(functions.CountSum):
         self.kill_file = kill_file
 
     def add(self, value, accumulator):
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        if context is not None and context.partitionId() == 1 and os.path.exists(self.kill_file):
-            with open(self.kill_file) as f:
-                os.kill(int(f.read()), signal.SIGKILL)
-            os._exit(1)  # this worker too: nothing may hold the test's pipes open
+        kill_if_armed(self.kill_file)
         return super().add(value, accumulator)
+
+
+class KillingCoCounts(fw.KeyedCoProcessFunction):
+    """Two inputs' count and sum of v per key, each input's apart (order-insensitive, as CountSum), with
+    KillingCountSum's kill."""
+
+    schema = "n1 long, s1 long, n2 long, s2 long"
+
+    def __init__(self, kill_file: str):
+        self.kill_file = kill_file
+
+    def open(self, ctx):
+        self.totals = ctx.get_state(fw.ValueStateDescriptor("totals"))
+
+    def _add(self, side: int, record):
+        kill_if_armed(self.kill_file)
+        totals = self.totals.value() or [0, 0, 0, 0]
+        totals[2 * side] += 1
+        totals[2 * side + 1] += record.v
+        self.totals.update(totals)
+        yield tuple(totals)
+
+    def process_element1(self, record, ctx):
+        yield from self._add(0, record)
+
+    def process_element2(self, record, ctx):
+        yield from self._add(1, record)
 
 
 def kill_file(jobs: str) -> str:
@@ -85,9 +117,19 @@ def source_stream(source: str, table: str | None):
     return fw.from_table(url, name, functions.SCHEMA, event_time="ts", watermark_delay="1 second")
 
 
+def operator(source: str, table: str | None, armed: str, two: bool):
+    """The job's operator: KillingCountSum over the source, or (``two``) KillingCoCounts over it connected
+    with the folder SOURCE-b."""
+    first = source_stream(source, table)
+    if not two:
+        return first.key_by("k").aggregate(KillingCountSum(armed))
+    return first.connect(source_stream(source + "-b", None)).key_by("k", "k").process(KillingCoCounts(armed))
+
+
 def main() -> None:
     source, jobs, point = sys.argv[1:4]
     table = sys.argv[4] if len(sys.argv) > 4 else None
+    two, point = point.startswith("two-"), point.removeprefix("two-")
     fw.get_spark({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
     if point == "exit":
         exit_during_the_backlog(source, jobs)
@@ -98,7 +140,7 @@ def main() -> None:
             f.write(str(os.getpid()))
     elif os.path.exists(armed):
         os.remove(armed)
-    op = source_stream(source, table).key_by("k").aggregate(KillingCountSum(armed))
+    op = operator(source, table, armed, two)
     sink = {"switch": killing_sink(None), "stream": killing_sink(2)}.get(point)
     job = op.start(job_dir=jobs, job_name="counts", sink=sink, max_files_per_trigger=None if table else 1,
                    trigger="100 milliseconds")

@@ -88,6 +88,46 @@ def test_kill_before_during_and_after_the_switch_then_finish(area):
     assert kinds.count("subtask_finished") == 2  # each backlog subtask recorded once
 
 
+@pytest.mark.filterwarnings("ignore:taking over a stale lock")
+def test_kill_a_two_input_job_before_during_and_after_the_switch_then_finish(area):
+    """The same three kills of a two-input job (issue 32): both inputs' backlogs are one batch, each input
+    has its own position in the stream; every record of both is counted once, under its own input."""
+    second = {0: [[(k, 10, 2) for k in range(0, 8, 3)], [(3, 20, 4)]], 1: [(9, 30, 22)], 2: [[(2, 40, 35)],
+                                                                                          [(4, 50, 52)]]}
+    for f in BACKLOG:
+        area.write(f)
+    for f in second[0]:
+        area.write(f, "src-b")
+    kill_at(area, "two-backlog")
+    area.write(AT_SWITCH)
+    area.write(second[1], "src-b")
+    kill_at(area, "two-switch")
+    for f in FRESH:
+        area.write(f)
+    for f in second[2]:
+        area.write(f, "src-b")
+    kill_at(area, "two-stream")
+    from .driver import kill_file, operator
+
+    job = operator(area.source(), None, kill_file(area.jobs), two=True).start(
+        job_dir=area.jobs, job_name="counts", trigger="available_now")
+    try:
+        job.process_all_available()
+        got = {int(r.k): tuple(int(x) for x in r[1:]) for r in job.latest().itertuples(index=False)}
+        kinds = [e["type"] for e in job.events()]
+    finally:
+        job.stop()
+    expected: dict = {}
+    for side, files in enumerate(([*BACKLOG, AT_SWITCH, *FRESH], [*second[0], second[1], *second[2]])):
+        for k, v, _ in (r for f in files for r in f):
+            totals = expected.setdefault(k, [0, 0, 0, 0])
+            totals[2 * side] += 1
+            totals[2 * side + 1] += v
+    assert got == {k: tuple(t) for k, t in expected.items()}
+    assert kinds.count("switch") == 1 and kinds.count("stream_started") == 4
+    assert kinds.count("subtask_finished") == 2
+
+
 def test_the_process_exiting_while_the_backlog_runs_is_an_interruption_not_a_failure(area):
     """What a kernel restart does to a running job: the interpreter exits (its exit handlers run, then
     Spark's stop under the job's threads). The log's last word is job_cancelled, never job_failed."""

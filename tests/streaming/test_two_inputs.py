@@ -4,16 +4,21 @@ the reference model (co_reference), the per-input watermark rule, the graph, a r
 from __future__ import annotations
 
 import itertools
+import json
+import shutil
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
+from fw_magics.errors import ResumeError
+from fw_magics.streaming.savepoint_files import SavepointError
 
 from . import functions
 from .co_reference import CoModel, interval_join
 from .files import TRIGGER, _plain, record
+from .test_rescale import forge
 
 pytestmark = [pytest.mark.spark]
 
@@ -186,10 +191,79 @@ def test_a_two_input_job_continues_after_a_restart(area):
     m.restart()
     m.fresh(1, 1, [record(r) for r in fresh[1][1]])
     assert got == _expected(m)
-    with pytest.raises(fw.FullWindowError, match="two-input job"):
-        with ledger(*_streams(area, name)).start(job_dir=area.jobs, job_name=name, trigger=TRIGGER) as job:
+
+
+def _restored_matches(got, expected, fired_before) -> None:
+    """A restored job's latest rows (``got``: ``_got(job)``) are the never-rescaled job's; its changelog's
+    timers are those fired after the savepoint, and of those before only what its restored latest rows hold."""
+    latest, fired = got
+    assert latest == expected[0]
+    assert expected[1] - fired_before <= fired <= expected[1]
+
+
+@pytest.mark.extended
+def test_a_two_input_savepoint_restores_at_another_parallelism_as_the_job_that_never_rescaled(area):
+    """FLIP-8 for two inputs (issue 32): a savepoint keeps each input's position (a restore reads neither
+    input's records again) and each input's time, so each input's watermark goes on from its own: input 1
+    is far ahead (100 s), input 2 behind (20 s), and input 2's fresh records after the restore move W to
+    them and fire the timers before, as in the job that never rescaled. Taken in mode mixed and stream,
+    restored in either, at 1, 2 and 3; a restored job's own savepoint restores again."""
+    backlog = ([(1, 5, 20), (1, 1, 100), (2, 2, 30)], [(1, 2, 10), (2, 1, 15)])
+    before = [(1, [(1, 3, 50), (2, 4, 60)]), (2, [(2, 1, 20)])]
+    after, later = [(2, [(1, 1, 70), (2, 2, 80)])], [(1, [(2, 6, 110)]), (2, [(1, 2, 104)])]
+    expected = _expected(_model(backlog, before + after, (0, 0)))
+    fired_before = _expected(_model(backlog, before, (0, 0)))[1]
+    assert expected[1] - fired_before  # timers the restored job must fire, with input 1's watermark carried
+    paths = {}
+    for mode in ("mixed", "stream"):
+        name = f"sp-{mode}"
+        for side, rows_ in enumerate(backlog, start=1):
+            _write(area, name, side, rows_)
+        with ledger(*_streams(area, name)).start(job_dir=area.jobs, job_name=name, mode=mode, trigger=TRIGGER) as job:
             job.process_all_available()
-            job.savepoint()
+            for side, rows_ in before:
+                _write(area, name, side, rows_)
+                job.process_all_available()
+            paths[mode] = job.savepoint()
+            for side, rows_ in after:
+                _write(area, name, side, rows_)
+                job.process_all_available()
+            assert _got(job) == expected, mode
+    saved = fw.load_savepoint(paths["mixed"])
+    assert saved.document["tops"] == {"1": 1704067300000, "2": 1704067220000}  # 100 s and 20 s past BASE
+    assert "2 of 2 files read; 2 of 2 files read" in repr(saved)
+    # refused in one line: a forged position of one input; the savepoint restored over other folders
+    forged = str(area.base / "forged")
+    shutil.copytree(paths["mixed"], forged)
+    forge(forged, "source-manifest.json", json.dumps(saved.manifest["inputs"][0]).encode())
+    with pytest.raises(SavepointError, match="is not one of 2 inputs' positions") as caught:
+        fw.load_savepoint(forged)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ResumeError, match="sp-stream-a") as caught:
+        ledger(*_streams(area, "sp-stream")).start(job_dir=area.jobs, job_name="sp-other", from_savepoint=paths["mixed"])
+    assert "\n" not in str(caught.value) and not (area.base / "jobs" / "sp-other" / "events").exists()
+    for (mode, n, restore_mode) in (("mixed", 1, "mixed"), ("mixed", 3, "stream"), ("stream", 2, "mixed")):
+        name = f"sp-{mode}"
+        with ledger(*_streams(area, name)).start(job_dir=area.jobs, job_name=f"{name}-{n}", trigger=TRIGGER,
+                                                 mode=restore_mode, from_savepoint=paths[mode], parallelism=n) as job:
+            job.process_all_available()  # what was written after the savepoint
+            assert job.parallelism == n and job.phase == "stream"
+            _restored_matches(_got(job), expected, fired_before)
+    # the restore at 3 goes on, and its own savepoint (its inputs' times as its restore carried them) at 2
+    name = "sp-mixed"
+    with ledger(*_streams(area, name)).start(job_dir=area.jobs, job_name=f"{name}-3", trigger=TRIGGER,
+                                             mode="stream") as job:
+        for side, rows_ in later[:1]:
+            _write(area, name, side, rows_)
+            job.process_all_available()
+        second = job.savepoint()
+    for side, rows_ in later[1:]:
+        _write(area, name, side, rows_)
+    with ledger(*_streams(area, name)).start(job_dir=area.jobs, job_name=f"{name}-3-2", trigger=TRIGGER,
+                                             from_savepoint=second, parallelism=2) as job:
+        job.process_all_available()
+        _restored_matches(_got(job), _expected(_model(backlog, before + after + later, (0, 0))),
+                          _expected(_model(backlog, before + after + later[:1], (0, 0)))[1])
 
 
 @pytest.mark.extended  # make test keeps the modes' and the watermark's cases
@@ -273,7 +347,8 @@ def test_bad_two_input_definitions_are_refused_in_one_line(area):
 @pytest.mark.core
 def test_a_folder_joined_with_a_table_s_history_and_new_rows_in_mixed_mode_then_a_restart(postgres, area):
     """The canonical FLIP-327 job: a folder of files and a database table's snapshot then its new rows,
-    rows inserted during the backlog, after the switch and while the job is stopped."""
+    rows inserted during the backlog, after the switch and while the job is stopped; its savepoint,
+    taken before the stop, restored at 3 reads the table from where it had."""
     import datetime as dt
     import uuid
 
@@ -305,6 +380,7 @@ def test_a_folder_joined_with_a_table_s_history_and_new_rows_in_mixed_mode_then_
             graph = job.job_graph()
             assert [graph.annotations(op.name).get("backlog_rows") or graph.annotations(op.name).get("backlog_files")
                     for op in graph.operators if op.kind == "source"] == ["1", "2"]
+            path = job.savepoint()
         finally:
             job.stop()
         insert(stopped[1])
@@ -312,12 +388,19 @@ def test_a_folder_joined_with_a_table_s_history_and_new_rows_in_mixed_mode_then_
             assert again.phase == "stream"  # no second backlog
             again.process_all_available()
             got = _got(again)
+        # the savepoint taken before the stop, restored at 3: the table's rows after its position are read
+        with ledger(*streams()).start(job_dir=area.jobs, job_name="db-3", trigger=TRIGGER, from_savepoint=path,
+                                      parallelism=3) as restored:
+            restored.process_all_available()
+            rescaled = _got(restored)
     finally:
         postgres.sql(f"DROP TABLE {name}")
     m = _model(backlog, [during, after], (1000, 0))
+    fired_before = _expected(m)[1]
     m.restart()
     m.fresh(2, 2, [record(r, SECOND_NAMES) for r in stopped[1]])
     assert got == _expected(m)
+    _restored_matches(rescaled, _expected(_model(backlog, [during, after, stopped], (1000, 0))), fired_before)
 
 
 # -- the interval join operator on the per-key core, without Spark ------------------------------------------
