@@ -8,10 +8,12 @@ before anything runs. The option values follow the streaming API's own rules: th
 ``recovery.paths.safe_job_path`` takes (without spaces).
 
     line      := operation fn=FN key=COL[,COL...] [option ...] [';']     options may stand anywhere
-    operation := reduce | aggregate | process
+    operation := reduce | aggregate | process                      one input
+               | co_process | interval_join                        two inputs (the cell gives both)
     option    := --mode mixed|stream|batch | --job NAME | --job-dir DIR | --trigger T
                | --max-files N | --parallelism N | --from-savepoint NAME | -o NAME | --show N
-               | --graph | --no-wait | --reset | --in NAME
+               | --graph | --no-wait | --reset | --in NAME[,NAME]
+               | --key2 COL[,COL...] | --between LOWER,UPPER            two inputs only
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from .words import (
     Option,
     Refused,
     function,
+    key_columns,
     key_text,
     option_words,
     quoted,
     read_options,
     shortened,
+    split_commas,
     split_semicolon,
     tokenize,
     unknown,
@@ -42,12 +46,16 @@ from .words import (
     whole_number,
 )
 
-OPERATIONS = ("reduce", "aggregate", "process")
+#: the operations of two inputs: ``a.connect(b).key_by(k, k2).process(FN)``, ``a.key_by(k).interval_join(...)``
+TWO_INPUTS = ("co_process", "interval_join")
+OPERATIONS = ("reduce", "aggregate", "process", *TWO_INPUTS)
 DEFAULT_MODE = Mode.MIXED.value
 DEFAULT_SHOW = 5  # keys whose latest values the status shows
 #: what each operation's fn= is
 FN_KINDS = {"reduce": "FN(a, b) -> record", "aggregate": "an fw.AggregateFunction instance or class",
-            "process": "an fw.KeyedProcessFunction instance or class"}
+            "process": "an fw.KeyedProcessFunction instance or class",
+            "co_process": "an fw.KeyedCoProcessFunction instance or class",
+            "interval_join": "an fw.ProcessJoinFunction instance or class"}
 
 
 def mode(text: str) -> str:
@@ -94,6 +102,27 @@ def parallelism(text: str) -> int:
     return number
 
 
+def inputs(text: str) -> tuple[str, ...]:
+    """``--in NAME[,NAME]``: the variable(s) holding the input (two for an operation of two inputs)."""
+    names = split_commas(text, "--in " + text)
+    if not 1 <= len(names) <= 2:
+        raise Refused
+    return tuple(variable_name(name) for name in names)
+
+
+def between(text: str) -> tuple[int, int]:
+    """``--between LOWER,UPPER``: an interval join's bounds, whole milliseconds (may be negative), lower <= upper."""
+    parts = text.split(",")
+    if len(parts) != 2 or not all(p.strip().lstrip("-").isdigit() and p.strip().isascii() and len(p.strip()) <= 19
+                                  for p in parts):
+        raise Refused
+    lower, upper = (int(p) for p in parts)
+    if lower > upper:
+        raise UsageError(f"--between {text}: the lower bound is above the upper; accepted: LOWER,UPPER with "
+                         "LOWER <= UPPER (milliseconds)")
+    return lower, upper
+
+
 #: The options of a ``%%fwstream`` line (besides ``key=``), in the order messages list them. A
 #: value may be quoted: ``--trigger "5 seconds"``, ``--job-dir "my jobs"``.
 OPTION_TABLE = (
@@ -112,7 +141,12 @@ OPTION_TABLE = (
     Option("--graph"),
     Option("--no-wait"),
     Option("--reset"),
-    Option("--in", "the name of a variable holding the input", unquoted(variable_name)),
+    Option("--in", "the name of a variable holding the input (two, NAME,NAME, for co_process and interval_join)",
+           unquoted(inputs)),
+    Option("--key2", "the second input's key column(s) (co_process, interval_join; default: key='s names)",
+           unquoted(key_columns)),
+    Option("--between", "an interval join's bounds LOWER,UPPER in milliseconds, e.g. -600000,0",
+           unquoted(between)),
 )
 OPTIONS = tuple(option.name for option in OPTION_TABLE)
 FLAGS = tuple(option.name for option in OPTION_TABLE if option.flag)
@@ -137,8 +171,14 @@ class StreamCommand:
     graph: bool = False
     wait: bool = True
     reset: bool = False  # start(reset=True): discard what the job recorded (never its savepoints), start afresh
-    input: str | None = None
+    input: tuple[str, ...] | None = None  # the line form's variable(s): two for an operation of two inputs
+    key2: tuple[str, ...] | None = None  # the second input's key columns (None: key's names)
+    between: tuple[int, int] | None = None  # an interval join's bounds (ms)
     silent: bool = False
+
+    @property
+    def two_inputs(self) -> bool:
+        return self.operation in TWO_INPUTS
 
     def __str__(self) -> str:
         parts = [f"{self.operation} fn={self.fn}", key_text(self.key)]
@@ -146,7 +186,10 @@ class StreamCommand:
             ("--mode", None if self.mode == DEFAULT_MODE else self.mode), ("--job", self.job),
             ("--job-dir", self.job_dir), ("--trigger", self.trigger), ("--max-files", self.max_files),
             ("--parallelism", self.parallelism), ("--from-savepoint", self.savepoint), ("-o", self.output), ("--show", None if self.show == DEFAULT_SHOW else self.show),
-            ("--graph", self.graph), ("--no-wait", not self.wait), ("--reset", self.reset), ("--in", self.input),
+            ("--graph", self.graph), ("--no-wait", not self.wait), ("--reset", self.reset),
+            ("--in", None if self.input is None else ",".join(self.input)),
+            ("--key2", None if self.key2 is None else key_text(self.key2)[len("key="):]),
+            ("--between", None if self.between is None else f"{self.between[0]},{self.between[1]}"),
         ])
         return " ".join(parts) + (";" if self.silent else "")
 
@@ -159,14 +202,34 @@ def parse(line: str) -> StreamCommand:
     operation, fn = _operation(words)
     if "key" not in options:
         raise UsageError(f"%%fwstream {operation} needs key=COL[,COL...]: a running {operation} keeps state per key")
+    _check_inputs(operation, options)
     return StreamCommand(
         operation=operation, fn=fn, key=options["key"], mode=options.get("--mode", DEFAULT_MODE),
         job=options.get("--job"), job_dir=options.get("--job-dir"), trigger=options.get("--trigger"),
         max_files=options.get("--max-files"), parallelism=options.get("--parallelism"),
         savepoint=options.get("--from-savepoint"), output=options.get("-o"), show=options.get("--show", DEFAULT_SHOW),
         graph=options.get("--graph", False), wait=not options.get("--no-wait", False),
-        reset=options.get("--reset", False), input=options.get("--in"), silent=silent,
+        reset=options.get("--reset", False), input=options.get("--in"), key2=options.get("--key2"),
+        between=options.get("--between"), silent=silent,
     )
+
+
+def _check_inputs(operation: str, options: dict) -> None:
+    """The options of two inputs only with an operation of two, ``--between`` with an interval join, and
+    ``--in`` naming as many variables as the operation has inputs."""
+    two = operation in TWO_INPUTS
+    for option in ("--key2", "--between"):
+        if option in options and not two:
+            raise UsageError(f"{option} is for an operation of two inputs ({', '.join(TWO_INPUTS)}); {operation} "
+                             "has one")
+    if operation == "interval_join" and "--between" not in options:
+        raise UsageError("interval_join needs --between LOWER,UPPER: the right records joined with a left one at t "
+                         "are those from t+LOWER to t+UPPER (milliseconds, inclusive), e.g. --between -600000,0")
+    if operation == "co_process" and "--between" in options:
+        raise UsageError("--between is for interval_join; co_process has no interval")
+    names = options.get("--in")
+    if names is not None and len(names) != (2 if two else 1):
+        raise UsageError(f"--in {','.join(names)}: {operation} takes {'two inputs, --in FIRST,SECOND' if two else 'one input, --in NAME'}")
 
 
 def _operation(words: list[str]) -> tuple[str, Function]:

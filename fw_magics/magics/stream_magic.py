@@ -44,6 +44,13 @@ class StreamMagics(Magics):
             aggregate fn=FN     FN: an fw.AggregateFunction instance or class (a running aggregate)
             process fn=FN       FN: an fw.KeyedProcessFunction instance or class (state and timers)
 
+        Two inputs (the cell's last expression is both, FIRST, SECOND; the line form's --in FIRST,SECOND):
+
+            co_process fn=FN    FN: an fw.KeyedCoProcessFunction instance or class
+                                (a.connect(b).key_by(key, key2).process(FN))
+            interval_join fn=FN FN: an fw.ProcessJoinFunction instance or class, with --between
+                                (a.key_by(key).interval_join(b.key_by(key2)).between(LOWER, UPPER).process(FN))
+
         Options:
 
             key=COL[,COL...]        the key columns (required)
@@ -64,7 +71,10 @@ class StreamMagics(Magics):
             --no-wait               return at once (default: wait until every file present is processed)
             --reset                 start the job afresh: discard what it recorded (events, backlog results,
                                     checkpoint, changelog; never its savepoints), e.g. after changing FN
-            --in NAME               the line form's input: a variable
+            --in NAME               the line form's input: a variable (two inputs: --in FIRST,SECOND)
+            --key2 COL[,COL...]     two inputs: the second input's key columns (default: key='s names)
+            --between LOWER,UPPER   interval_join: the right records joined with a left one at t are
+                                    those from t+LOWER to t+UPPER (milliseconds, inclusive)
 
         The cell shows the job's phase (backlog, switching, stream; finished or stopped), the
         switch's watermark W, the micro-batches so far and each key's latest value. The job keeps
@@ -76,6 +86,8 @@ class StreamMagics(Magics):
             import fw_magics as fw
             readings = fw.from_files(READINGS_DIR, "parquet", "sensor long, reading long, ts timestamp",
                                      event_time="ts", watermark_delay="10 seconds")
+            calibrations = fw.from_files(CALIBRATIONS_DIR, "parquet", "sensor long, offset long, ts timestamp",
+                                         event_time="ts")
 
             %%fwstream reduce fn=add key=sensor --job totals -o totals
             def add(a, b):
@@ -100,6 +112,26 @@ class StreamMagics(Magics):
 
             %fwstream reduce fn=add key=sensor --in readings --job totals-at-3 --from-savepoint saved --parallelism 3 -o at3
 
+            %%fwstream co_process fn=Calibrated key=sensor --job calibrated --trigger available_now -o calibrated
+            class Calibrated(fw.KeyedCoProcessFunction):
+                schema = "reading long"
+                def open(self, ctx):
+                    self.offset = ctx.get_state(fw.ValueStateDescriptor("offset", "long"))
+                def process_element1(self, r, ctx):
+                    yield (r.reading + (self.offset.value() or 0),)
+                def process_element2(self, c, ctx):
+                    self.offset.update(c.offset)
+            readings, calibrations
+
+            %%fwstream interval_join fn=Near key=sensor --between -60000,0 --job near --trigger available_now -o near
+            class Near(fw.ProcessJoinFunction):
+                schema = "reading long, offset long"
+                def process_element(self, reading, calibration, ctx):
+                    return (reading.reading, calibration.offset)
+            readings, calibrations
+
+            %fwstream co_process fn=Calibrated key=sensor --key2 sensor --in readings,calibrations --mode batch --job calibrated-batch --show 0
+
             %%fwstream reduce fn="lambda a, b: a if a.reading >= b.reading else b" key=sensor --job top --mode stream --trigger available_now --max-files 1
             readings
 
@@ -108,9 +140,12 @@ class StreamMagics(Magics):
         command = stream_grammar.parse(line)  # before anything runs
         shell = self.shell
         savepoint = None if command.savepoint is None else savepoint_path(shell, command.savepoint)
-        value, _, _ = magic_input(shell, "fwstream", command.input, cell, "the %%fwstream cell must end with an "
-                                  "expression giving the input: a DataStream over files (fw.from_files(...)) or a "
-                                  "table (fw.from_table(...))")
+        if cell is None and command.input is not None and len(command.input) == 2:
+            value = tuple(variable(shell, name, "--in") for name in command.input)
+        else:
+            name = None if command.input is None else command.input[0]
+            value, _, _ = magic_input(shell, "fwstream", name, cell, f"the %%fwstream cell must end with an "
+                                      f"expression giving {_INPUT[command.two_inputs]}")
         with user_errors(shell):
             job = self._start(command, value, savepoint)
         shell.user_ns[LAST_JOB] = job
@@ -121,17 +156,10 @@ class StreamMagics(Magics):
         return None
 
     def _start(self, command, value, savepoint):
-        from ..streams.datastream import DataStream
-
-        if not isinstance(value, DataStream):
-            raise UsageError(f"%%fwstream needs a DataStream over files (fw.from_files(...)) or a table "
-                             f"(fw.from_table(...)) as its input; "
-                             f"got {type(value).__name__}")
         fn = lookup(command.fn, self.shell.user_ns, lambda source: self.shell.compile.cache(source, cell_number(self.shell)))
         if isinstance(fn, type):
             fn = fn()
-        keyed = value.key_by(*command.key)
-        stateful = getattr(keyed, command.operation)(fn)
+        stateful = _operator(command, _streams(command, value), fn)
         view = None
         if command.graph:
             from ..widgets import GraphView
@@ -148,6 +176,35 @@ class StreamMagics(Magics):
                 job.stop()
                 raise
         return job
+
+
+#: What the input of a cell is, for one input and for two.
+_INPUT = {False: "the input: a DataStream over files (fw.from_files(...)) or a table (fw.from_table(...))",
+          True: "the two inputs, FIRST, SECOND: DataStreams over files (fw.from_files(...)) or tables "
+                "(fw.from_table(...))"}
+
+
+def _streams(command, value) -> tuple:
+    """The command's input stream(s), or one line saying what it takes."""
+    from ..streams.datastream import DataStream
+
+    streams = tuple(value) if command.two_inputs and isinstance(value, (tuple, list)) else (value,)
+    if len(streams) != (2 if command.two_inputs else 1) or not all(isinstance(s, DataStream) for s in streams):
+        got = ", ".join(type(s).__name__ for s in streams) if isinstance(value, (tuple, list)) else type(value).__name__
+        raise UsageError(f"%%fwstream {command.operation} needs {_INPUT[command.two_inputs]}; got {got}")
+    return streams
+
+
+def _operator(command, streams: tuple, fn):
+    """The running keyed operator the command asks for, over its stream(s) (the Python API's calls)."""
+    key = list(command.key)
+    if not command.two_inputs:
+        return getattr(streams[0].key_by(key), command.operation)(fn)
+    first, second = streams
+    key2 = key if command.key2 is None else list(command.key2)
+    if command.operation == "co_process":
+        return first.connect(second).key_by(key, key2).process(fn)
+    return first.key_by(key).interval_join(second.key_by(key2)).between(*command.between).process(fn)
 
 
 def savepoint_path(shell, name: str):

@@ -31,6 +31,8 @@ def examples() -> list[str]:
     'process fn=mod.Sessions key=k --trigger "5 seconds" --job-dir "my jobs" --in src;',
     'reduce fn=add key="home city",k --job totals --reset --trigger "1 minute 30 seconds"',
     'aggregate fn=Spread key=k --job at3 --parallelism 3 --from-savepoint saved',
+    'co_process fn=Ledger key=k --key2 key,day --in orders,tiers',
+    'interval_join fn=Pair key="home city" --between -600000,0 --job near',
 ])
 def test_the_canonical_line_parses_to_the_same_command(line):
     command = parse(line)
@@ -47,6 +49,9 @@ def test_what_a_line_says():
     assert (d.parallelism, d.savepoint) == (None, None)
     e = parse("reduce fn=add key=k --from-savepoint saved --parallelism 1024")
     assert (e.savepoint, e.parallelism) == ("saved", 1024)
+    f = parse("interval_join fn=Pair key=k --key2 customer --between=-600000,0 --in orders,tiers")
+    assert (f.two_inputs, f.key2, f.between, f.input) == (True, ("customer",), (-600_000, 0), ("orders", "tiers"))
+    assert parse("co_process fn=Ledger key=k").key2 is None and not d.two_inputs
 
 
 @pytest.mark.parametrize("line, says", [
@@ -79,6 +84,17 @@ def test_what_a_line_says():
     ("reduce fn=add key=k --job ..", "--job takes a job name"),
     (f"reduce fn=add key=k --job {'j' * 201}", "--job takes a job name"),
     ("reduce fn=add key=k --show 1234567890123456789", "--show '1234567890123456789' has 19 digits"),
+    ("interval_join fn=Pair key=k", "interval_join needs --between LOWER,UPPER"),
+    ("interval_join fn=Pair key=k --between 5,1", "--between 5,1: the lower bound is above the upper"),
+    ("interval_join fn=Pair key=k --between 5", "--between takes an interval join's bounds LOWER,UPPER"),
+    ("interval_join fn=Pair key=k --between 1.5,2", "--between takes an interval join's bounds LOWER,UPPER"),
+    ("co_process fn=Ledger key=k --between 0,5", "--between is for interval_join"),
+    ("process fn=P key=k --key2 c", "--key2 is for an operation of two inputs (co_process, interval_join)"),
+    ("co_process fn=Ledger key=k --in orders", "co_process takes two inputs, --in FIRST,SECOND"),
+    ("reduce fn=add key=k --in a,b", "reduce takes one input, --in NAME"),
+    ("reduce fn=add key=k --in a,b,c", "--in takes the name of a variable holding the input"),
+    ("co_process fn=Ledger key=k --in a,1b", "--in takes the name of a variable holding the input"),
+    ("co_prcess fn=Ledger key=k", "unknown operation 'co_prcess'; did you mean 'co_process'?"),
 ])
 def test_a_bad_line_is_one_line_naming_the_culprit(line, says):
     with pytest.raises(UsageError) as caught:
@@ -149,8 +165,14 @@ def readings(shell, tmp_path, monkeypatch, stop_queries):
                           "ts": pa.array([r[2] for r in rows], pa.timestamp("us", tz="UTC"))})
         pq.write_table(table, str(source / f".{f}.tmp"))
         os.replace(source / f".{f}.tmp", source / f"part-{f}.parquet")
+    calibrations = tmp_path / "calibrations"  # one offset per sensor, 30 s after the first readings
+    calibrations.mkdir()
+    pq.write_table(pa.table({"sensor": pa.array(range(4), pa.int64()),
+                             "offset": pa.array([100 * (k + 1) for k in range(4)], pa.int64()),
+                             "ts": pa.array([start + dt.timedelta(seconds=30)] * 4, pa.timestamp("us", tz="UTC"))}),
+                   str(calibrations / "part-0.parquet"))
     monkeypatch.setenv("FW_JOB_DIR", str(tmp_path / "jobs"))
-    shell.user_ns["READINGS_DIR"] = str(source)
+    shell.user_ns["READINGS_DIR"], shell.user_ns["CALIBRATIONS_DIR"] = str(source), str(calibrations)
     spark = stop_queries
     before = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "2")
@@ -229,6 +251,12 @@ def test_every_example_in_the_help_runs(readings, capsys):
         assert at3.phase == "stopped" and at3.parallelism == 3 and at3.restored_from == shell.user_ns["saved"]
         assert at3.latest().equals(latest)
         assert "streaming job 'totals-at-3': mode mixed, phase stream" in shown
+        # two inputs: each reading with its sensor's offset as of its time; the pairs a minute apart
+        calibrated = shell.user_ns["calibrated"].latest()
+        assert list(calibrated["reading"]) == [10 + k + 100 * (k + 1) for k in range(4)]
+        near = shell.user_ns["near"].latest()
+        assert list(zip(near["reading"], near["offset"])) == [(10 + k, 100 * (k + 1)) for k in range(4)]
+        assert "streaming job 'calibrated-batch': mode batch, phase finished" in shown
         assert shell.user_ns["_fwstream"].latest()["reading"].tolist() == [10, 11, 12, 13]  # the max per sensor
     finally:
         if ours is not None:
@@ -272,4 +300,12 @@ def test_a_bad_input_or_name_is_one_line_and_starts_nothing(readings, spark):
     assert "--in nothere: no such variable" in str(result.error_in_exec)
     result = run(shell, "%%fwstream reduce fn=add key=a\nx = not_files")
     assert "the %%fwstream cell must end with an expression giving the input" in str(result.error_in_exec)
+    for cell, says in (("%%fwstream co_process fn=add key=a\nnot_files", "co_process needs the two inputs, FIRST, "
+                        "SECOND: DataStreams over files (fw.from_files(...)) or tables (fw.from_table(...)); got "
+                        "DataStream"),
+                       ("%%fwstream interval_join fn=add key=a --between 0,1\nnot_files, 3", "got DataStream, int"),
+                       ("%fwstream co_process fn=add key=a --in not_files,nothere", "--in nothere: no such variable")):
+        result = run(shell, cell)
+        assert isinstance(result.error_in_exec, UsageError) and says in str(result.error_in_exec), result.error_in_exec
+        assert "\n" not in str(result.error_in_exec)
     assert not spark.streams.active and "_fwstream" not in shell.user_ns
