@@ -50,6 +50,8 @@ from dataclasses import dataclass
 
 from .errors import FullWindowError
 
+#: The kinds of keyed operator whose function keeps event-time timers (and closes): process and co-process.
+TIMED_KINDS = ("process", "co_process")
 #: The columns of a two-input operator's tagged rows, after the key column(s) (``fw_magics.co_process``).
 INPUT, TIME, SIDES = "__fw_input", "__fw_time", ("__fw_in1", "__fw_in2")
 #: The watermark before there is one (Flink's ``Long.MIN_VALUE``).
@@ -191,7 +193,7 @@ class KeyedOperatorSpec:
     @property
     def timed(self) -> bool:
         """Whether it keeps event-time timers and a function to close: a process or co-process function."""
-        return self.kind in ("process", "co_process")
+        return self.kind in TIMED_KINDS
 
     @property
     def order(self) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ file (``hand_over``).
 
 from __future__ import annotations
 
+from ..keyed_process import TIMED_KINDS
 from ..recovery.paths import HANDOVER, RESTORED_KEYED
 from . import seed, state_files
 from .phases import Mode
@@ -107,6 +108,6 @@ def choose(mode: Mode, kind: str, restored: bool, storage) -> Handover:
         return NONE
     if restored and storage.present_inside(RESTORED_KEYED) and not storage.present_inside(HANDOVER):
         return INITIAL_STATE
-    if restored or kind in ("process", "co_process"):
+    if restored or kind in TIMED_KINDS:
         return LAZY
     return HELD
