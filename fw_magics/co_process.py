@@ -146,7 +146,7 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
         if watermark != MIN_WATERMARK and ts < watermark:
             return  # late: Flink's IntervalJoinOperator drops it
         records, times = self.sides[ours]
-        records.add(value)
+        records.add_later(value)  # an input's record: checked and encoded with the key's others, in one batch
         times.add(ts)
         other_records, other_times = self.sides[theirs]
         their_times = other_times.get()

@@ -229,7 +229,8 @@ def _check_inputs(operation: str, options: dict) -> None:
         raise UsageError("--between is for interval_join; co_process has no interval")
     names = options.get("--in")
     if names is not None and len(names) != (2 if two else 1):
-        raise UsageError(f"--in {','.join(names)}: {operation} takes {'two inputs, --in FIRST,SECOND' if two else 'one input, --in NAME'}")
+        takes = "two inputs, --in FIRST,SECOND" if two else "one input, --in NAME"
+        raise UsageError(f"--in {','.join(names)}: {operation} takes {takes}")
 
 
 def _operation(words: list[str]) -> tuple[str, Function]:

@@ -78,6 +78,9 @@ class JsonCodec:
     def decode(self, data):
         return copy_json(data)
 
+    def encode_all(self, values) -> list:
+        return [self.encode(value) for value in values]
+
 
 class TypedCodec:
     """State of a declared type: checked by a RowWriter, stored in the JSON form of its Arrow type.
@@ -100,13 +103,17 @@ class TypedCodec:
         _check_storable(self.arrow_type, label)
 
     def encode(self, value):
-        row = value if self.record else (value,)
-        if value is None:
-            return None
-        canonical = self.writer.batch([row]).to_pylist()[0]  # checked, then as Arrow gives it back
+        return None if value is None else self.encode_all([value])[0]
+
+    def encode_all(self, values) -> list:
+        """Each of ``values`` (none None) checked and stored, in one batch: one Arrow round trip for all."""
+        rows = values if self.record else [(value,) for value in values]
+        canonical = self.writer.batch(rows).to_pylist()  # checked, then as Arrow gives it back
         if self.record:
-            return [to_json(self.schema.field(i).type, canonical[name]) for i, name in enumerate(self.schema.names)]
-        return to_json(self.arrow_type, canonical[self.schema.names[0]])
+            fields = list(self.schema)
+            return [[to_json(f.type, row[f.name]) for f in fields] for row in canonical]
+        name = self.schema.names[0]
+        return [to_json(self.arrow_type, row[name]) for row in canonical]
 
     def decode(self, data):
         return from_json(self.arrow_type, data)

@@ -73,6 +73,7 @@ class KeyedCore:
         self.timestamp: int | None = None
         self.values: dict = {}
         self.lists: dict = {}
+        self.pending: dict = {}  # list name -> (codec, values added with add_later, not encoded yet)
         self.timers = TimerQueue()
         self._outputs: list = []
         self.context = Context(self)
@@ -96,6 +97,7 @@ class KeyedCore:
         doc = json.loads(state) if state else {}
         self.values = doc.get("v", {})
         self.lists = doc.get("l", {})
+        self.pending = {}
         self.timers = TimerQueue(doc.get("t", ()))
         self._timers_before = set(self.timers.times())
         self._outputs = []
@@ -116,8 +118,16 @@ class KeyedCore:
             self._fired += 1
             self.operator.timer(due)
 
+    def settle(self, name: str | None = None) -> None:
+        """Encode the values added to list state ``name`` (without: every list) with ``add_later``, one batch each."""
+        for list_name in [name] if name is not None else list(self.pending):
+            codec, values = self.pending.pop(list_name, (None, None))
+            if values:
+                self.lists.setdefault(list_name, []).extend(codec.encode_all(values))
+
     def end(self) -> KeyResult:
         self.operator.end()
+        self.settle()
         doc = {}
         if self.values:
             doc["v"] = self.values
@@ -279,11 +289,10 @@ class ListState:
         self._core, self._name, self._codec = core, name, codec
 
     def get(self) -> list:
-        self._core.require_key(f"list state {self._name!r}")
-        return [self._codec.decode(v) for v in self._core.lists.get(self._name, ())]
+        return [self._codec.decode(v) for v in self._stored()]
 
     def add(self, value) -> None:
-        self._core.require_key(f"list state {self._name!r}")
+        self._stored()
         self._check_element(value)
         self._core.lists.setdefault(self._name, []).append(self._codec.encode(value))
 
@@ -300,21 +309,33 @@ class ListState:
             self._core.lists.pop(self._name, None)
 
     def clear(self) -> None:
-        self._core.require_key(f"list state {self._name!r}")
+        self._stored()
         self._core.lists.pop(self._name, None)
+
+    def _stored(self) -> list:
+        """The list's stored (encoded) values, those added with ``add_later`` encoded first."""
+        self._core.require_key(f"list state {self._name!r}")
+        self._core.settle(self._name)
+        return self._core.lists.get(self._name, [])
 
     # -- for fw-magics' own operators (the interval join), not Flink's ListState API ----------------
 
+    def add_later(self, value) -> None:
+        """``add(value)``, its check and encoding done with the others added so, in one batch, when the
+        list is next read or the key ends: for values already of the list's type (an input's records),
+        where a bad one is fw-magics' error, not a user's line."""
+        self._core.require_key(f"list state {self._name!r}")
+        self._check_element(value)
+        self._core.pending.setdefault(self._name, (self._codec, []))[1].append(value)
+
     def values_at(self, positions) -> list:
         """The values at ``positions`` (decoded; the others are not)."""
-        self._core.require_key(f"list state {self._name!r}")
-        stored = self._core.lists.get(self._name, ())
+        stored = self._stored()
         return [self._codec.decode(stored[i]) for i in positions]
 
     def keep_only(self, positions) -> None:
         """Keep the values at ``positions``, in their order, without decoding or checking them again."""
-        self._core.require_key(f"list state {self._name!r}")
-        stored = self._core.lists.get(self._name, [])
+        stored = self._stored()
         kept = [stored[i] for i in positions]
         if kept:
             self._core.lists[self._name] = kept
@@ -322,16 +343,15 @@ class ListState:
             self._core.lists.pop(self._name, None)
 
     def _elements(self, values) -> list:
-        self._core.require_key(f"list state {self._name!r}")
+        self._stored()  # what add_later added comes first
         if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
             raise FullWindowError(
                 f"list state {self._name!r} takes a list of values here; got {type(values).__name__} {values!r:.60}"
             )
-        out = []
+        values = list(values)
         for value in values:
             self._check_element(value)
-            out.append(self._codec.encode(value))
-        return out
+        return self._codec.encode_all(values) if values else []
 
     def _check_element(self, value) -> None:
         if value is None:

@@ -263,6 +263,7 @@ def test_every_example_in_the_help_runs(readings, capsys):
             shell.user_ns["readings"] = ours
 
 
+@pytest.mark.extended  # 14 s: make test keeps the magic over files; test_table_source runs tables in make test
 @pytest.mark.spark
 def test_a_table_is_an_input_too(readings, postgres, capsys):
     """%%fwstream over fw.from_table: the table's rows are the backlog, then the job runs as over files."""

@@ -271,3 +271,53 @@ def test_struct_state_type_is_nullable():
     st_ = struct_state_type(T.StructType([T.StructField("a", T.LongType(), False)]), "x")
     assert st_.arrow_schema.field(0).nullable and st_.record and st_.names == ("a",)
     assert isinstance(st_.arrow_schema, pa.Schema)
+
+
+list_ops = st.lists(st.one_of(
+    st.tuples(st.sampled_from(["add", "add_later"]), st.integers(-5, 5)),
+    st.tuples(st.sampled_from(["add_all", "update"]), st.lists(st.integers(-5, 5), max_size=3)),
+    st.tuples(st.sampled_from(["get", "clear"]), st.none()),
+    st.tuples(st.sampled_from(["values_at", "keep_only"]), st.lists(st.integers(0, 30), max_size=3)),
+), max_size=25)
+
+
+@settings(max_examples=80, deadline=None)
+@given(ops=list_ops, typed=st.booleans())
+def test_list_state_with_values_added_later_is_the_list_of_every_operation_in_order(ops, typed):
+    """``add_later`` (the interval join's: encoded in one batch when the list is next read or the key
+    ends) interleaved with every other operation gives the list a plain Python list would hold."""
+    from fw_magics.schema import arrow_schema
+    from fw_magics.streaming.processors import ListState
+
+    codec = (TypedCodec("list state 'xs'", arrow_schema(T.StructType([T.StructField("x", T.LongType())])),
+                        [T.LongType()], False) if typed else JsonCodec("list state 'xs'"))
+    core = KeyedCore(spec("process", functions.Sessions()))
+    core.begin((1,), None)
+    state, model = ListState(core, "xs", codec), []
+    for op, arg in ops:
+        if op in ("add", "add_later"):
+            getattr(state, op)(arg)
+            model.append(arg)
+        elif op == "add_all":
+            state.add_all(arg)
+            model += arg
+        elif op == "update":
+            state.update(arg)
+            model = list(arg)
+        elif op == "clear":
+            state.clear()
+            model = []
+        elif op == "get":
+            assert state.get() == model
+        else:
+            at = [i for i in arg if i < len(model)]
+            if op == "values_at":
+                assert state.values_at(at) == [model[i] for i in at]
+            else:
+                state.keep_only(at)
+                model = [model[i] for i in at]
+    stored = json.loads(core.end().state or "{}").get("l", {}).get("xs", [])
+    assert [codec.decode(v) for v in stored] == model
+    with pytest.raises(fw.FullWindowError, match="list state 'xs' cannot hold None"):
+        core.begin((2,), None)
+        state.add_later(None)
