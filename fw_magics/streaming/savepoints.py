@@ -5,7 +5,9 @@ Taking one (``take(job)``), after the query's last committed micro-batch ``B``:
 * **source positions**, as the source keeps them (``saved_position``): from the end offset Spark
   reported for ``B`` -- a folder's ``{"files": n}`` (the first ``n`` manifest files are read) with
   the manifest as it is, a table's ``{"id": n}`` (every row up to that ``order_by`` is read); the
-  source's splits as operator state, one ``ListState`` per source subtask (``splits``);
+  source's splits as operator state, one ``ListState`` per source subtask (``splits``). A two-input
+  job's: each input's, under its own source operator (the carrier rows' offsets left out), and each
+  input's greatest event time read (``tops``), which a restore carries into that input's watermark;
 * the job's **state**, by its kind (``KEYED`` or ``OPERATOR``, the job's ``state_kind``):
   a keyed job's savepoint is **incremental**: the files its state was handed over in (the
   backlog's committed results, each key's state and outputs, one per partition) are shared as its
@@ -15,9 +17,9 @@ Taking one (``take(job)``), after the query's last committed micro-batch ``B``:
   Spark join, and each key's latest changelog row since the base up to ``B``: both written as
   Parquet by a Spark task (``state_files.write_parquet``), never collected. A non-keyed
   operator's snapshot per subtask (value state ``fw_operator``);
-* **watermark**: ``max(W, greatest event time read - delay)``: the watermark the query's next
-  micro-batch would use (Spark's rule over everything read); W covers the backlog's files, so
-  only the files the stream read are scanned;
+* **watermark**: ``max(W, greatest event time read - delay)``, the smaller input's for two: the
+  watermark the query's next micro-batch would use (Spark's rule over everything read); W covers
+  the backlog's files, so only the files the stream read are scanned;
 * the job graph, its parallelism, the source's description, the key columns.
 
 Restoring (``start(..., from_savepoint=PATH, parallelism=N)``) is a new job (a new job name, a
@@ -123,8 +125,8 @@ def _committed_position(job) -> tuple[int, dict]:
     ends = [end for end in ends if not is_carrier_offset(end)]  # a carrier row moved a watermark: no position
     inputs = job.source.inputs_at(job.root)
     if len(ends) != len(inputs):
-        raise ResumeError(f"job {job.job_name!r}'s query reported {len(ends)} sources' offsets for its {len(inputs)} "
-                          "inputs; no savepoint was written")
+        raise FullWindowError(f"job {job.job_name!r}'s query reported {len(ends)} sources' offsets for its "
+                              f"{len(inputs)} inputs; no savepoint was written")
     return progress.batchId, job.source.joined([source.saved_position(root, end)
                                                 for (source, root, _), end in zip(inputs, ends)])
 
