@@ -288,6 +288,18 @@ def test_a_table_is_an_input_too(readings, postgres, capsys):
         postgres.sql(f"DROP TABLE {name}")
 
 
+@pytest.mark.extended
+@pytest.mark.spark
+def test_a_key_of_two_columns_keys_the_job_by_both(readings):
+    """key=a,b reaches key_by as one list of columns (it was passed as two arguments once: a TypeError)."""
+    shell = readings
+    ok(shell, "import fw_magics as fw\nreadings = fw.from_files(READINGS_DIR, 'parquet', "
+              "'sensor long, reading long, ts timestamp', event_time='ts')\ndef add(a, b):\n    return a")
+    ok(shell, "%fwstream reduce fn=add key=sensor,reading --in readings --mode batch --job two-columns -o both --show 0")
+    latest = shell.user_ns["both"].latest()
+    assert list(latest.columns[:2]) == ["sensor", "reading"] and len(latest) == 8  # every (sensor, reading) once
+
+
 @pytest.mark.spark
 def test_a_bad_input_or_name_is_one_line_and_starts_nothing(readings, spark):
     shell = readings
