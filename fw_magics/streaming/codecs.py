@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import decimal
+import functools
 import math
 
 import pyarrow as pa
@@ -101,6 +102,7 @@ class TypedCodec:
         else:
             self.arrow_type = arrow_schema.field(0).type
         _check_storable(self.arrow_type, label)
+        self._decode = decoder(self.arrow_type)
 
     def encode(self, value):
         return None if value is None else self.encode_all([value])[0]
@@ -116,7 +118,7 @@ class TypedCodec:
         return [to_json(self.arrow_type, row[name]) for row in canonical]
 
     def decode(self, data):
-        return from_json(self.arrow_type, data)
+        return self._decode(data)
 
 
 def _check_storable(arrow_type: pa.DataType, label: str) -> None:
@@ -180,32 +182,60 @@ def to_json(arrow_type: pa.DataType, value):
 
 def from_json(arrow_type: pa.DataType, data):
     """The value ``to_json`` stored, as a record read from Arrow holds it."""
-    if data is None:
-        return None
+    return decoder(arrow_type)(data)
+
+
+@functools.lru_cache(maxsize=256)
+def decoder(arrow_type: pa.DataType):
+    """``from_json`` for ``arrow_type``, its type's tests done once: a function of the stored JSON (None -> None)."""
     t = pa.types
     if t.is_floating(arrow_type):
-        return _SPECIAL_FLOATS[data] if isinstance(data, str) else float(data)
-    if t.is_decimal(arrow_type):
-        return decimal.Decimal(data)
-    if t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
-        return base64.b64decode(data)
-    if t.is_date32(arrow_type):
-        return _dt.date.fromisoformat(data)
-    if t.is_timestamp(arrow_type):
-        return (EPOCH if arrow_type.tz is not None else EPOCH_NAIVE) + data * MICROSECOND
-    if t.is_duration(arrow_type):
-        return data * MICROSECOND
-    if t.is_time64(arrow_type):
-        seconds, micros = divmod(data, 1_000_000)
-        minutes, second = divmod(seconds, 60)
-        hour, minute = divmod(minutes, 60)
-        return _dt.time(hour, minute, second, micros)
-    if t.is_list(arrow_type) or t.is_large_list(arrow_type):
-        return [from_json(arrow_type.value_type, v) for v in data]
-    if t.is_map(arrow_type):
-        return [(from_json(arrow_type.key_type, k), from_json(arrow_type.item_type, v)) for k, v in data]
-    if t.is_struct(arrow_type):
+        def one(data):
+            return _SPECIAL_FLOATS[data] if isinstance(data, str) else float(data)
+    elif t.is_decimal(arrow_type):
+        one = decimal.Decimal
+    elif t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
+        one = base64.b64decode
+    elif t.is_date32(arrow_type):
+        one = _dt.date.fromisoformat
+    elif t.is_timestamp(arrow_type):
+        epoch = EPOCH if arrow_type.tz is not None else EPOCH_NAIVE
+
+        def one(data):
+            return epoch + data * MICROSECOND
+    elif t.is_duration(arrow_type):
+        def one(data):
+            return data * MICROSECOND
+    elif t.is_time64(arrow_type):
+        def one(data):
+            seconds, micros = divmod(data, 1_000_000)
+            minutes, second = divmod(seconds, 60)
+            hour, minute = divmod(minutes, 60)
+            return _dt.time(hour, minute, second, micros)
+    elif t.is_list(arrow_type) or t.is_large_list(arrow_type):
+        item = decoder(arrow_type.value_type)
+
+        def one(data):
+            return [item(v) for v in data]
+    elif t.is_map(arrow_type):
+        key, value = decoder(arrow_type.key_type), decoder(arrow_type.item_type)
+
+        def one(data):
+            return [(key(k), value(v)) for k, v in data]
+    elif t.is_struct(arrow_type):
         fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
-        cls = record_type(tuple(f.name for f in fields))
-        return tuple.__new__(cls, [from_json(f.type, v) for f, v in zip(fields, data)])
+        cls, parts = record_type(tuple(f.name for f in fields)), [decoder(f.type) for f in fields]
+
+        def one(data):
+            return tuple.__new__(cls, [part(v) for part, v in zip(parts, data)])
+    else:  # int, bool, string: as stored
+        return _as_is
+
+    def decode(data):
+        return None if data is None else one(data)
+
+    return decode
+
+
+def _as_is(data):
     return data
