@@ -112,10 +112,10 @@ class TypedCodec:
         rows = values if self.record else [(value,) for value in values]
         canonical = self.writer.batch(rows).to_pylist()  # checked, then as Arrow gives it back
         if self.record:
-            fields = list(self.schema)
-            return [[to_json(f.type, row[f.name]) for f in fields] for row in canonical]
-        name = self.schema.names[0]
-        return [to_json(self.arrow_type, row[name]) for row in canonical]
+            parts = [(f.name, encoder(f.type)) for f in self.schema]
+            return [[part(row[name]) for name, part in parts] for row in canonical]
+        name, part = self.schema.names[0], encoder(self.arrow_type)
+        return [part(row[name]) for row in canonical]
 
     def decode(self, data):
         return self._decode(data)
@@ -144,40 +144,74 @@ def _check_storable(arrow_type: pa.DataType, label: str) -> None:
 
 def to_json(arrow_type: pa.DataType, value):
     """The JSON form of ``value`` (as Arrow's ``to_pylist`` gives it) for ``arrow_type``."""
-    if value is None:
-        return None
-    t = pa.types
-    if t.is_floating(arrow_type):
-        value = float(value)
-        if math.isfinite(value):
-            return value
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if t.is_boolean(arrow_type) or t.is_integer(arrow_type) or t.is_string(arrow_type) or t.is_large_string(arrow_type):
+    return encoder(arrow_type)(value)
+
+
+def _float(value):
+    value = float(value)
+    if math.isfinite(value):
         return value
-    if t.is_decimal(arrow_type):
-        return str(value)
-    if t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if t.is_date32(arrow_type):
-        return value.isoformat()
-    if t.is_timestamp(arrow_type):
-        if value.tzinfo is None:
-            return (value - EPOCH_NAIVE) // MICROSECOND
-        return (value - EPOCH) // MICROSECOND
-    if t.is_duration(arrow_type):
-        return value // MICROSECOND
-    if t.is_time64(arrow_type):
-        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
-    if t.is_list(arrow_type) or t.is_large_list(arrow_type):
-        return [to_json(arrow_type.value_type, v) for v in value]
-    if t.is_map(arrow_type):
-        return [[to_json(arrow_type.key_type, k), to_json(arrow_type.item_type, v)] for k, v in value]
-    if t.is_struct(arrow_type):
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def _binary(value):
+    return base64.b64encode(bytes(value)).decode("ascii")
+
+
+def _timestamp(value):
+    return (value - (EPOCH_NAIVE if value.tzinfo is None else EPOCH)) // MICROSECOND
+
+
+def _time(value):
+    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+
+
+@functools.lru_cache(maxsize=256)
+def encoder(arrow_type: pa.DataType):
+    """``to_json`` for ``arrow_type``, its type's tests done once: a function of the value (None -> None)."""
+    t = pa.types
+    if t.is_boolean(arrow_type) or t.is_integer(arrow_type) or t.is_string(arrow_type) or t.is_large_string(arrow_type):
+        return _as_is
+    if t.is_floating(arrow_type):
+        one = _float
+    elif t.is_decimal(arrow_type):
+        one = str
+    elif t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
+        one = _binary
+    elif t.is_date32(arrow_type):
+        one = _dt.date.isoformat
+    elif t.is_timestamp(arrow_type):
+        one = _timestamp
+    elif t.is_duration(arrow_type):
+        def one(value):
+            return value // MICROSECOND
+    elif t.is_time64(arrow_type):
+        one = _time
+    elif t.is_list(arrow_type) or t.is_large_list(arrow_type):
+        item = encoder(arrow_type.value_type)
+
+        def one(value):
+            return [item(v) for v in value]
+    elif t.is_map(arrow_type):
+        key, entry = encoder(arrow_type.key_type), encoder(arrow_type.item_type)
+
+        def one(value):
+            return [[key(k), entry(v)] for k, v in value]
+    elif t.is_struct(arrow_type):
         fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
-        if isinstance(value, dict):  # what to_pylist gives
-            return [to_json(f.type, value.get(f.name)) for f in fields]
-        return [to_json(f.type, v) for f, v in zip(fields, value)]
-    return value
+        names, parts = [f.name for f in fields], [encoder(f.type) for f in fields]
+
+        def one(value):
+            if isinstance(value, dict):  # what to_pylist gives
+                return [part(value.get(name)) for name, part in zip(names, parts)]
+            return [part(v) for part, v in zip(parts, value)]
+    else:
+        return _as_is
+
+    def encode(value):
+        return None if value is None else one(value)
+
+    return encode
 
 
 def from_json(arrow_type: pa.DataType, data):
