@@ -80,7 +80,8 @@ def restored_manifest(snapshots: list[dict], manifest: dict, parallelism: int) -
     if read != set(range(len(read))):
         raise FullWindowError("the savepoint's read splits are not the first files of its manifest")
     entries = [dict(f, subtask=owners[f["name"]]) for f in files]
-    return {"format": manifest["format"], "directory": manifest["directory"], "backlog": len(read),
+    kept = {k: manifest[k] for k in ("glob", "reader") if k in manifest}  # the names it lists, how it reads them
+    return {"format": manifest["format"], "directory": manifest["directory"], **kept, "backlog": len(read),
             "files": entries}
 
 
