@@ -143,7 +143,7 @@ OPTION_TABLE = (
     Option("--reset"),
     Option("--in", "the name of a variable holding the input (two, NAME,NAME, for co_process and interval_join)",
            unquoted(inputs)),
-    Option("--key2", "the second input's key column(s) (co_process, interval_join; default: key='s names)",
+    Option("--key2", "the second input's key column(s) (co_process, interval_join; default: the columns key= names)",
            unquoted(key_columns)),
     Option("--between", "an interval join's bounds LOWER,UPPER in milliseconds, e.g. -600000,0",
            unquoted(between)),

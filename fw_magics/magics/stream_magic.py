@@ -72,7 +72,7 @@ class StreamMagics(Magics):
             --reset                 start the job afresh: discard what it recorded (events, backlog results,
                                     checkpoint, changelog; never its savepoints), e.g. after changing FN
             --in NAME               the line form's input: a variable (two inputs: --in FIRST,SECOND)
-            --key2 COL[,COL...]     two inputs: the second input's key columns (default: key='s names)
+            --key2 COL[,COL...]     two inputs: the second input's key columns (default: the columns key= names)
             --between LOWER,UPPER   interval_join: the right records joined with a left one at t are
                                     those from t+LOWER to t+UPPER (milliseconds, inclusive)
 
@@ -200,8 +200,15 @@ def _operator(command, streams: tuple, fn):
     key = list(command.key)
     if not command.two_inputs:
         return getattr(streams[0].key_by(key), command.operation)(fn)
+    from ..errors import FullWindowError
+
     first, second = streams
     key2 = key if command.key2 is None else list(command.key2)
+    if command.key2 is None:  # the columns key= names, in the second input too: else say how to name its own
+        try:
+            second.key_by(key2)
+        except FullWindowError as error:
+            raise UsageError(f"the second input: {error}; name its key columns with --key2 COL[,COL...]") from None
     if command.operation == "co_process":
         return first.connect(second).key_by(key, key2).process(fn)
     return first.key_by(key).interval_join(second.key_by(key2)).between(*command.between).process(fn)

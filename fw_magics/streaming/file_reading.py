@@ -97,9 +97,15 @@ def read_file(path: str, fmt: str, schema, time_zone: str = "UTC"):
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _reason(error: Exception) -> str:
+#: A format's name in messages.
+FORMAT_NAMES = {"parquet": "Parquet", "json": "JSON", "csv": "CSV"}
+
+
+def unreadable(fmt: str, error: Exception) -> str:
+    """Why a file of format ``fmt`` cannot be read, from the reader's error: its first line, as it says it."""
     text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0][:300] if text else ''}"
+    said = text[0][:300].rstrip(". ") if text else ""
+    return f"it is not a readable {FORMAT_NAMES.get(fmt, fmt)} file ({type(error).__name__}: {said})"
 
 
 def problem_of(path: str, entry: dict) -> str | None:
@@ -127,7 +133,7 @@ def read_entry(root: str, directory: str, entry: dict, fmt: str, schema, policy:
         try:
             return list(read_file(path, fmt, schema, time_zone))
         except Exception as error:  # pyarrow says what is wrong with the file
-            problem = _reason(error)
+            problem = unreadable(fmt, error)
     return bad_file(root, directory, name, problem, policy)
 
 

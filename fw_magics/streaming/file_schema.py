@@ -20,6 +20,7 @@ import json
 import os
 
 from ..errors import FullWindowError, did_you_mean
+from .file_reading import unreadable
 
 #: What the first JSON lines are read of for their keys.
 JSON_PEEK = 64 << 10
@@ -109,5 +110,4 @@ def footer_problem(path: str) -> tuple[str | None, object]:
     except FileNotFoundError:
         return "it is gone (deleted or renamed after it was listed)", None
     except Exception as error:  # pyarrow says what is wrong: not Parquet, cut short
-        text = str(error).strip().splitlines()
-        return f"it is not a readable Parquet file ({type(error).__name__}: {text[0][:200] if text else ''})", None
+        return unreadable("parquet", error), None

@@ -303,7 +303,8 @@ def test_a_key_of_two_columns_keys_the_job_by_both(readings):
 @pytest.mark.spark
 def test_a_bad_input_or_name_is_one_line_and_starts_nothing(readings, spark):
     shell = readings
-    ok(shell, "import fw_magics as fw\nnot_files = fw.from_records([(1, 2)], 'a long, b long')")
+    ok(shell, "import fw_magics as fw\nnot_files = fw.from_records([(1, 2)], 'a long, b long')\n"
+              "other = fw.from_records([(1, 2)], 'c long, b long')")
     result = run(shell, "%fwstream reduce fn=nope key=a --in not_files")
     assert isinstance(result.error_in_exec, UsageError) and "fn=nope: no 'nope' in the notebook" in str(result.error_in_exec)
     ok(shell, "def add(a, b):\n    return a")
@@ -317,7 +318,9 @@ def test_a_bad_input_or_name_is_one_line_and_starts_nothing(readings, spark):
                         "SECOND: DataStreams over files (fw.from_files(...)) or tables (fw.from_table(...)); got "
                         "DataStream"),
                        ("%%fwstream interval_join fn=add key=a --between 0,1\nnot_files, 3", "got DataStream, int"),
-                       ("%fwstream co_process fn=add key=a --in not_files,nothere", "--in nothere: no such variable")):
+                       ("%fwstream co_process fn=add key=a --in not_files,nothere", "--in nothere: no such variable"),
+                       ("%fwstream co_process fn=add key=a --in not_files,other", "the second input: no column 'a'"),
+                       ("%fwstream co_process fn=add key=a --in not_files,other", "name its key columns with --key2 COL[,COL...]")):
         result = run(shell, cell)
         assert isinstance(result.error_in_exec, UsageError) and says in str(result.error_in_exec), result.error_in_exec
         assert "\n" not in str(result.error_in_exec)
