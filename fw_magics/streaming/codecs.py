@@ -142,11 +142,6 @@ def _check_storable(arrow_type: pa.DataType, label: str) -> None:
     return None
 
 
-def to_json(arrow_type: pa.DataType, value):
-    """The JSON form of ``value`` (as Arrow's ``to_pylist`` gives it) for ``arrow_type``."""
-    return encoder(arrow_type)(value)
-
-
 def _float(value):
     value = float(value)
     if math.isfinite(value):
@@ -168,7 +163,8 @@ def _time(value):
 
 @functools.lru_cache(maxsize=256)
 def encoder(arrow_type: pa.DataType):
-    """``to_json`` for ``arrow_type``, its type's tests done once: a function of the value (None -> None)."""
+    """The JSON form of a value of ``arrow_type`` (as Arrow's ``to_pylist`` gives it): a function of the value
+    (None -> None), built once per type, so the type's tests are not run again for every value."""
     t = pa.types
     if t.is_boolean(arrow_type) or t.is_integer(arrow_type) or t.is_string(arrow_type) or t.is_large_string(arrow_type):
         return _as_is
@@ -214,14 +210,10 @@ def encoder(arrow_type: pa.DataType):
     return encode
 
 
-def from_json(arrow_type: pa.DataType, data):
-    """The value ``to_json`` stored, as a record read from Arrow holds it."""
-    return decoder(arrow_type)(data)
-
-
 @functools.lru_cache(maxsize=256)
 def decoder(arrow_type: pa.DataType):
-    """``from_json`` for ``arrow_type``, its type's tests done once: a function of the stored JSON (None -> None)."""
+    """The value ``encoder(arrow_type)`` stored, as a record read from Arrow holds it: a function of the stored
+    JSON (None -> None), built once per type."""
     t = pa.types
     if t.is_floating(arrow_type):
         def one(data):
