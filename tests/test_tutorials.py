@@ -66,7 +66,7 @@ def test_tutorial_runs_with_its_exercises_solved(path, tmp_path, request, monkey
         tries[tag] = nbformat.v4.new_code_cell(check.source, metadata={"tags": ["raises-exception"]})
         at = nb.cells.index(cells[tag])
         nb.cells[at:at] = [nbformat.v4.new_code_cell(source), tries[tag]]
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" and c not in tries.values()
               for o in c.get("outputs", []) if o.output_type == "error"]

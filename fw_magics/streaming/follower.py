@@ -8,7 +8,9 @@ event). A poll makes no Spark call once the follower is stopped.
 
 A follower is handed the query, the job's ``JobLog`` (each micro-batch is a ``micro_batch``
 event) and two callbacks: ``on_batch(info)`` after each batch is recorded, ``on_end(query, error)``
-when the query ends by itself (``error``: its exception, or None for ``availableNow``).
+when the query ends by itself (``error``: its exception, or None for ``availableNow``), or when its
+running micro-batch has stalled (``error``: a ``stall.Stalled``; the query still runs, and the job
+stops it before it starts it again). The job's ``StallGuard`` says when that is.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
+import time
 import warnings
 
 from ..errors import error_summary
 from ..keyed_process import MIN_WATERMARK
 from ..recovery import events
 from ..watermarks import effective_watermark
+from .stall import StallGuard
 
 PROGRESS_POLL_S = 0.2  # how often a running job reads its query's progress
 BACKLOG_POLL_S = 1.0  # ... while its backlog runs (a warm-up query has nothing to record; only a failure)
@@ -100,8 +104,9 @@ class Follower:
     """Follows ``query`` from a daemon thread (see the module docstring)."""
 
     def __init__(self, query, log, job_name: str, event_time: str | None, switch_watermark: int | None,
-                 recorded, on_batch, on_end, interval: float = PROGRESS_POLL_S):
+                 recorded, on_batch, on_end, interval: float = PROGRESS_POLL_S, guard: StallGuard | None = None):
         self.query, self.log, self.job_name = query, log, job_name
+        self.guard = guard
         self.event_time, self.switch_watermark = event_time, switch_watermark
         self.recorded = set(recorded)
         self.on_batch, self.on_end = on_batch, on_end
@@ -125,10 +130,14 @@ class Follower:
         self._stopped = True
         self._wake.set()
 
-    def sync(self) -> None:
-        """Record every micro-batch the query has reported and not been recorded yet."""
+    def sync(self):
+        """Record every micro-batch the query has reported and not been recorded yet; the id of the last
+        it reported (None: none yet)."""
+        last = None
         for progress in self.query.recentProgress:
             self._record(progress)
+            last = progress.batchId
+        return last
 
     def _record(self, progress) -> None:
         if not ran(progress) or held(progress):  # idle, or a warm-up batch (its source held): not the job's
@@ -138,6 +147,8 @@ class Follower:
                 return
             self.recorded.add(progress.batchId)
         info = batch_info(progress, self.event_time, self.switch_watermark)
+        if self.guard is not None:
+            self.guard.completed(info["duration_ms"])
         self.log.emit(events.micro_batch(**info))
         self.on_batch(info)
 
@@ -149,10 +160,12 @@ class Follower:
             if self._stopped:
                 return
             try:
-                self.sync()
+                last = self.sync()
                 if query.isActive:
-                    continue
-                exception = query.exception()
+                    if (exception := self._stall(query, last)) is None:
+                        continue
+                else:
+                    exception = query.exception()
             except Exception as error:  # the session went away under us: say so once, then stop following
                 if not self._stopped:
                     warnings.warn(f"job {self.job_name!r}: stopped following its query ({error_summary(error)}); "
@@ -161,6 +174,15 @@ class Follower:
             if not self._stopped:
                 self.on_end(query, exception)
             return
+
+    def _stall(self, query, last):
+        """The ``Stalled`` error when the query's running micro-batch has stalled, else None."""
+        if self.guard is None:
+            return None
+        busy = self.guard.observe(bool(query.status.get("isTriggerActive")), last, time.monotonic())
+        if busy is None:
+            return None
+        return self.guard.stalled(busy, max(self.recorded, default=-1) + 1)
 
 
 def wait_in_thread(wait) -> None:

@@ -39,6 +39,7 @@ from .launch import keyed_job_frame, launch
 from .phases import ENDED, Mode, can_change
 from .results import JobResults
 from .sink import deliver
+from .stall import Stalled, StallGuard
 
 #: Why a job whose query ended by itself (not availableNow, not stopped by the job) stops.
 STOPPED_OUTSIDE = "its query was stopped from outside the job (the Spark session stopping, or the query's own stop())"
@@ -80,6 +81,7 @@ class StreamingJob(JobResults):
         self._warm = False  # whether the query was started warm (held during the backlog)
         self._lost = None  # the query whose failure the restart strategy did not allow to restart
         self.restarts = 0
+        self.stall = StallGuard()  # when a micro-batch has run so long that it is cancelled and run again
         self._scope = Scope()  # the driver thread's Spark actions: a stop cancels them, and any it would start
 
     @property
@@ -183,7 +185,7 @@ class StreamingJob(JobResults):
         switch_w = self.watermark if self.plan.handover.continues else None
         follower = Follower(query, self.log, self.job_name, self.spec.event_time, switch_w, self.recorded,
                             self._batch_committed, self._terminated,
-                            BACKLOG_POLL_S if self._phase == "backlog" else PROGRESS_POLL_S)
+                            BACKLOG_POLL_S if self._phase == "backlog" else PROGRESS_POLL_S, self.stall)
         with self._cond:
             self.query, self.follower = query, follower
             self._cond.notify_all()
@@ -231,8 +233,8 @@ class StreamingJob(JobResults):
         again from its checkpoint. True also when that query was restarted already (its follower and a
         waiter both saw it end) and when the job was stopped meanwhile; False leaves the failure to the caller.
         A failure of the restart itself is raised, and that query is not tried again."""
-        if not isinstance(error, Exception) or isinstance(error, FwMagicsError) or \
-                interruption(error, self.spark) is not None:
+        if not isinstance(error, Exception) or isinstance(error, FwMagicsError) or (
+                not isinstance(error, Stalled) and interruption(error, self.spark) is not None):
             return False
         with self._restarting:
             if query is not None and query is not self.query:
@@ -313,6 +315,11 @@ class StreamingJob(JobResults):
                     self._raise_failure()
                     if self.query is query:  # stopped meanwhile
                         break
+                    continue  # restarted: wait for the new query
+                with self._restarting:  # a restart in flight (of a stalled micro-batch: it stopped the query) ends first
+                    pass
+                self._raise_failure()
+                if self.query is not query and not self._stopping:
                     continue  # restarted: wait for the new query
                 self.follower.sync()
                 if self.plan.trigger.available_now:

@@ -82,6 +82,22 @@ class FailingCountSum(CountSum):
         return super().add(value, accumulator)
 
 
+class HangingCountSum(CountSum):
+    """CountSum whose task does not return on key 3 while the file ``flag`` exists (a stuck Python worker):
+    only a cancel of the task (its Python worker killed) ends it."""
+
+    def __init__(self, flag: str):
+        self.flag = flag
+
+    def add(self, value, accumulator):
+        import os
+        import time
+
+        if value.k == 3 and os.path.exists(self.flag):
+            time.sleep(3600)
+        return super().add(value, accumulator)
+
+
 class Resets(fw.KeyedProcessFunction):
     """Counts records per key in a value state; a record with v == 0 clears the key's state.
     Each record emits (element, the count after it, 0)."""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
 import fw_magics as fw
 from fw_magics.failover import FixedDelayRestart
+from fw_magics.streaming.stall import Stalled, StallGuard
 
 from . import functions
 from .files import TRIGGER, expected_latest, latest_rows, model
@@ -212,3 +214,83 @@ def test_a_stop_during_the_backoff_ends_the_job_stopped_with_no_query_left(area,
         assert latest_rows(again) == expected_latest(model("aggregate", 1000, [BACKLOG[0]], [FRESH[1]]), "aggregate")
     finally:
         again.stop()
+
+
+@pytest.mark.core
+@pytest.mark.extended  # 45 s: make test-extended (CI), and under Spark Connect
+def test_a_stalled_micro_batch_is_cancelled_and_run_again_from_its_checkpoint_with_nothing_lost_or_twice(
+        area, tmp_path):
+    """A micro-batch whose task never returns (a Python worker stuck on key 3) held its query, and
+    process_all_available(), for ever: the job's stall guard cancels it once it has run far longer than
+    the job's micro-batches take, and the restart strategy runs it again from the checkpoint, once."""
+    flag = tmp_path / "hang"
+    for f in BACKLOG:
+        area.write(f)
+    op = source(area).key_by("k").aggregate(functions.HangingCountSum(str(flag)))
+    job = op.start(job_dir=area.jobs, job_name="stalled", trigger=TRIGGER, restart=Healing(flag))
+    job.stall.floor_s, job.stall.factor = 2.0, 1  # seconds here, where a user's job waits a minute at least
+    try:
+        job.process_all_available()
+        area.write(FRESH[0])
+        job.process_all_available()  # one micro-batch completed: the guard has the job's longest
+        flag.write_text("on")  # key 3's next record does not return
+        area.write(FRESH[1])
+        waited = time.monotonic()
+        job.process_all_available()
+        waited = time.monotonic() - waited
+        assert job.phase == "stream" and job.restarts == 1 and not flag.exists() and job.stall.stalls == 1
+        assert waited < 120, waited
+        assert latest_rows(job) == expected_latest(model("aggregate", 1000, BACKLOG, FRESH), "aggregate")
+        events = job.events()
+        (failed,) = kinds(events, "region_failed")
+        assert "made no progress for" in failed["cause"] and "cancelled, to run again" in failed["cause"]
+        assert len(kinds(events, "region_restarted")) == 1 and not kinds(events, "job_failed")
+        batches = [e["batch"] for e in kinds(events, "micro_batch")]
+        assert batches == sorted(set(batches))  # the stalled batch recorded once, after its re-run
+        assert not job.changelog().duplicated().any()
+    finally:
+        job.stop()
+
+
+
+@pytest.mark.extended  # 30 s: make test-extended (CI)
+def test_a_stalled_available_now_job_runs_its_micro_batch_again_and_then_ends(area, tmp_path):
+    """As above, with availableNow (the trigger of the two-input job a CI run saw waiting): the waiter of the
+    query the guard stopped waits for the restarted one, which ends the job once all is processed."""
+    flag = tmp_path / "hang"
+    flag.write_text("on")
+    for f in FRESH:  # no key 3 in the first file: micro-batch 0 completes; micro-batch 1 meets key 3
+        area.write(f)
+    op = source(area).key_by("k").aggregate(functions.HangingCountSum(str(flag)))
+    job = op.start(job_dir=area.jobs, job_name="stalled-now", mode="stream", trigger="available_now",
+                   max_files_per_trigger=1, restart=Healing(flag))
+    job.stall.floor_s, job.stall.factor = 2.0, 1
+    job.process_all_available()
+    assert job.phase == "stopped" and job.restarts == 1 and job.stall.stalls == 1
+    assert latest_rows(job) == expected_latest(model("aggregate", 1000, [], FRESH), "aggregate")
+    events = job.events()
+    batches = [e["batch"] for e in kinds(events, "micro_batch")]
+    assert batches[:2] == [0, 1] and batches == sorted(set(batches))  # then a no-data batch (the watermark moved)
+    assert "micro-batch 1 made no progress" in kinds(events, "region_failed")[0]["cause"]
+
+def test_the_stall_guard_waits_for_a_first_micro_batch_then_doubles_its_limit_at_each_stall():
+    guard = StallGuard(floor_s=60, factor=30)
+    assert guard.limit_s() is None and guard.observe(True, None, 0.0) is None
+    assert guard.observe(True, None, 10_000.0) is None  # no micro-batch completed: the first may take long
+    guard.completed(1_000)
+    guard.completed(None)
+    assert guard.limit_s() == 60  # the floor: 30 x 1 s is less
+    guard.completed(4_000)
+    assert guard.limit_s() == 120  # 30 x the longest, 4 s
+    assert guard.observe(True, 7, 0.0) is None  # a new micro-batch: timed from here
+    assert guard.observe(True, 7, 120.0) is None
+    assert guard.observe(False, 7, 121.0) is None  # a break (its trigger ended): timed afresh
+    assert guard.observe(True, 7, 122.0) is None
+    assert guard.observe(True, 8, 300.0) is None  # another micro-batch reported: timed afresh
+    assert guard.observe(True, 8, 420.5) == pytest.approx(120.5)
+    error = guard.stalled(120.5, 9)
+    assert isinstance(error, Stalled) and str(error) == (
+        "micro-batch 9 made no progress for 120 s (the job's longest took 4.0 s): cancelled, to run again from "
+        "the checkpoint")
+    assert guard.limit_s() == 240 and guard.observe(True, 8, 430.0) is None  # doubled; timed afresh
+    assert guard.observe(True, 8, 669.0) is None and guard.observe(True, 8, 671.0) == pytest.approx(241.0)
