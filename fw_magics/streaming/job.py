@@ -235,7 +235,7 @@ class StreamingJob(JobResults):
         A failure of the restart itself is raised, and that query is not tried again."""
         if not isinstance(error, Exception) or isinstance(error, FwMagicsError) or (
                 not isinstance(error, Stalled) and interruption(error, self.spark) is not None):
-            return False
+            return False  # (a stall is the guard's own verdict: the session, which its task may hold, is not asked)
         with self._restarting:
             if query is not None and query is not self.query:
                 return True
