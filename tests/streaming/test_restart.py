@@ -252,7 +252,6 @@ def test_a_stalled_micro_batch_is_cancelled_and_run_again_from_its_checkpoint_wi
         job.stop()
 
 
-
 @pytest.mark.extended  # 30 s: make test-extended (CI)
 def test_a_stalled_available_now_job_runs_its_micro_batch_again_and_then_ends(area, tmp_path):
     """As above, with availableNow (the trigger of the two-input job a CI run saw waiting): the waiter of the
@@ -272,6 +271,7 @@ def test_a_stalled_available_now_job_runs_its_micro_batch_again_and_then_ends(ar
     batches = [e["batch"] for e in kinds(events, "micro_batch")]
     assert batches[:2] == [0, 1] and batches == sorted(set(batches))  # then a no-data batch (the watermark moved)
     assert "micro-batch 1 made no progress" in kinds(events, "region_failed")[0]["cause"]
+
 
 def test_the_stall_guard_waits_for_a_first_micro_batch_then_doubles_its_limit_at_each_stall():
     guard = StallGuard(floor_s=60, factor=30)
