@@ -49,6 +49,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import FullWindowError
+from .process_function import is_checkpointed
 
 #: The kinds of keyed operator whose function keeps event-time timers (and closes): process and co-process.
 TIMED_KINDS = ("process", "co_process")
@@ -194,6 +195,11 @@ class KeyedOperatorSpec:
     def timed(self) -> bool:
         """Whether it keeps event-time timers and a function to close: a process or co-process function."""
         return self.kind in TIMED_KINDS
+
+    @property
+    def checkpointed(self) -> bool:
+        """Whether its function also keeps operator state (an ``fw.CheckpointedFunction``): per state partition."""
+        return self.timed and is_checkpointed(self.function)
 
     @property
     def order(self) -> tuple[str, ...]:

@@ -91,12 +91,17 @@ def check_process_function(function) -> str:
     name = type(function).__name__
     if type(function).process_element is ProcessFunction.process_element:
         raise FullWindowError(f"{name} must define process_element(record, ctx)")
+    check_both_or_neither(function, name)
+    return name
+
+
+def check_both_or_neither(function, name: str) -> None:
+    """Refuse in one line a function with one of ``initialize_state`` and ``snapshot_state`` but not the other."""
     present = [m for m in ("initialize_state", "snapshot_state") if callable(getattr(function, m, None))]
     if len(present) == 1:
         missing = ({"initialize_state", "snapshot_state"} - set(present)).pop()
         raise FullWindowError(f"{name} defines {present[0]} but not {missing}; accepted: both (operator state, "
                               "as fw.CheckpointedFunction) or neither")
-    return name
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,9 @@ import uuid
 
 from ..errors import SparkUnavailableError
 from ..recovery.paths import CHECKPOINT
+from .keyed_operator_state import PartitionOperatorState
 from .query import keyed_query_frame
+from .savepoints import restored_operator_state
 from .sink import ChangelogSink
 
 PARTITIONS = "spark.sql.shuffle.partitions"
@@ -82,9 +84,13 @@ def keyed_job_frame(job, warm: bool = False):
     fresh input, from the state its handover gives (``handover``), with W; else Spark's file stream
     from the first file."""
     plan, source, spark = job.plan, job.source, job.spark
+    operator = None
+    if job.spec.checkpointed:  # the function's operator state, one store per state partition
+        operator = PartitionOperatorState(len(job.spec.key_names), plan.parallelism,
+                                          restored_operator_state(job.storage))
     if not plan.handover.continues:
         return keyed_query_frame(source.stream(spark, job.root, plan.max_files), job.spec, job.output,
-                                 source.delay_ms, None)
+                                 source.delay_ms, None, operator=operator)
     initial, seed = plan.handover.query_state(job, warm)
     stream = source.fresh_stream(spark, job.root, plan.max_files, plan.parallelism, plan.handover.hold(job.storage))
-    return keyed_query_frame(stream, job.spec, job.output, source.delay_ms, job.watermark, initial, seed)
+    return keyed_query_frame(stream, job.spec, job.output, source.delay_ms, job.watermark, initial, seed, operator)

@@ -21,9 +21,35 @@ from __future__ import annotations
 import copy
 import json
 
-from ..process_function import OperatorSpec, ProcessContext
+from ..process_function import OperatorSpec, ProcessContext, is_checkpointed
 from ..state import OperatorStateStore, initialize_function, restore_subtask, snapshot_function, snapshot_subtask
 from .processors import emitted
+
+
+class SubtaskState:
+    """One subtask's operator state for one run of it (a micro-batch): restored or fresh, the function
+    initialized over it, then snapshot back to JSON text. The non-keyed operator (``run_subtask``) and a
+    keyed operator whose function is also a ``CheckpointedFunction`` (``query.KeyedProcessor``, over all
+    the keys of its state partition) both go through it."""
+
+    def __init__(self, function, subtask: int, parallelism: int, stored: str | None):
+        """``stored``: the subtask's snapshot as JSON text (None: a fresh subtask, ``is_restored()`` false)."""
+        if stored is None:
+            self.store = OperatorStateStore(subtask, parallelism)
+        else:
+            self.store = restore_subtask(json.loads(stored), subtask, parallelism)
+        self.function = function
+        self.checkpointed = is_checkpointed(function)
+        if self.checkpointed:
+            initialize_function(function, self.store)
+
+    def snapshot(self, checkpoint_id: int) -> str:
+        """``snapshot_state`` (``checkpoint_id``: the micro-batch id), then the store as JSON text."""
+        if self.checkpointed:
+            snapshot = snapshot_function(self.function, self.store, checkpoint_id)
+        else:
+            snapshot = snapshot_subtask(self.store)
+        return json.dumps(snapshot, separators=(",", ":"), allow_nan=False)
 
 
 def run_subtask(spec: OperatorSpec, subtask: int, parallelism: int, stored: str | None, records,
@@ -34,17 +60,10 @@ def run_subtask(spec: OperatorSpec, subtask: int, parallelism: int, stored: str 
     ``stored``: the subtask's snapshot as JSON text (None: a fresh subtask); ``checkpoint_id``:
     the id ``snapshot_state`` sees (the micro-batch id).
     """
-    if stored is None:
-        store = OperatorStateStore(subtask, parallelism)
-    else:
-        store = restore_subtask(json.loads(stored), subtask, parallelism)
     function = copy.deepcopy(spec.function)
-    checkpointed = spec.checkpointed
-    if checkpointed:
-        initialize_function(function, store)
+    state = SubtaskState(function, subtask, parallelism, stored)
     context = ProcessContext(subtask, parallelism)
     outputs: list = []
     for record in records:
         outputs.extend(emitted(function.process_element(record, context)))
-    snapshot = snapshot_function(function, store, checkpoint_id) if checkpointed else snapshot_subtask(store)
-    return json.dumps(snapshot, separators=(",", ":"), allow_nan=False), outputs
+    return state.snapshot(checkpoint_id), outputs

@@ -48,7 +48,7 @@ def initial_state_frame(spark, snapshots: list[dict] | None, parallelism: int):
     return spark.createDataFrame(rows, initial_state_schema())
 
 
-def _batch_id() -> int:
+def batch_id() -> int:
     """The micro-batch this task runs for (Spark's local property), the snapshot's checkpoint id."""
     from pyspark import TaskContext
 
@@ -84,7 +84,7 @@ class OperatorProcessor(StatefulProcessor):
 
     def handleInitialState(self, key, initialState, timerValues) -> None:  # noqa: N802,N803 (PySpark's names)
         subtask = int(key[0])
-        text, _ = run_subtask(self.spec, subtask, self.parallelism, initialState[STATE], (), _batch_id())
+        text, _ = run_subtask(self.spec, subtask, self.parallelism, initialState[STATE], (), batch_id())
         self.state.update((text,))
 
     def handleInputRows(self, key, rows, timerValues):  # noqa: N802,N803
@@ -93,7 +93,7 @@ class OperatorProcessor(StatefulProcessor):
         cls, width = self.record_class, self.width
         ordered = sorted(rows, key=lambda row: row[width + 1])  # __fw_pos (after __fw_subtask): read order
         records = [tuple.__new__(cls, tuple(row)[:width]) for row in ordered]
-        text, outputs = run_subtask(self.spec, subtask, self.parallelism, self._stored(), records, _batch_id())
+        text, outputs = run_subtask(self.spec, subtask, self.parallelism, self._stored(), records, batch_id())
         self.state.update((text,))
         if not outputs:
             return

@@ -58,24 +58,29 @@ class OutputRow(dict):
 class KeyedProcessor(StatefulProcessor):
     """The one StatefulProcessor of fw-magics: the per-key core on Spark's keyed state and timers."""
 
-    def __init__(self, spec: KeyedOperatorSpec, output, switch_watermark: int | None, seed=None):
+    def __init__(self, spec: KeyedOperatorSpec, output, switch_watermark: int | None, seed=None, operator=None):
         self.spec = spec
         self.output = output
         self.switch_watermark = switch_watermark
         self.seed = seed  # a PartitionSeed: keys' handed-over state read on their first fresh record
+        self.operator = operator  # a PartitionOperatorState: the function's operator state (CheckpointedFunction)
         self.core = None
 
     def init(self, handle) -> None:
         self.handle = handle
         self.state = handle.getValueState(STATE_VARIABLE, "state string")
+        if self.operator is not None:
+            self.operator_variable = self.operator.declare(handle)
         self.seq = 0
 
-    def _ready(self) -> KeyedCore:
+    def _ready(self, key) -> KeyedCore:
         if self.core is None:  # in the task, not on the driver's pre-init call
             from pyspark import TaskContext
 
             context = TaskContext.get()
             self.partition = context.partitionId() if context is not None else 0
+            if self.operator is not None:  # initialize_state comes before open(), as in Flink
+                self.operator.open(self.handle, self.operator_variable, self.spec.function, self.partition, key)
             self.core = KeyedCore(self.spec, subtask=self.partition)
             if self.seed is not None:
                 self.seed.open(self.partition)
@@ -129,7 +134,7 @@ class KeyedProcessor(StatefulProcessor):
             self.handle.registerTimer(t)
 
     def handleInputRows(self, key, rows, timerValues):  # noqa: N802,N803
-        core = self._ready()
+        core = self._ready(key)
         cls, index = self.record_class, self.time_index
         records = [tuple.__new__(cls, row) for row in rows]
         if self.input_index is not None:  # two inputs: a carrier row (input 0) only moved its input's watermark
@@ -145,13 +150,15 @@ class KeyedProcessor(StatefulProcessor):
         yield from self._finish()
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):  # noqa: N802,N803 (called by keyword)
-        core = self._ready()
+        core = self._ready(key)
         watermark = self._watermark(timerValues)
         core.begin(key, self._load(key), watermark)
         core.fire(watermark)
         yield from self._finish(expiredTimerInfo.getExpiryTimeInMs())
 
     def close(self) -> None:
+        if self.operator is not None:  # snapshot_state before close(), as a Flink task's last checkpoint
+            self.operator.close(self.handle, self.operator_variable)
         if self.core is not None and self.spec.timed:
             self.spec.function.close()
         if self.core is not None and self.seed is not None:
@@ -163,7 +170,7 @@ OBSERVED = "fw_dropped"
 
 
 def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int | None, switch_watermark: int | None,
-                      initial=None, seed=None):
+                      initial=None, seed=None, operator=None):
     """The streaming DataFrame of changelog rows: watermark, late filter, transformWithState.
 
     Records without an event time, and (mixed mode) those at or before W, are dropped here and
@@ -183,7 +190,7 @@ def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int | N
             stream = stream.where(ts > w)
     grouped = normalized_keys(stream, spec.key_names).groupBy(*[F.col(k) for k in spec.key_names])
     return grouped.transformWithState(
-        KeyedProcessor(spec, output, switch_watermark, seed), changelog_schema(output), "Append",
+        KeyedProcessor(spec, output, switch_watermark, seed, operator), changelog_schema(output), "Append",
         "EventTime" if spec.event_time is not None else "None",
         initialState=None if initial is None else initial.groupBy(*[F.col(k) for k in spec.key_names]),
     )

@@ -29,8 +29,9 @@ class JobResults:
 
     @property
     def mode_reason(self) -> str | None:
-        """Why the job runs in its mode when its sources decided it (FLIP-327's rule: an input made with
-        ``backlog=False`` makes a mixed job a stream from the start), else None."""
+        """Why the job runs in its mode when its sources or its function decided it (FLIP-327's rule: an input
+        made with ``backlog=False`` makes a mixed job a stream from the start; so does a keyed function with
+        operator state), else None."""
         return self.plan.why
 
     @property

@@ -141,8 +141,10 @@ class Savepoint:
     def __repr__(self) -> str:
         doc = self.document
         read = "; ".join(_what_was_read(p) for p in self.manifest.get("inputs", [self.manifest]))
+        keys = doc.get("key_names") or []
+        keyed = f"keyed state by {', '.join(map(str, keys))}, " if keys else ""
         return (f"Savepoint({os.path.basename(self.path)} of job {doc.get('job')!r}: after micro-batch "
-                f"{doc.get('batch')}, parallelism {self.parallelism}, {read}, operator state of "
+                f"{doc.get('batch')}, parallelism {self.parallelism}, {read}, {keyed}operator state of "
                 f"{', '.join(self.operator_state) or 'none'})")
 
 

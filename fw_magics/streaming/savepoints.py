@@ -160,30 +160,47 @@ def _watermark(job, position: dict) -> tuple[int | None, dict]:
 # -- the state, by kind -----------------------------------------------------------------------------
 
 
+def _state_reader(spark, checkpoint: str, variable: str, batch: int | None):
+    """Spark's state data source over one value state of ``checkpoint`` (at ``batch``, else the last committed)."""
+    reader = spark.read.format("statestore").option("path", checkpoint).option("stateVarName", variable)
+    return reader if batch is None else reader.option("batchId", batch)
+
+
 def keyed_state_frame(spark, checkpoint: str, key_names, batch: int | None = None):
     """Every key's state in ``checkpoint`` (at ``batch``, else the last committed): the key columns and
     ``__fw_state``, through Spark's state data source."""
-    reader = spark.read.format("statestore").option("path", checkpoint).option("stateVarName", STATE_VARIABLE)
-    if batch is not None:
-        reader = reader.option("batchId", batch)
-    frame = reader.load()
+    frame = _state_reader(spark, checkpoint, STATE_VARIABLE, batch).load()
     return frame.select(*[F.col("key").getField(k).alias(k) for k in key_names],
                         F.col("value").getField("state").alias(STATE))
 
 
 def operator_snapshots(spark, checkpoint: str, parallelism: int, batch: int | None = None) -> list[dict]:
     """Each subtask's operator-state snapshot in ``checkpoint`` (at ``batch``, else the last committed)."""
-    reader = spark.read.format("statestore").option("path", checkpoint).option("stateVarName", OPERATOR_VARIABLE)
-    if batch is not None:
-        reader = reader.option("batchId", batch)
-    frame = reader.load().select(F.col("key").getField(SUBTASK).alias("subtask"),
-                                 F.col("value").getField("state").alias("state"))
+    frame = _state_reader(spark, checkpoint, OPERATOR_VARIABLE, batch).load()
+    frame = frame.select(F.col("key").getField(SUBTASK).alias("subtask"), F.col("value").getField("state").alias("state"))
     found = {int(row["subtask"]): json.loads(row["state"]) for row in frame.collect()}
     missing = [i for i in range(parallelism) if i not in found]
     if missing or len(found) != parallelism:
         raise ResumeError(f"the operator state in {checkpoint} has subtasks {sorted(found)}; expected 0 to "
                           f"{parallelism - 1} (every subtask is initialized in the first micro-batch)")
-    snapshots = [found[i] for i in range(parallelism)]
+    return _checked([found[i] for i in range(parallelism)])
+
+
+def partition_snapshots(spark, checkpoint: str, parallelism: int, batch: int, restored: list | None) -> list[dict]:
+    """Each state partition's operator-state snapshot of a keyed operator (``keyed_operator_state``), in
+    ``checkpoint`` at ``batch``: a partition that has not run its function since the start has the
+    restore's share (``restored``), else an empty snapshot."""
+    frame = _state_reader(spark, checkpoint, OPERATOR_VARIABLE, batch).load()
+    rows = frame.select(F.col("partition_id"), F.col("value").getField("state").alias("state")).collect()
+    found = {int(row["partition_id"]): json.loads(row["state"]) for row in rows}
+    stray = sorted(p for p in found if not 0 <= p < parallelism)
+    if stray or len(found) != len(rows):
+        raise ResumeError(f"the operator state in {checkpoint} has partitions {sorted(found)} in {len(rows)} rows; "
+                          f"expected at most one each of 0 to {parallelism - 1}")
+    return _checked([found.get(i, {} if restored is None else restored[i]) for i in range(parallelism)])
+
+
+def _checked(snapshots: list[dict]) -> list[dict]:
     for i, snapshot in enumerate(snapshots):
         validate_subtask_snapshot(snapshot, f"subtask {i}'s operator state")
     return snapshots
@@ -234,8 +251,12 @@ class _Keyed(StateKind):
             backlog_outputs = None  # the base files hold them
         changelog = changelog_frame(job.spark, job.root, job.output, backlog_outputs, restored)
         latest = latest_rows(changelog.where(F.col(BATCH) <= batch), keys).drop(BATCH)
-        return Snapshot({}, functools.partial(write_parquet, keyed), functools.partial(write_parquet, latest), True,
-                        base)
+        operators = {}
+        if job.spec.checkpointed:  # the function's operator state, one snapshot per state partition
+            operators[job.stateful.step.name] = partition_snapshots(
+                job.spark, job.storage.path(CHECKPOINT), job.parallelism, batch, restored_operator_state(job.storage))
+        return Snapshot(operators, functools.partial(write_parquet, keyed), functools.partial(write_parquet, latest),
+                        True, base)
 
     def restore(self, savepoint, storage, job):
         base = [(f"{RESTORED_BASE}/{i:04d}.arrow", sha) for i, (_, sha) in enumerate(savepoint.base)]
@@ -248,6 +269,9 @@ class _Keyed(StateKind):
                                                     [(f["path"], f["sha256"]) for f in over], aligned))
         if savepoint.latest_path is not None:
             share(savepoint.latest_path, storage.path(RESTORED_LATEST))
+        if job.spec.checkpointed:  # a savepoint of the function before it kept operator state: empty, restored
+            snapshots = savepoint.operator_state.get(job.stateful.step.name) or [{}]
+            write_restored_operator_state(storage, redistribute_snapshots(snapshots, job.parallelism))
 
 
 class _Operator(StateKind):
@@ -262,8 +286,7 @@ class _Operator(StateKind):
         snapshots = savepoint.operator_state.get(operator)
         if snapshots is None:
             raise ResumeError(f"savepoint {savepoint.path} has no state for the operator {operator!r}")
-        restored = redistribute_snapshots(snapshots, job.parallelism)
-        storage.write_bytes(storage.path(RESTORED_OPERATOR), json.dumps(restored).encode())
+        write_restored_operator_state(storage, redistribute_snapshots(snapshots, job.parallelism))
 
 
 KEYED, OPERATOR = _Keyed(), _Operator()
@@ -313,6 +336,10 @@ def check_restorable(savepoint: Savepoint, job) -> None:
         raise ResumeError(f"{where} {elsewhere}; restore it with the job it was taken of")
     if job.state_kind is not KEYED:
         return
+    operator = job.stateful.step.name
+    if savepoint.operator_state.get(operator) and not job.spec.checkpointed:
+        raise ResumeError(f"{where} holds operator state of {operator}, whose function now keeps none (no "
+                          "initialize_state and snapshot_state); restore it with the function it was taken of")
     keys = list(job.spec.key_names)
     if list(savepoint.document["key_names"]) != keys:
         raise ResumeError(f"{where} is keyed by {savepoint.document['key_names']!r:.100}, the job by {keys}")
@@ -365,6 +392,11 @@ def restored_rows(spark, storage: Storage, output, key_names):
     base = handed_over_outputs(spark, storage.root, output)  # a backlog's outputs, in its order
     layered = base.withColumn(BATCH, F.lit(0).cast("long")).unionByName(latest.withColumn(BATCH, F.lit(1).cast("long")))
     return latest_rows(layered, key_names).drop(BATCH)
+
+
+def write_restored_operator_state(storage: Storage, snapshots: list[dict]) -> None:
+    """A restored job's operator-state snapshots, one per new subtask (already redistributed)."""
+    storage.write_bytes(storage.path(RESTORED_OPERATOR), json.dumps(snapshots).encode())
 
 
 def restored_operator_state(storage: Storage) -> list[dict] | None:

@@ -27,6 +27,7 @@ import warnings
 from ..errors import FullWindowError, ResumeError
 from ..failover import restart_strategy
 from ..graph import JobGraph
+from ..keyed_process import KeyedOperatorSpec
 from ..process_function import OPERATOR
 from ..recovery import JobLog, events, replay, safe_job_path
 from ..recovery.content import compare
@@ -67,7 +68,7 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
                               "savepoint's job ran in")
     savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
     source = source_of(stateful)
-    mode, why = effective_mode(mode, source)
+    mode, why = effective_mode(mode, source, stateful.spec)
     if max_files is not None and "table" in kinds_of(source):
         raise FullWindowError(f"max_files_per_trigger {max_files} caps the files of a micro-batch; a table "
                               "source's micro-batch reads every new row (leave it None)")
@@ -93,19 +94,29 @@ def default_name(stateful) -> str:
     return re.sub(r"[^A-Za-z0-9_.\- ]+", "_", label).strip(" .")[:200] or "stream"
 
 
-def effective_mode(mode: Mode, source) -> tuple[Mode, str | None]:
-    """The mode the job runs in, and why when its sources decided it: FLIP-327's rule, an operator with an
-    input without a backlog (``backlog=False``) runs as a stream from the start; mode "batch" has nothing
-    to run for such an input and is refused in one line."""
-    lacking = without_backlog(source)
-    if not lacking or mode is Mode.STREAM:
+def effective_mode(mode: Mode, source, spec=None) -> tuple[Mode, str | None]:
+    """The mode the job runs in, and why when its sources or its function decided it: FLIP-327's rule, an
+    operator with an input without a backlog (``backlog=False``) runs as a stream from the start; so does a
+    keyed operator whose function keeps operator state (its stores live per micro-batch of a stream). Mode
+    "batch" has nothing to run for either and is refused in one line."""
+    if mode is Mode.STREAM:
         return mode, None
-    named = " and ".join(repr(n) for n in lacking)
+    lacking = without_backlog(source)
+    if lacking:
+        named = " and ".join(repr(n) for n in lacking)
+        why = (f"{named} has no backlog (backlog=False): an operator with an input without a backlog runs as a "
+               "stream from the start (FLIP-327)")
+        refusal = f"{named} was made with backlog=False (it has none)"
+    elif isinstance(spec, KeyedOperatorSpec) and spec.checkpointed:
+        why = (f"{spec.label} keeps operator state (fw.CheckpointedFunction), kept per state partition and "
+               "micro-batch: a keyed operator with operator state runs as a stream from the start")
+        refusal = f"{spec.label} keeps operator state (fw.CheckpointedFunction), which lives in a stream's micro-batches"
+    else:
+        return mode, None
     if mode is Mode.BATCH:
-        raise FullWindowError(f"mode 'batch' runs the backlog, and {named} was made with backlog=False (it has none); "
-                              "accepted: mode 'mixed' or 'stream' (the job then runs as a stream from the start)")
-    return Mode.STREAM, (f"{named} has no backlog (backlog=False): an operator with an input without a backlog "
-                         "runs as a stream from the start (FLIP-327)")
+        raise FullWindowError(f"mode 'batch' runs the backlog, and {refusal}; accepted: mode 'mixed' or 'stream' "
+                              "(the job then runs as a stream from the start)")
+    return Mode.STREAM, why
 
 
 def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Trigger, sink, max_files,

@@ -27,6 +27,7 @@ from ..co_process import (
 )
 from ..errors import FullWindowError
 from ..keyed_process import KeyedOperatorSpec, StateType
+from ..process_function import check_both_or_neither
 from ..schema import nullable
 from .lineage import Step
 
@@ -142,6 +143,7 @@ class ConnectedKeyedStreams:
         for method in ("process_element1", "process_element2"):
             if getattr(type(fn), method) is getattr(KeyedCoProcessFunction, method):
                 raise FullWindowError(f"{name} must define {method}(record, ctx)")
+        check_both_or_neither(fn, name)
         return co_process(self._pair, fn, name, schema)
 
 

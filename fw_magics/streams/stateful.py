@@ -18,6 +18,7 @@ from .. import verbs
 from ..errors import FullWindowError
 from ..functions import AggregateFunction, as_aggregate_function
 from ..keyed_process import DescriptorProbe, KeyedOperatorSpec, KeyedProcessFunction, StateType, is_field_list
+from ..process_function import check_both_or_neither
 from ..schema import arrow_schema, nullable, parse_schema
 from .arguments import check_callable, function_name, result_schema
 from .lineage import Step
@@ -205,6 +206,7 @@ def process(keyed, fn, schema=None) -> StatefulStream:
     name = type(fn).__name__
     if type(fn).process_element is KeyedProcessFunction.process_element:
         raise FullWindowError(f"{name} must define process_element(record, ctx)")
+    check_both_or_neither(fn, name)
     result, out, states = function_parts(keyed, fn, name, schema)
     spec = KeyedOperatorSpec(kind="process", function=fn, label=name, record=_record_type(keyed),
                              key=key_type(keyed), event_time=_event_time(keyed), result=result, states=states)

@@ -59,3 +59,57 @@ class BufferingSink(fw.ProcessFunction, fw.CheckpointedFunction):
 
     def snapshot_state(self, ctx):
         self.state.update(self.buffer)
+
+
+KEYED_MODES = {"seen": "split", "origins": "union", "rules": "broadcast"}
+
+
+class KeyedTally(fw.KeyedProcessFunction, fw.CheckpointedFunction):
+    """Operator state inside a keyed operator, beside a keyed counter: ``seen`` (list state) gets one
+    ``[k, v]`` unit per record, ``origins`` (union list state) the subtask index once, ``rules`` (broadcast
+    state) one entry, both only on a fresh start, so restored units stay where the restore put them.
+    Emits (subtask, restored, the key's count so far) per record."""
+
+    schema = "subtask int, restored boolean, n long"
+
+    def initialize_state(self, ctx):
+        self.seen = ctx.get_list_state("seen")
+        self.origins = ctx.get_union_list_state("origins")
+        self.rules = ctx.get_broadcast_state("rules")
+        self.restored = ctx.is_restored()
+        self.subtask = ctx.subtask_index
+        if not self.restored:
+            self.origins.add(ctx.subtask_index)
+            self.rules["unit"] = "k, v"
+
+    def open(self, ctx):
+        self.count = ctx.get_state(fw.ValueStateDescriptor("count", "long"))
+
+    def process_element(self, record, ctx):
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        self.seen.add([record.k, record.v])
+        return (self.subtask, self.restored, n)
+
+    def snapshot_state(self, ctx):
+        pass  # every change is made in the states themselves
+
+
+class Handshake(fw.KeyedCoProcessFunction, fw.CheckpointedFunction):
+    """Two inputs, one operator state: ``seen`` (list state) gets ``[input, k, v]`` per record of either input."""
+
+    schema = "side int"
+
+    def initialize_state(self, ctx):
+        self.seen = ctx.get_list_state("seen")
+
+    def process_element1(self, record, ctx):
+        self.seen.add([1, record.k, record.v])
+        return (1,)
+
+    def process_element2(self, record, ctx):
+        self.seen.add([2, record.key, record.w])
+        return (2,)
+
+    def snapshot_state(self, ctx):
+        pass

@@ -65,6 +65,7 @@ def truncated_parquet(rows) -> bytes:
     return data[: len(data) - 20]
 
 
+@pytest.mark.extended  # about 28 s (mixed mode, a 200 ms trigger): make test-extended (CI) keeps make test short
 def test_a_temporary_name_landing_during_a_200_ms_trigger_is_never_read(area):
     """Tutorial 6's land_file wrote hour-0008.parquet.tmp, then renamed it: the trigger listed the
     .tmp name, the rename removed it, and every restart failed on it. Only *.parquet names are read."""

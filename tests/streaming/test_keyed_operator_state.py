@@ -1,0 +1,173 @@
+"""Operator state inside a keyed operator (FLIP-8): a KeyedProcessFunction that is also a CheckpointedFunction.
+
+Each subtask is a state partition of the stream (the keys Spark's hash puts there: ``spark_hash.partition``
+says which), so the reference model of its list state is "one unit per record of a key of that partition";
+a savepoint holds one snapshot per partition, and a restore at another parallelism redistributes them by
+each state's mode (tests/state/reference_state.py's rule) while the keys' own state follows the keys.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fw_magics as fw
+from fw_magics.errors import ResumeError
+from fw_magics.streaming.savepoint_files import load_savepoint
+from fw_magics.streaming.spark_hash import partition
+
+from ..state import reference_state
+from . import functions
+from .files import TRIGGER
+from .operator_functions import KEYED_MODES, Handshake, KeyedTally
+
+pytestmark = [pytest.mark.spark]
+
+OPERATOR = "process(KeyedTally)"
+EXAMPLES = itertools.count()  # hypothesis runs several examples in one test's folder: each its own jobs
+
+
+def _operator(area, name):
+    return fw.from_files(area.source(name), "parquet", functions.SCHEMA).key_by("k").process(KeyedTally())
+
+
+def _state(path: str, operator: str = OPERATOR) -> list[dict]:
+    """Each subtask's units per state name, from a savepoint."""
+    return [{name: entry["units"] for name, entry in s.items()} for s in load_savepoint(path).operator_state[operator]]
+
+
+def _units(records, p: int) -> list[list]:
+    """The reference: subtask i's ``seen`` units are the [k, v] of the records whose key Spark puts in partition i."""
+    out = [[] for _ in range(p)]
+    for k, v, _ in records:
+        out[partition((k,), (True,), p)].append([k, v])
+    return [sorted(units) for units in out]
+
+
+def _sorted(state: list[dict], name: str) -> list:
+    return [sorted(s.get(name, [])) for s in state]
+
+
+def _run(job, area, name, files) -> None:
+    for rows in files:
+        area.write(rows, name)
+        job.process_all_available()
+
+
+def _check_round_trip(area, name, first, second, third, p_new):
+    """A job at 2 over ``first`` then ``second``, a savepoint, a restore at ``p_new`` over ``third``."""
+    op = _operator(area, name)
+    job = op.start(job_dir=area.jobs, job_name=name, trigger=TRIGGER, parallelism=2)  # mode 'mixed' asked
+    try:
+        assert "keeps operator state" in job.mode_reason  # a stream from the start, and why
+        _run(job, area, name, [first, second])
+        path = job.savepoint()
+        rows = job.changelog()
+    finally:
+        job.stop()
+    records = first + second
+    assert repr(load_savepoint(path)).endswith(
+        f"keyed state by k, operator state of files({name}), process(KeyedTally))")
+    before = _state(path)
+    assert _sorted(before, "seen") == _units(records, 2)
+    ran = [i for i in range(2) if _units(records, 2)[i]]
+    assert [s.get("origins", []) for s in before] == [[i] if i in ran else [] for i in range(2)]
+    assert all(s.get("rules", [["unit", "k, v"]]) == [["unit", "k, v"]] for s in before)
+    assert not rows["restored"][rows["batch"] == rows["batch"].min()].any()  # each subtask's first run is fresh
+    assert sorted(zip(rows["k"], rows["subtask"])) == sorted((k, partition((k,), (True,), 2)) for k, _, _ in records)
+
+    restored = op.start(job_dir=area.jobs, job_name=f"{name}-{p_new}", trigger=TRIGGER, from_savepoint=path,
+                        parallelism=p_new)
+    try:
+        _run(restored, area, name, [third])
+        after = _state(restored.savepoint())
+        latest = restored.latest()
+        fresh = restored.changelog()
+    finally:
+        restored.stop()
+    moved = reference_state.redistribute(before, p_new, KEYED_MODES)  # where the restore put the old units
+    new = _units(third, p_new)
+    assert _sorted(after, "seen") == [sorted(m.get("seen", []) + new[i]) for i, m in enumerate(moved)]
+    assert [sorted(s.get("origins", [])) for s in after] == [sorted(m.get("origins", [])) for m in moved]
+    assert sorted(u for s in after for u in s.get("seen", [])) == sorted([k, v] for k, v, _ in records + third)
+    assert fresh[fresh["batch"] >= 0]["restored"].all()  # (before batch 0: the savepoint's latest rows)
+    counts = {}
+    for k, _, _ in records + third:  # the keys' own state went with the keys: counts go on from the savepoint
+        counts[k] = counts.get(k, 0) + 1
+    assert dict(zip(latest["k"], latest["n"])) == counts
+
+
+@pytest.mark.core
+def test_operator_state_of_a_keyed_function_is_kept_per_state_partition_and_restored_at_three(area):
+    first = [(1, 10, 0), (2, 20, 0), (3, 30, 0), (1, 11, 0)]
+    second = [(4, 40, 0), (2, 21, 0), (5, 50, 0)]
+    third = [(1, 12, 0), (6, 60, 0), (7, 70, 0), (3, 31, 0)]
+    _check_round_trip(area, "ks", first, second, third, 3)
+
+
+rows = st.lists(st.tuples(st.integers(-20, 20), st.integers(-1000, 1000), st.just(0)), min_size=1, max_size=8)
+
+
+@pytest.mark.extended  # several jobs per example: make test-extended
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(first=rows, second=rows, third=rows, p_new=st.sampled_from([1, 3, 5]))
+def test_keyed_operator_state_on_random_records_matches_the_reference_at_any_parallelism(area, first, second, third,
+                                                                                         p_new):
+    _check_round_trip(area, f"kr{next(EXAMPLES)}", first, second, third, p_new)
+
+
+def test_a_two_input_function_keeps_operator_state_and_batch_mode_refuses_it_in_one_line(area):
+    area.write([(1, 1, 0), (2, 2, 0)], "h-a")
+    area.write([(1, 5, 0), (3, 7, 0)], "h-b", names=("key", "w", "ts"))
+    first = fw.from_files(area.source("h-a"), "parquet", functions.SCHEMA)
+    second = fw.from_files(area.source("h-b"), "parquet", "key long, w long, ts timestamp")
+    op = first.connect(second).key_by("k", "key").process(Handshake())
+    with pytest.raises(fw.FullWindowError, match=r"^mode 'batch' runs the backlog, and Handshake keeps operator "
+                                                 r"state .*accepted: mode 'mixed' or 'stream'"):
+        op.start(job_dir=area.jobs, job_name="hb", mode="batch")
+    job = op.start(job_dir=area.jobs, job_name="h", trigger=TRIGGER, mode="stream", parallelism=2)
+    try:
+        job.process_all_available()
+        state = _state(job.savepoint(), "co_process(Handshake)")
+    finally:
+        job.stop()
+    expected = [[] for _ in range(2)]
+    for side, k, v in [(1, 1, 1), (1, 2, 2), (2, 1, 5), (2, 3, 7)]:
+        expected[partition((k,), (True,), 2)].append([side, k, v])
+    assert _sorted(state, "seen") == [sorted(e) for e in expected]
+
+
+def test_a_function_that_keeps_half_of_operator_state_or_drops_it_on_a_restore_is_refused(area):
+    class Half(fw.KeyedProcessFunction):
+        schema = "x long"
+
+        def process_element(self, record, ctx):
+            return (1,)
+
+        def initialize_state(self, ctx):
+            pass
+
+    stream = fw.from_files(area.source("half"), "parquet", functions.SCHEMA).key_by("k")
+    with pytest.raises(fw.FullWindowError, match=r"^Half defines initialize_state but not snapshot_state; accepted: "
+                                                 r"both"):
+        stream.process(Half())
+    area.write([(1, 1, 0)], "half")
+    job = _operator(area, "half").start(job_dir=area.jobs, job_name="half", trigger=TRIGGER, parallelism=2)
+    try:
+        job.process_all_available()
+        path = job.savepoint()
+    finally:
+        job.stop()
+
+    class KeyedTally(fw.KeyedProcessFunction):  # same name, no operator state any more
+        schema = "subtask int, restored boolean, n long"
+
+        def process_element(self, record, ctx):
+            return (0, False, 1)
+
+    with pytest.raises(ResumeError, match=r"holds operator state of process\(KeyedTally\), whose function now "
+                                          r"keeps none"):
+        stream.process(KeyedTally()).start(job_dir=area.jobs, job_name="half2", from_savepoint=path)
