@@ -8,7 +8,7 @@
 from typing import TYPE_CHECKING
 
 from . import verbs
-from .co_process import KeyedCoProcessFunction, ProcessJoinFunction
+from .co_process import KeyedBroadcastProcessFunction, KeyedCoProcessFunction, ProcessJoinFunction
 from .errors import (
     FullWindowError,
     FwMagicsError,
@@ -109,7 +109,7 @@ verbs.provide("start", _start)
 verbs.provide("read_table", _read_table)
 
 __all__ = [
-    "AggregateFunction", "CheckpointedFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
+    "AggregateFunction", "CheckpointedFunction", "KeyedBroadcastProcessFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
     "Interrupted", "JobDirNotSharedError", "JobFailedError", "JobLockedError", "JobLockLostError", "JobStorageError",
     "KeyedCoProcessFunction", "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor",
     "OperatorStream", "Order", "PartitionWindowedStream", "ProcessFunction", "ProcessJoinFunction", "Record",

@@ -1,4 +1,5 @@
-"""Flink's two-input keyed functions: ``KeyedCoProcessFunction`` and the interval join.
+"""Flink's two-input keyed functions: ``KeyedCoProcessFunction``, the interval join, and a keyed stream
+connected with a broadcast stream (``KeyedBroadcastProcessFunction``, at the end of this module).
 
 Defining one needs no Spark. ``a.connect(b).key_by("customer", "customer").process(fn)`` runs a
 ``KeyedCoProcessFunction`` over two keyed inputs that share their keyed state and timers::
@@ -30,10 +31,13 @@ holding the record as a struct (the other input's is null). The per-key core
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .errors import FullWindowError
 from .keyed_process import INPUT, MIN_WATERMARK, SIDES, TIME, ListStateDescriptor, emitted
 
-__all__ = ["INPUT", "SIDES", "TIME", "IntervalJoinOperator", "KeyedCoProcessFunction", "ProcessJoinFunction"]
+__all__ = ["INPUT", "SIDES", "TIME", "BroadcastOperator", "IntervalJoinOperator", "KeyedBroadcastProcessFunction",
+           "KeyedCoProcessFunction", "ProcessJoinFunction"]
 
 
 class KeyedCoProcessFunction:
@@ -175,3 +179,141 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
             if len(keep) < len(stored):
                 records.keep_only(keep)
                 times.keep_only(keep)
+
+
+# -- a keyed stream connected with a broadcast stream -------------------------------------------------
+
+
+class KeyedBroadcastProcessFunction:
+    """A keyed stream connected with a broadcast stream (Flink's ``KeyedBroadcastProcessFunction``)::
+
+        class Limits(fw.KeyedBroadcastProcessFunction):
+            schema = "amount double, over boolean"
+
+            def process_broadcast_element(self, rule, ctx):      # every subtask gets every rule
+                ctx.get_broadcast_state("limits")[rule.name] = rule.limit
+
+            def process_element(self, order, ctx):               # the keyed input: reads the rules
+                limit = ctx.get_broadcast_state("limits").get("default")
+                return (order.amount, limit is not None and order.amount > limit)
+
+        orders.key_by("customer").connect(rules.broadcast()).process(Limits())
+
+    ``process_broadcast_element(value, ctx)`` sees no key: it changes the broadcast state
+    (``ctx.get_broadcast_state(name)``, a dict of JSON keys and values, FLIP-8's ``BroadcastState``)
+    the same way in every subtask, and emits nothing. ``process_element(value, ctx)`` reads it
+    (read-only there, as in Flink) beside the key's own state (``open``'s descriptors) and timers.
+    Also a ``fw.CheckpointedFunction``, it may keep further operator state.
+    """
+
+    schema: str | None = None
+
+    def open(self, ctx) -> None:
+        """Called once per parallel instance before any record: declare the keyed state here."""
+
+    def process_element(self, value, ctx):
+        raise NotImplementedError
+
+    def process_broadcast_element(self, value, ctx):
+        raise NotImplementedError
+
+    def on_timer(self, timestamp: int, ctx):
+        """Called when the watermark passes an event-time timer of the current key."""
+        return None
+
+    def close(self) -> None:
+        """Called once per parallel instance after its last record."""
+
+
+class ReadOnlyBroadcastState(Mapping):
+    """A broadcast state as ``process_element`` sees it: read, never changed (Flink's rule, which keeps
+    every subtask's copy equal)."""
+
+    def __init__(self, state):
+        self._state = state
+
+    def __getitem__(self, key):
+        return self._state[key]
+
+    def __iter__(self):
+        return iter(self._state)
+
+    def __len__(self) -> int:
+        return len(self._state)
+
+    def _refuse(self, *args, **kwargs):
+        raise FullWindowError(
+            f"broadcast state {self._state.name!r} is read-only in process_element (every subtask's copy must stay "
+            "the same); change it in process_broadcast_element")
+
+    __setitem__ = __delitem__ = update = pop = clear = setdefault = _refuse
+
+    def __repr__(self) -> str:
+        return f"ReadOnly{self._state!r}"
+
+
+class BroadcastContext:
+    """``ctx`` of ``process_broadcast_element``: the broadcast states to change, no key."""
+
+    __slots__ = ("_store", "_timestamp", "_watermark")
+
+    def __init__(self, store, timestamp: int | None, watermark: int):
+        self._store, self._timestamp, self._watermark = store, timestamp, watermark
+
+    def get_broadcast_state(self, name: str):
+        """The broadcast state called ``name`` (a dict; created empty the first time)."""
+        return self._store.get_broadcast_state(name)
+
+    def timestamp(self) -> int | None:
+        """The broadcast record's event time (epoch ms), None without event time."""
+        return self._timestamp
+
+    def current_watermark(self) -> int:
+        return self._watermark
+
+    def get_current_key(self):
+        raise FullWindowError("process_broadcast_element has no current key: a broadcast record goes to every "
+                              "subtask, not to a key")
+
+
+class BroadcastOperator(KeyedCoProcessFunction):
+    """A ``KeyedBroadcastProcessFunction`` run as fw-magics runs two inputs: the keyed input's records go to
+    its ``process_element`` as a co-process function's first input; the broadcast input's records never
+    reach a key (the runtime hands each to ``broadcast``, in every state partition). Its operator state
+    (the broadcast states, and the function's own if it is also a ``CheckpointedFunction``) is kept per
+    state partition (``fw_magics.streaming.keyed_operator_state``)."""
+
+    def __init__(self, fn: KeyedBroadcastProcessFunction):
+        self.fn = fn
+        self.schema = fn.schema
+        self.store = None
+
+    def initialize_state(self, ctx) -> None:
+        self.store = ctx.operator_state_store
+        if callable(getattr(self.fn, "initialize_state", None)):
+            self.fn.initialize_state(ctx)
+
+    def snapshot_state(self, ctx) -> None:
+        if callable(getattr(self.fn, "snapshot_state", None)):
+            self.fn.snapshot_state(ctx)
+
+    def open(self, ctx) -> None:
+        self.fn.open(ctx)
+
+    def process_element1(self, value, ctx):
+        return self.fn.process_element(value, ctx)
+
+    def broadcast(self, value, timestamp: int | None, watermark: int) -> None:
+        """One broadcast record, in this subtask; what it returned must be nothing."""
+        out = list(emitted(self.fn.process_broadcast_element(value, BroadcastContext(self.store, timestamp,
+                                                                                     watermark))))
+        if out:
+            raise FullWindowError(
+                f"{type(self.fn).__name__}.process_broadcast_element returned {out[0]!r:.60}; accepted: nothing (it "
+                "changes the broadcast state; process_element emits)")
+
+    def on_timer(self, timestamp: int, ctx):
+        return self.fn.on_timer(timestamp, ctx)
+
+    def close(self) -> None:
+        self.fn.close()

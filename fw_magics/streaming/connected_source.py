@@ -30,6 +30,7 @@ import os
 
 from pyspark.sql import functions as F
 
+from ..errors import FullWindowError
 from ..keyed_process import INPUT, SIDES, TIME
 from .carrier_source import carrier
 
@@ -82,6 +83,7 @@ class ConnectedSource:
         self.delay_ms = None  # its frames carry their watermarks: each input's, applied before the union
         self.delays = {i + 1: s.delay_ms for i, s in enumerate(self.inputs)}
         self.on_late = "fail" if any(s.on_late == "fail" for s in self.inputs) else "drop"
+        self.broadcast = bool(detail.get("broadcast"))  # input 2 is broadcast: each row to every state partition
 
     @staticmethod
     def _root(root: str, index: int) -> str:
@@ -131,13 +133,19 @@ class ConnectedSource:
 
     # -- frames: each input's, tagged, then the union ------------------------------------------------
 
-    def _tagged(self, index: int, frame, watermark: bool, carried: int | None = None):
+    def _tagged(self, index: int, frame, watermark: bool, carried: int | None = None,
+                parallelism: int | None = None):
         """Input ``index``'s frame as tagged rows; with ``watermark``, under its own watermark, which
-        ``carried`` (the input's greatest backlog event time, a carrier row) moves first."""
+        ``carried`` (the input's greatest backlog event time, a carrier row) moves first. A broadcast
+        input's rows are copied once per state partition, keyed by a value Spark hashes there."""
         source = self.inputs[index]
         record = F.struct(*[_quoted(n) for n in source.schema.names])
-        tagged = frame.select(*self._row([_quoted(k) for k in self.keys[index]], index + 1,
-                                         _quoted(source.event_time) if self.event_time else None,
+        keys = [_quoted(k) for k in self.keys[index]]
+        if self.broadcast and index == 1:
+            probes = partition_probes(frame.sparkSession, self.schema.fields[:len(self.key_names)], parallelism)
+            frame = frame.crossJoin(F.broadcast(probes))
+            keys = [_quoted(PROBE + k) for k in self.key_names]
+        tagged = frame.select(*self._row(keys, index + 1, _quoted(source.event_time) if self.event_time else None,
                                          {index: record}))
         if carried is not None:
             tagged = tagged.union(carrier(frame.sparkSession, carried).select(
@@ -157,8 +165,9 @@ class ConnectedSource:
                     for i, (s, side) in enumerate(zip(self.inputs, SIDES))]
         return columns
 
-    def _union(self, frames, watermark: bool, carried: dict | None = None):
-        first, second = (self._tagged(i, f, watermark, (carried or {}).get(i + 1)) for i, f in enumerate(frames))
+    def _union(self, frames, watermark: bool, carried: dict | None = None, parallelism: int | None = None):
+        first, second = (self._tagged(i, f, watermark, (carried or {}).get(i + 1), parallelism)
+                         for i, f in enumerate(frames))
         return first.union(second)
 
     def backlog_frame(self, spark, root: str):
@@ -168,7 +177,32 @@ class ConnectedSource:
                      hold: str | None = None):
         """The fresh records of both inputs, each input's watermark carried from its backlog (carrier_source)."""
         return self._union([s.fresh_stream(spark, r, max_files, parallelism, hold) for _, s, r in self._each(root)],
-                           watermark=True, carried=carried_tops(root))
+                           watermark=True, carried=carried_tops(root), parallelism=parallelism)
 
-    def stream(self, spark, root: str, max_files: int | None):
-        return self._union([s.stream(spark, r, max_files) for _, s, r in self._each(root)], watermark=True)
+    def stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None):
+        return self._union([s.stream(spark, r, max_files) for _, s, r in self._each(root)], watermark=True,
+                           parallelism=parallelism)
+
+
+#: The prefix of a probe frame's key columns (``partition_probes``), apart from any input's own.
+PROBE = "__fw_probe_"
+#: How many candidate values per state partition ``partition_probes`` tries.
+CANDIDATES = 64
+
+
+def partition_probes(spark, key_fields, parallelism: int | None):
+    """One row per state partition of ``parallelism``: key values (columns ``PROBE + name``) that Spark's hash
+    partitioning (``pmod(hash(keys), n)``, the state exchange's) puts in that partition, cast from the smallest
+    integers that land there. A broadcast row joined with it reaches every partition once."""
+    if parallelism is None:
+        raise FullWindowError("a broadcast input needs the job's parallelism to reach every state partition")
+    ids = spark.range(0, CANDIDATES * parallelism)
+    cast = ids.select(F.col("id"), *[F.col("id").cast(f.dataType).alias(PROBE + f.name) for f in key_fields])
+    hashed = ", ".join("`" + (PROBE + f.name).replace("`", "``") + "`" for f in key_fields)
+    chosen = [row["id"] for row in cast.groupBy(F.expr(f"pmod(hash({hashed}), {parallelism})"))
+              .agg(F.min("id").alias("id")).collect()]
+    if len(chosen) != parallelism:
+        types = ", ".join(f.dataType.simpleString() for f in key_fields)
+        raise FullWindowError(f"a broadcast input cannot reach every one of the {parallelism} state partitions "
+                              f"with keys of type {types}; accepted: integer, decimal, floating-point or string keys")
+    return cast.where(F.col("id").isin(chosen)).drop("id")

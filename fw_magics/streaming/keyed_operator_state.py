@@ -5,9 +5,11 @@ has, besides each key's state, the operator state of its subtask: list, union li
 state that every key of the subtask sees. In fw-magics a keyed operator's subtask is a state
 partition of its ``transformWithState`` (the keys Spark hashes to it), so its operator state is
 kept in that partition's own state store, committed with every micro-batch as the keys' state is:
-under the all-null key, in its own value state ``fw_operator``, which no key's state (``fw_state``)
-shares, so a key whose columns are all null keeps its state apart. Per micro-batch, in each state
-partition that has a key or a timer to run::
+under one fixed key (``placeholder``: 0, "", false... per column), in its own value state
+``fw_operator``, which no key's state (``fw_state``) shares, so a real key of that value keeps its
+state apart. (Not the all-null key: in a broadcast job, a micro-batch of broadcast rows only wrote
+and read it as the key 0, most likely because Spark encodes the grouping key by the nullability of
+that micro-batch's plan.) Per micro-batch, in each state partition that has a key or a timer to run::
 
     before its first key: the store read back (else, after a restore, the savepoint's share of this
                           subtask; else fresh), then fn.initialize_state(ctx), then fn.open(ctx)
@@ -22,7 +24,11 @@ non-keyed operator's are. Keys and operator state move independently on a rescal
 
 from __future__ import annotations
 
+import datetime as _dt
+import decimal
 import json
+
+from pyspark.sql import types as T
 
 from ..errors import FullWindowError
 from .operator_core import SubtaskState
@@ -39,8 +45,8 @@ class PartitionOperatorState:
     redistributed), read where a partition has not written its own yet; None for a job not restored.
     """
 
-    def __init__(self, key_count: int, parallelism: int, restored: list[dict] | None = None):
-        self.absent_key = (None,) * key_count
+    def __init__(self, key_types, parallelism: int, restored: list[dict] | None = None):
+        self.absent_key = tuple(placeholder(t) for t in key_types)
         self.parallelism = parallelism
         self.restored = restored
         self.state = None  # the SubtaskState, once opened in a task
@@ -99,3 +105,30 @@ def _state_client(handle):
             f"_statefulProcessorApiClient.set_implicit_key), which pyspark {pyspark.__version__} lacks; accepted: "
             "pyspark 4.0 to 4.3")
     return client
+
+
+def placeholder(data_type):
+    """A fixed, non-null value of a key column's Spark type: the key a partition's operator state is kept under."""
+    if isinstance(data_type, (T.StringType, T.VarcharType, T.CharType)):
+        return ""
+    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return 0
+    if isinstance(data_type, (T.FloatType, T.DoubleType)):
+        return 0.0
+    if isinstance(data_type, T.DecimalType):
+        return decimal.Decimal(0)
+    if isinstance(data_type, T.BooleanType):
+        return False
+    if isinstance(data_type, T.DateType):
+        return _dt.date(1970, 1, 1)
+    if isinstance(data_type, (T.TimestampType, T.TimestampNTZType)):
+        return _dt.datetime(1970, 1, 1) if isinstance(data_type, T.TimestampNTZType) else _dt.datetime(
+            1970, 1, 1, tzinfo=_dt.timezone.utc)
+    if isinstance(data_type, T.BinaryType):
+        return b""
+    if isinstance(data_type, T.StructType):
+        return tuple(placeholder(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, T.ArrayType):
+        return []
+    raise FullWindowError(f"operator state inside a keyed operator: a key column of type {data_type.simpleString()} "
+                          "has no fixed value to keep it under; accepted: key columns of a scalar, struct or array type")

@@ -86,11 +86,11 @@ def keyed_job_frame(job, warm: bool = False):
     plan, source, spark = job.plan, job.source, job.spark
     operator = None
     if job.spec.checkpointed:  # the function's operator state, one store per state partition
-        operator = PartitionOperatorState(len(job.spec.key_names), plan.parallelism,
+        operator = PartitionOperatorState(job.spec.key.spark_types, plan.parallelism,
                                           restored_operator_state(job.storage))
     if not plan.handover.continues:
-        return keyed_query_frame(source.stream(spark, job.root, plan.max_files), job.spec, job.output,
-                                 source.delay_ms, None, operator=operator)
+        return keyed_query_frame(source.stream(spark, job.root, plan.max_files, plan.parallelism), job.spec,
+                                 job.output, source.delay_ms, None, operator=operator)
     initial, seed = plan.handover.query_state(job, warm)
     stream = source.fresh_stream(spark, job.root, plan.max_files, plan.parallelism, plan.handover.hold(job.storage))
     return keyed_query_frame(stream, job.spec, job.output, source.delay_ms, job.watermark, initial, seed, operator)

@@ -24,6 +24,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
+from ..co_process import BroadcastOperator, ReadOnlyBroadcastState
 from ..errors import FullWindowError
 from ..keyed_process import (
     INPUT,
@@ -224,6 +225,15 @@ class Context:
     def get_current_key(self):
         return self._core.current_key()
 
+    def get_broadcast_state(self, name: str):
+        """A broadcast input's state called ``name``, read-only (a ``KeyedBroadcastProcessFunction``'s)."""
+        operator = self._core.spec.function
+        if not isinstance(operator, BroadcastOperator):
+            raise FullWindowError("get_broadcast_state in process_element is for a KeyedBroadcastProcessFunction "
+                                  "(a keyed stream connected with stream.broadcast()); operator state of a "
+                                  "CheckpointedFunction is got in initialize_state")
+        return ReadOnlyBroadcastState(operator.store.get_broadcast_state(name))
+
 
 class RuntimeContext:
     """``ctx`` of ``open()``: state handles bound to whichever key is current."""
@@ -398,11 +408,15 @@ class _CoProcess(_Process):
 
     def element(self, record) -> None:
         side = record[self.tag] - 1
+        for row in emitted(self.methods[side](self.value(record, side), self.core.context)):
+            self.core.emit(ELEMENT, row)
+
+    def value(self, record, side: int):
+        """The record of input ``side`` (0 or 1) a tagged row carries, as that input's record class."""
         value, cls = record[self.sides[side]], self.classes[side]
         if type(value) is not cls:  # a dict or Row (the stream), a record of the struct's class (the backlog)
             value = tuple.__new__(cls, [value[n] for n in cls._fields] if isinstance(value, dict) else value)
-        for row in emitted(self.methods[side](value, self.core.context)):
-            self.core.emit(ELEMENT, row)
+        return value
 
 
 class _Running:

@@ -26,6 +26,7 @@ import json
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 
+from ..co_process import BroadcastOperator
 from ..keyed_process import INPUT, KeyedOperatorSpec
 from ..records import record_type
 from ..watermarks import effective_watermark
@@ -36,6 +37,8 @@ from .processors import KeyedCore
 STATE_STORE = ("spark.sql.streaming.stateStore.providerClass",
                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
 STATE_VARIABLE = "fw_state"
+#: The tag of a broadcast input's rows (a keyed stream connected with ``stream.broadcast()``): input 2.
+BROADCAST_INPUT = 2
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _US = _dt.timedelta(microseconds=1)
 
@@ -64,6 +67,7 @@ class KeyedProcessor(StatefulProcessor):
         self.switch_watermark = switch_watermark
         self.seed = seed  # a PartitionSeed: keys' handed-over state read on their first fresh record
         self.operator = operator  # a PartitionOperatorState: the function's operator state (CheckpointedFunction)
+        self.broadcast = isinstance(spec.function, BroadcastOperator)  # its second input is broadcast
         self.core = None
 
     def init(self, handle) -> None:
@@ -139,6 +143,8 @@ class KeyedProcessor(StatefulProcessor):
         records = [tuple.__new__(cls, row) for row in rows]
         if self.input_index is not None:  # two inputs: a carrier row (input 0) only moved its input's watermark
             records = [r for r in records if r[self.input_index]]
+            if self.broadcast and records:  # a broadcast record's copy for this partition: not the key's
+                records = self._broadcast(records, self._watermark(timerValues))
             if not records:
                 return
         if index is not None:  # event-time order within the batch (stable), then (two inputs) the input's
@@ -148,6 +154,20 @@ class KeyedProcessor(StatefulProcessor):
         for record in records:
             core.element(record, None if index is None else _micros(record[index]) // 1000)
         yield from self._finish()
+
+    def _broadcast(self, records: list, watermark: int) -> list:
+        """Apply the broadcast input's records (tag 2) to the partition's broadcast state, in one order every
+        partition shares (event time, then the record's values); return the keyed input's."""
+        tag, index = self.input_index, self.time_index
+        broadcast = [r for r in records if r[tag] == BROADCAST_INPUT]
+        if not broadcast:
+            return records
+        operator = self.core.operator
+        values = [(None if index is None else _micros(r[index]) // 1000, operator.value(r, 1)) for r in broadcast]
+        values.sort(key=lambda tv: (tv[0] is not None, tv[0] or 0, repr(tuple(tv[1]))))
+        for timestamp, value in values:
+            self.spec.function.broadcast(value, timestamp, watermark)
+        return [r for r in records if r[tag] != BROADCAST_INPUT]
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):  # noqa: N802,N803 (called by keyword)
         core = self._ready(key)

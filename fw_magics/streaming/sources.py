@@ -223,7 +223,7 @@ class FilesSource(OneInput):
             return f"lists the files of {position['directory']!r:.200}, not of the job's source {self.directory!r:.200}"
         return None
 
-    def stream(self, spark, root: str, max_files: int | None) -> DataFrame:
+    def stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None) -> DataFrame:
         """A stream-mode job's stream: its own files from the first, through the manifest; a job recorded
         before stream mode had a manifest keeps Spark's file source, which its checkpoint was made with."""
         if self.manifest(root).exists():
@@ -343,7 +343,7 @@ class TableSource(OneInput):
             reader = reader.option("hold", hold)
         return reader.load()
 
-    def stream(self, spark, root: str, max_files: int | None) -> DataFrame:
+    def stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None) -> DataFrame:
         return self.fresh_stream(spark, root, max_files)
 
     def operator_stream(self, spark, root: str, max_files: int | None, parallelism: int) -> DataFrame:

@@ -24,6 +24,7 @@ import os
 import re
 import warnings
 
+from ..co_process import BroadcastOperator
 from ..errors import FullWindowError, ResumeError
 from ..failover import restart_strategy
 from ..graph import JobGraph
@@ -108,9 +109,10 @@ def effective_mode(mode: Mode, source, spec=None) -> tuple[Mode, str | None]:
                "stream from the start (FLIP-327)")
         refusal = f"{named} was made with backlog=False (it has none)"
     elif isinstance(spec, KeyedOperatorSpec) and spec.checkpointed:
-        why = (f"{spec.label} keeps operator state (fw.CheckpointedFunction), kept per state partition and "
-               "micro-batch: a keyed operator with operator state runs as a stream from the start")
-        refusal = f"{spec.label} keeps operator state (fw.CheckpointedFunction), which lives in a stream's micro-batches"
+        held = "a broadcast input's state" if isinstance(spec.function, BroadcastOperator) else "operator state"
+        kept = f"{spec.label} keeps {held} (FLIP-8)"
+        why = f"{kept}, kept per state partition and micro-batch: such a keyed operator runs as a stream from the start"
+        refusal = f"{kept}, which lives in a stream's micro-batches"
     else:
         return mode, None
     if mode is Mode.BATCH:

@@ -20,7 +20,9 @@ from ..co_process import (
     INPUT,
     SIDES,
     TIME,
+    BroadcastOperator,
     IntervalJoinOperator,
+    KeyedBroadcastProcessFunction,
     KeyedCoProcessFunction,
     ProcessJoinFunction,
     check_bound,
@@ -35,7 +37,7 @@ from .lineage import Step
 class TaggedStream:
     """Two source streams as one stream of tagged rows: what a two-input operator reads."""
 
-    def __init__(self, first, second, keys: tuple[list[str], list[str]], key_fields: list):
+    def __init__(self, first, second, keys: tuple[list[str], list[str]], key_fields: list, broadcast: bool = False):
         self.inputs = (first, second)
         self.spark = first.spark
         timed = first.step.detail.get("event_time") is not None
@@ -48,12 +50,13 @@ class TaggedStream:
         if names[0] == names[1]:
             names[1] += "#2"
         labels = [s.step.detail["label"] for s in self.inputs]
-        self.step = Step(
-            name=f"connect({names[0]}, {names[1]})", kind="source", parallelism=None,
-            detail={"source": "connected", "streaming": True, "event_time": TIME if timed else None,
-                    "label": "+".join(labels), "input_names": names, "schema": self.schema,
-                    "inputs": [(s.step.detail, s.schema, list(k)) for s, k in zip(self.inputs, keys)]},
-        )
+        detail = {"source": "connected", "streaming": True, "event_time": TIME if timed else None,
+                  "label": "+".join(labels), "input_names": names, "schema": self.schema,
+                  "inputs": [(s.step.detail, s.schema, list(k)) for s, k in zip(self.inputs, keys)]}
+        if broadcast:  # the second input's rows go to every subtask (connected_source.partition_probes)
+            detail["broadcast"] = True
+        second_name = f"broadcast({names[1]})" if broadcast else names[1]
+        self.step = Step(name=f"connect({names[0]}, {second_name})", kind="source", parallelism=None, detail=detail)
 
     @property
     def name(self) -> str:
@@ -61,16 +64,78 @@ class TaggedStream:
 
 
 class _KeyedPair:
-    """Both inputs keyed: what ``StatefulStream`` asks of a keyed stream (the key named as the first's)."""
+    """Two inputs, the first keyed: what ``StatefulStream`` asks of a keyed stream (the key named as the
+    first's). ``second`` is the other keyed stream, or (``broadcast``) a source stream whose every record goes
+    to every subtask."""
 
     selector = None
 
-    def __init__(self, first, second):
+    def __init__(self, first, second, broadcast: bool = False):
         self.names = list(first.names)
         self.key_fields = list(first.key_fields)
         self.parallelism = first.parallelism
-        self.stream = TaggedStream(first.stream, second.stream, (first.columns, second.columns), self.key_fields)
+        other, keys = (second, []) if broadcast else (second.stream, second.columns)
+        self.stream = TaggedStream(first.stream, other, (first.columns, keys), self.key_fields, broadcast)
         self.columns = self.names
+
+
+class BroadcastStream:
+    """``stream.broadcast()``: a stream whose every record goes to every subtask of the operator it is connected to
+    (Flink's BroadcastStream); ``keyed.connect(it).process(fn)`` runs an ``fw.KeyedBroadcastProcessFunction``."""
+
+    def __init__(self, stream):
+        self.stream = _source(stream, "broadcast()")
+
+    def __repr__(self) -> str:
+        return f"BroadcastStream({self.stream.name!r}); keyed.connect(it).process(fw.KeyedBroadcastProcessFunction)"
+
+
+class BroadcastConnectedStream:
+    """A keyed stream connected with a broadcast stream (Flink's BroadcastConnectedStream)."""
+
+    def __init__(self, keyed, broadcast):
+        from .stateful import key_type
+
+        if not isinstance(broadcast, BroadcastStream):
+            raise FullWindowError(f"a keyed stream connects with a broadcast stream: keyed.connect(other.broadcast()); "
+                                  f"got {type(broadcast).__name__} {broadcast!r:.60}")
+        _source(keyed.stream, "keyed.connect(...)")
+        key_type(keyed)
+        if keyed.stream.spark is not broadcast.stream.spark:
+            raise FullWindowError("connect: the two streams were made on different Spark sessions; accepted: one session")
+        _same_timing(keyed.stream, broadcast.stream, "connect")
+        self._pair = _KeyedPair(keyed, broadcast.stream, broadcast=True)
+
+    def process(self, fn, schema=None):
+        """Run an ``fw.KeyedBroadcastProcessFunction``: the keyed records per key, the broadcast ones everywhere."""
+        fn, name = _checked_function(fn, KeyedBroadcastProcessFunction, ("process_element", "process_broadcast_element"),
+                                     "keyed.connect(other.broadcast()).process")
+        return co_process(self._pair, BroadcastOperator(fn), name, schema, schema_owner=name)
+
+
+def _same_timing(first, second, what: str) -> None:
+    """Refuse in one line two inputs of which only one has an event time."""
+    timed = [s.step.detail.get("event_time") is not None for s in (first, second)]
+    if timed[0] != timed[1]:
+        has, lacks = (first, second) if timed[0] else (second, first)
+        raise FullWindowError(
+            f"{what}: {has.name!r} has an event time and {lacks.name!r} has none; accepted: both with "
+            "event_time='<column>' (the operator's watermark is the smaller of theirs) or neither")
+
+
+def _checked_function(fn, base: type, methods: tuple, what: str):
+    """``fn`` (a ``base`` instance, or its class) defining ``methods``, and its name; one line otherwise."""
+    if isinstance(fn, type) and issubclass(fn, base):
+        fn = fn()
+    if not isinstance(fn, base):
+        wanted = ", ".join(f"{m}(record, ctx)" for m in methods)
+        raise FullWindowError(f"{what} takes an fw.{base.__name__} ({wanted}); got {type(fn).__name__} {fn!r:.60}")
+    name = type(fn).__name__
+    for method in methods:
+        if getattr(type(fn), method) is getattr(base, method):
+            raise FullWindowError(f"{name} must define {method}(record, ctx)")
+    check_both_or_neither(fn, name)
+    return fn, name
 
 
 def _source(stream, what: str):
@@ -97,12 +162,7 @@ def keyed_pair(first, second, what: str) -> _KeyedPair:
         raise FullWindowError(
             f"{what}: the keys differ in type: {first.label} {', '.join(types[0])} ({first.stream.name}) and "
             f"{second.label} {', '.join(types[1])} ({second.stream.name}); accepted: key columns of the same types")
-    timed = [k.stream.step.detail.get("event_time") is not None for k in (first, second)]
-    if timed[0] != timed[1]:
-        has, lacks = (first, second) if timed[0] else (second, first)
-        raise FullWindowError(
-            f"{what}: {has.stream.name!r} has an event time and {lacks.stream.name!r} has none; accepted: both "
-            "with event_time='<column>' (the operator's watermark is the smaller of theirs) or neither")
+    _same_timing(first.stream, second.stream, what)
     return _KeyedPair(first, second)
 
 
@@ -133,17 +193,8 @@ class ConnectedKeyedStreams:
 
     def process(self, fn, schema=None):
         """Run an ``fw.KeyedCoProcessFunction`` per key over both inputs; emits the key, then its rows."""
-        if isinstance(fn, type) and issubclass(fn, KeyedCoProcessFunction):
-            fn = fn()
-        if not isinstance(fn, KeyedCoProcessFunction):
-            raise FullWindowError(
-                "connect(...).key_by(...).process takes an fw.KeyedCoProcessFunction (process_element1(record, "
-                f"ctx), process_element2(record, ctx)); got {type(fn).__name__} {fn!r:.60}")
-        name = type(fn).__name__
-        for method in ("process_element1", "process_element2"):
-            if getattr(type(fn), method) is getattr(KeyedCoProcessFunction, method):
-                raise FullWindowError(f"{name} must define {method}(record, ctx)")
-        check_both_or_neither(fn, name)
+        fn, name = _checked_function(fn, KeyedCoProcessFunction, ("process_element1", "process_element2"),
+                                     "connect(...).key_by(...).process")
         return co_process(self._pair, fn, name, schema)
 
 

@@ -162,6 +162,13 @@ class DataStream:
 
         return ConnectedStreams(self, other)
 
+    def broadcast(self):
+        """This stream, every record to every subtask (-> BroadcastStream): ``keyed.connect(it).process(fn)``
+        runs an ``fw.KeyedBroadcastProcessFunction`` whose broadcast state it fills (docs/state.md)."""
+        from .connected import BroadcastStream
+
+        return BroadcastStream(self)
+
     def process(self, fn, schema=None):
         """Run an ``fw.ProcessFunction`` per record on a ``fw.from_files`` stream, non-keyed (-> OperatorStream).
 

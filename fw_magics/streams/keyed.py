@@ -98,6 +98,13 @@ class KeyedStream:
 
         return stateful.process(self, fn, schema)
 
+    def connect(self, broadcast):
+        """Connect with a broadcast stream (``other.broadcast()``): ``.process(fn)`` runs an
+        ``fw.KeyedBroadcastProcessFunction`` (docs/state.md, a broadcast input)."""
+        from .connected import BroadcastConnectedStream
+
+        return BroadcastConnectedStream(self, broadcast)
+
     def interval_join(self, other):
         """Flink's interval join with ``other`` (a keyed stream): ``.between(lower_ms, upper_ms).process(join)``."""
         from .connected import IntervalJoin

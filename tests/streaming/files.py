@@ -47,7 +47,7 @@ class Area:
         self.count += 1
         final = os.path.join(directory, f"part-{self.count:04d}.{fmt}")
         hidden = os.path.join(directory, f".part-{self.count:04d}.tmp")
-        data = table(rows, names or RECORD_NAMES)
+        data = rows if isinstance(rows, pa.Table) else table(rows, names or RECORD_NAMES)
         if fmt == "parquet":
             pq.write_table(data, hidden)
         elif fmt == "json":

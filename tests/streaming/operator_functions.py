@@ -113,3 +113,29 @@ class Handshake(fw.KeyedCoProcessFunction, fw.CheckpointedFunction):
 
     def snapshot_state(self, ctx):
         pass
+
+
+RULES = "name string, limit long"
+
+
+class Limits(fw.KeyedBroadcastProcessFunction):
+    """Rules ``(name, limit)`` broadcast to every subtask (a null limit removes the rule); each keyed record
+    emits (its v, the limit of rule "max" or null, whether v is over it) and counts its key."""
+
+    schema = "v long, limit long, over boolean, n long"
+
+    def open(self, ctx):
+        self.count = ctx.get_state(fw.ValueStateDescriptor("count", "long"))
+
+    def process_broadcast_element(self, rule, ctx):
+        limits = ctx.get_broadcast_state("limits")
+        if rule.limit is None:
+            limits.pop(rule.name, None)
+        else:
+            limits[rule.name] = rule.limit
+
+    def process_element(self, record, ctx):
+        limit = ctx.get_broadcast_state("limits").get("max")
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        return (record.v, limit, limit is not None and record.v > limit, n)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 
+import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,7 +24,7 @@ from fw_magics.streaming.spark_hash import partition
 from ..state import reference_state
 from . import functions
 from .files import TRIGGER
-from .operator_functions import KEYED_MODES, Handshake, KeyedTally
+from .operator_functions import KEYED_MODES, RULES, Handshake, KeyedTally, Limits
 
 pytestmark = [pytest.mark.spark]
 
@@ -126,7 +128,8 @@ def test_a_two_input_function_keeps_operator_state_and_batch_mode_refuses_it_in_
     second = fw.from_files(area.source("h-b"), "parquet", "key long, w long, ts timestamp")
     op = first.connect(second).key_by("k", "key").process(Handshake())
     with pytest.raises(fw.FullWindowError, match=r"^mode 'batch' runs the backlog, and Handshake keeps operator "
-                                                 r"state .*accepted: mode 'mixed' or 'stream'"):
+                                                 r"state \(FLIP-8\), which lives in a stream's micro-batches; "
+                                                 r"accepted: mode 'mixed' or 'stream'"):
         op.start(job_dir=area.jobs, job_name="hb", mode="batch")
     job = op.start(job_dir=area.jobs, job_name="h", trigger=TRIGGER, mode="stream", parallelism=2)
     try:
@@ -171,3 +174,103 @@ def test_a_function_that_keeps_half_of_operator_state_or_drops_it_on_a_restore_i
     with pytest.raises(ResumeError, match=r"holds operator state of process\(KeyedTally\), whose function now "
                                           r"keeps none"):
         stream.process(KeyedTally()).start(job_dir=area.jobs, job_name="half2", from_savepoint=path)
+
+
+# -- a broadcast input: its state is the BroadcastState of every subtask ------------------------------
+
+
+def _rules(area, rules) -> None:
+    area.write(pa.table({"name": pa.array([n for n, _ in rules], pa.string()),
+                         "limit": pa.array([v for _, v in rules], pa.int64())}), "rules")
+
+
+def _limits(area, name):
+    orders = fw.from_files(area.source(f"{name}-orders"), "parquet", functions.SCHEMA)
+    rules = fw.from_files(area.source("rules"), "parquet", RULES)
+    return orders.key_by("k").connect(rules.broadcast()).process(Limits())
+
+
+class LimitsModel:
+    """The reference: one rules dict, applied before the orders of a later micro-batch; a count per key."""
+
+    def __init__(self):
+        self.rules, self.counts, self.rows = {}, {}, []
+
+    def rule(self, rules):
+        for name, limit in rules:
+            if limit is None:
+                self.rules.pop(name, None)
+            else:
+                self.rules[name] = limit
+
+    def orders(self, records):
+        for k, v, _ in records:
+            self.counts[k] = self.counts.get(k, 0) + 1
+            limit = self.rules.get("max")
+            self.rows.append((k, v, limit, limit is not None and v > limit, self.counts[k]))
+
+
+def _emitted(rows) -> list[tuple]:
+    rows = rows[rows["batch"] >= 0]  # (before batch 0: a restored job's savepoint rows)
+    return sorted(zip(rows["k"], rows["v"], [None if pd.isna(x) else int(x) for x in rows["limit"]],
+                      rows["over"], rows["n"]), key=repr)
+
+
+@pytest.mark.core
+def test_a_broadcast_input_reaches_every_subtask_and_its_state_is_restored_at_three(area):
+    model, steps = LimitsModel(), [("rules", [("max", 10)]), ("orders", [(1, 5, 0), (2, 15, 0), (3, 10, 0), (4, 11, 0)]),
+                                   ("rules", [("max", 12), ("min", 1)]), ("orders", [(1, 13, 0), (5, 12, 0)])]
+    op = _limits(area, "b")
+    area.source("b-orders")
+    job = op.start(job_dir=area.jobs, job_name="b", trigger=TRIGGER, parallelism=2)
+    try:
+        assert job.mode_reason.startswith("Limits keeps a broadcast input's state (FLIP-8), kept per state partition")
+        for what, rows in steps:
+            _rules(area, rows) if what == "rules" else area.write(rows, "b-orders")
+            getattr(model, "rule" if what == "rules" else "orders")(rows)
+            job.process_all_available()
+        assert _emitted(job.changelog()) == sorted(model.rows, key=repr)
+        path = job.savepoint()
+    finally:
+        job.stop()
+    every = [["max", 12], ["min", 1]]
+    assert [sorted(s["limits"]) for s in _state(path, "co_process(Limits)")] == [every, every]  # each subtask's copy
+
+    restored = op.start(job_dir=area.jobs, job_name="b3", trigger=TRIGGER, from_savepoint=path, parallelism=3)
+    try:
+        before = len(model.rows)
+        for what, rows in [("orders", [(6, 20, 0), (2, 1, 0), (7, 12, 0)]), ("rules", [("max", None)]),
+                           ("orders", [(1, 100, 0)])]:
+            _rules(area, rows) if what == "rules" else area.write(rows, "b-orders")
+            getattr(model, "rule" if what == "rules" else "orders")(rows)
+            restored.process_all_available()
+        assert _emitted(restored.changelog()) == sorted(model.rows[before:], key=repr)
+        after = _state(restored.savepoint(), "co_process(Limits)")
+    finally:
+        restored.stop()
+    assert [sorted(s["limits"]) for s in after] == [[["min", 1]]] * 3
+
+
+def test_a_broadcast_input_is_refused_in_one_line_where_it_cannot_run(area):
+    orders = fw.from_files(area.source("r-orders"), "parquet", functions.SCHEMA)
+    rules = fw.from_files(area.source("rules"), "parquet", RULES)
+    timed = fw.from_files(area.source("r-timed"), "parquet", functions.SCHEMA, event_time="ts")
+    with pytest.raises(fw.FullWindowError, match=r"^a keyed stream connects with a broadcast stream: "
+                                                 r"keyed.connect\(other.broadcast\(\)\); got DataStream"):
+        orders.key_by("k").connect(rules)
+    with pytest.raises(fw.FullWindowError, match=r"has an event time and 'files\(rules\)' has none"):
+        timed.key_by("k").connect(rules.broadcast())
+    with pytest.raises(fw.FullWindowError, match=r"takes an fw.KeyedBroadcastProcessFunction"):
+        orders.key_by("k").connect(rules.broadcast()).process(functions.Sessions())
+
+    class Half(fw.KeyedBroadcastProcessFunction):
+        schema = "x long"
+
+        def process_element(self, record, ctx):
+            return (1,)
+
+    with pytest.raises(fw.FullWindowError, match=r"^Half must define process_broadcast_element\(record, ctx\)$"):
+        orders.key_by("k").connect(rules.broadcast()).process(Half())
+    with pytest.raises(fw.FullWindowError, match=r"^mode 'batch' runs the backlog, and Limits keeps a broadcast input's "
+                                                 r"state \(FLIP-8\)"):
+        _limits(area, "r").start(job_dir=area.jobs, job_name="rb", mode="batch")
