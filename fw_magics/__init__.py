@@ -109,9 +109,9 @@ verbs.provide("start", _start)
 verbs.provide("read_table", _read_table)
 
 __all__ = [
-    "AggregateFunction", "CheckpointedFunction", "KeyedBroadcastProcessFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
+    "AggregateFunction", "CheckpointedFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",
     "Interrupted", "JobDirNotSharedError", "JobFailedError", "JobLockedError", "JobLockLostError", "JobStorageError",
-    "KeyedCoProcessFunction", "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor",
+    "KeyedBroadcastProcessFunction", "KeyedCoProcessFunction", "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor",
     "OperatorStream", "Order", "PartitionWindowedStream", "ProcessFunction", "ProcessJoinFunction", "Record",
     "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe",
     "from_files", "from_pandas", "from_records", "from_table", "get_spark", "load_savepoint", "options",

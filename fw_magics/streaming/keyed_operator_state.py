@@ -46,7 +46,7 @@ class PartitionOperatorState:
     """
 
     def __init__(self, key_types, parallelism: int, restored: list[dict] | None = None):
-        self.absent_key = tuple(placeholder(t) for t in key_types)
+        self.home_key = tuple(placeholder(t) for t in key_types)
         self.parallelism = parallelism
         self.restored = restored
         self.state = None  # the SubtaskState, once opened in a task
@@ -65,7 +65,7 @@ class PartitionOperatorState:
                 "keyed operator needs the query's state partitions to be the job's (a Spark Connect server that "
                 "sets spark.sql.shuffle.partitions for every query?); remove that setting")
         api = _state_client(handle)
-        api.set_implicit_key(self.absent_key)
+        api.set_implicit_key(self.home_key)
         try:
             stored = variable.get()
         finally:
@@ -84,7 +84,7 @@ class PartitionOperatorState:
             return
         text, self.state = self.state.snapshot(batch_id()), None
         api = _state_client(handle)
-        api.set_implicit_key(self.absent_key)
+        api.set_implicit_key(self.home_key)
         try:
             variable.update((text,))
         finally:
