@@ -46,7 +46,7 @@ def _free_port() -> int:
 class ScratchPostgres:
     """One scratch server (see the module docstring): ``start()``, ``url``, ``sql(...)``, ``stop()``."""
 
-    def __init__(self, bindir: str | None = None):
+    def __init__(self, bindir: str | None = None, password: str | None = None):
         from .errors import FullWindowError
 
         self.bindir = bindir or binaries()
@@ -58,6 +58,7 @@ class ScratchPostgres:
         self.port = _free_port()
         self.process: subprocess.Popen | None = None
         self.user = "postgres" if os.geteuid() == 0 else None
+        self.password = password  # None: trust; else the role logs in with it (scram-sha-256), never in the url
 
     @property
     def running(self) -> bool:
@@ -77,7 +78,15 @@ class ScratchPostgres:
 
     def start(self, timeout: float = 60) -> ScratchPostgres:
         who = self._as_server_user()
-        made = subprocess.run([os.path.join(self.bindir, "initdb"), "-D", self.data, "-U", ROLE, "--auth=trust",
+        auth = ["--auth=trust"]
+        if self.password is not None:
+            pwfile = os.path.join(self.folder, "pwfile")
+            with open(pwfile, "w") as f:
+                f.write(self.password + "\n")
+            if who:
+                os.chown(pwfile, who["user"], who["group"])
+            auth = ["--auth=scram-sha-256", f"--pwfile={pwfile}"]
+        made = subprocess.run([os.path.join(self.bindir, "initdb"), "-D", self.data, "-U", ROLE, *auth,
                                "-E", "UTF8", "--no-sync", "--no-instructions"], capture_output=True, text=True,
                               cwd=self.folder, **who)
         if made.returncode != 0:
@@ -96,13 +105,16 @@ class ScratchPostgres:
         driver = psycopg()
         while True:
             try:
-                driver.connect(self.url, connect_timeout=2).close()
+                driver.connect(self.url, connect_timeout=2, **self._login()).close()
                 return self
             except driver.OperationalError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
                     raise RuntimeError(f"PostgreSQL did not start: {self.log()[-2000:]}") from None
                 time.sleep(0.1)
+
+    def _login(self) -> dict:
+        return {} if self.password is None else {"password": self.password}
 
     def log(self) -> str:
         with open(os.path.join(self.folder, "server.log"), errors="replace") as f:
@@ -121,9 +133,9 @@ class ScratchPostgres:
 
     def sql(self, statement: str, rows=None) -> list:
         """Run ``statement`` (with ``rows``: once per row, as parameters) in one transaction; the rows it gave."""
-        from .postgres import connect
+        from .postgres import psycopg
 
-        with connect(self.url) as conn, conn.cursor() as cur:
+        with psycopg().connect(self.url, connect_timeout=10, **self._login()) as conn, conn.cursor() as cur:
             if rows is not None:
                 cur.executemany(statement, rows)
                 return []

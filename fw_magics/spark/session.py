@@ -155,9 +155,22 @@ def split_settings(settings: dict[str, str]) -> tuple[dict[str, str], dict[str, 
     return {k: v for k, v in settings.items() if k not in sql}, sql
 
 
+#: This process's environment when it started a JVM (``prepare_local_jvm``), None before: the JVM, and the
+#: Python workers it starts, keep that environment (a variable set later is not theirs).
+_ENVIRONMENT_AT_JVM_START: dict[str, str] | None = None
+
+
+def environment_at_jvm_start() -> dict[str, str] | None:
+    """The environment Spark's Python workers see when this process started their JVM; None when it did not."""
+    return _ENVIRONMENT_AT_JVM_START
+
+
 def prepare_local_jvm() -> None:
     """Java check and worker interpreter for a JVM started inside this process."""
+    global _ENVIRONMENT_AT_JVM_START
     check_java()
     # Spark's Python workers must be this interpreter, or they start a Python without pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if _ENVIRONMENT_AT_JVM_START is None:
+        _ENVIRONMENT_AT_JVM_START = dict(os.environ)

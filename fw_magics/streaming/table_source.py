@@ -2,7 +2,7 @@
 integer column (``orderBy``: a serial or identity key), with psycopg.
 
 Registered with ``spark.dataSource.register`` (classic and Spark Connect alike). Options: ``url``
-(a libpq URL without a password: libpq's ``PGPASSWORD`` or ``~/.pgpass`` give it), ``table``
+(a libpq URL without a credential: ``~/.pgpass``, or ``PGPASSWORD`` set before Spark started, gives it), ``table``
 (``name`` or ``schema.name``), ``orderBy``; ``after`` (read only rows whose ``orderBy`` is greater),
 ``through`` (a batch read: only rows up to it), ``partitions`` (a batch read: that many ranges of
 ``orderBy``, one Spark task each), ``hold`` (as ``fw_files``: no row is read before that file exists).

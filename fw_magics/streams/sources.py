@@ -153,8 +153,8 @@ def from_table(url, table, schema, order_by="id", event_time=None, watermark_del
     """An unbounded DataStream over a PostgreSQL table (FLIP-327's source with a backlog, as a database's
     snapshot then its changes).
 
-    ``url``: a libpq URL without a password (``postgresql://user@host:5432/db``; the password comes from
-    ``PGPASSWORD`` or ``~/.pgpass``, never the job's log); ``table``: ``name`` or ``schema.name``;
+    ``url``: a libpq URL without a credential (``postgresql://user@host:5432/db``; the password comes from
+    ``~/.pgpass``, or ``PGPASSWORD`` set before Spark starts, never the job's log); ``table``: ``name`` or ``schema.name``;
     ``schema``: the columns read (DDL string or StructType), checked against the table now; ``order_by``:
     an integer column of the table that grows with each insert (a serial or identity key; it need not be
     in ``schema``). The rows present when a job over it *first* starts (up to the greatest ``order_by``
@@ -166,12 +166,7 @@ def from_table(url, table, schema, order_by="id", event_time=None, watermark_del
     from .. import postgres
 
     spark = get_spark()
-    if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
-        raise FullWindowError(f"from_table url {url!r:.80}; accepted: a PostgreSQL URL such as "
-                              "'postgresql://user@localhost:5432/db'")
-    if urlparse(url).password is not None:
-        raise FullWindowError("from_table: the url holds a password, which would be recorded in the job's log; "
-                              "put it in PGPASSWORD or ~/.pgpass instead")
+    postgres.check_url(url)
     if not isinstance(table, str) or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)?", table):
         raise FullWindowError(f"from_table table {table!r:.80}; accepted: a table name or schema.name "
                               "(letters, digits, underscores)")
@@ -181,6 +176,7 @@ def from_table(url, table, schema, order_by="id", event_time=None, watermark_del
     delay_ms = _event_time(struct, event_time, watermark_delay)
     _policies(("on_late", on_late, LATE_POLICIES))
     _check_table(postgres, url, table, struct, order_by)
+    postgres.check_workers_can_connect(url)
     detail = {"source": "table", "streaming": True, "url": url, "table": table, "order_by": order_by,
               "event_time": event_time, "delay_ms": delay_ms, "on_late": on_late, "label": table,
               "partitions": int(spark.conf.get("spark.sql.shuffle.partitions")), "backlog": _backlog(backlog, "from_table")}

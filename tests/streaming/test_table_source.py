@@ -323,8 +323,17 @@ def test_a_process_function_over_a_table_keeps_its_operator_state_through_a_save
 
 
 @pytest.mark.parametrize("args, message", [
-    (("postgresql://fw:secret@127.0.0.1:1/postgres", "t"), "from_table: the url holds a password, which would be "
-     "recorded in the job's log; put it in PGPASSWORD or ~/.pgpass instead"),
+    (("postgresql://fw:hunter2@127.0.0.1:1/postgres", "t"), "from_table: the url holds a password, which would be "
+     "recorded in the job's log (not repeated here); put the password in ~/.pgpass"),
+    (("postgresql://fw@127.0.0.1:1/postgres?password=hunter2", "t"), "from_table: the url holds a password, "),
+    (("postgresql://fw@127.0.0.1:1/postgres?sslmode=disable&PassWord=hunter2", "t"), "from_table: the url holds a "
+     "password, "),
+    (("postgresql://fw@127.0.0.1:1/postgres?sslpassword=hunter2", "t"), "from_table: the url holds a sslpassword, "),
+    (("postgresql://fw@127.0.0.1:1/postgres?passfile=/home/me/hunter2", "t"), "from_table: the url holds a "
+     "passfile, "),
+    (("host=127.0.0.1 user=fw password='hunter2 x' dbname=postgres", "t"), "from_table url 'host=127.0.0.1 "
+     "user=fw password=*** dbname=postgres'; accepted: a PostgreSQL URL such as "
+     "'postgresql://user@localhost:5432/db' (put the password in ~/.pgpass"),
     (("mysql://x/y", "t"), "from_table url 'mysql://x/y'; accepted: a PostgreSQL URL such as "
      "'postgresql://user@localhost:5432/db'"),
     ((None, "t; drop table x"), "from_table table 't; drop table x'; accepted: a table name or schema.name "
@@ -347,3 +356,30 @@ def test_a_bad_table_argument_is_one_line_naming_it(table, args, message):
         fw.from_table(url, name, schema, **order)
     text = str(refused.value)
     assert "\n" not in text and text.startswith(message.format(url=table.server.url, table=table.name))
+    assert "hunter2" not in text and "hunter2" not in repr(refused.value)
+
+
+def test_a_password_set_after_spark_started_is_one_line_saying_the_workers_cannot_see_it(spark, monkeypatch):
+    """Spark's Python workers are children of the JVM and keep its environment: PGPASSWORD set later reaches the
+    driver's check, never a worker's read (fe_sendauth: no password supplied, a minute into the job)."""
+    from fw_magics.scratch_postgres import ScratchPostgres
+    from fw_magics.spark.session import environment_at_jvm_start
+
+    if environment_at_jvm_start() is None:
+        pytest.skip("the JVM was not started by this process")
+    assert "PGPASSWORD" not in environment_at_jvm_start()
+    server = ScratchPostgres(password="hunter2").start()
+    try:
+        server.sql("CREATE TABLE t (id bigserial PRIMARY KEY, k bigint, v bigint, ts timestamptz)")
+        monkeypatch.setenv("PGPASSWORD", "hunter2")
+        with pytest.raises(fw.FullWindowError) as refused:
+            fw.from_table(server.url, "t", functions.SCHEMA)
+        text = str(refused.value)
+        assert text.startswith("from_table: PGPASSWORD changed after Spark started in this process, and Spark's "
+                               "Python workers, started with it, cannot log in without it (")
+        assert "\n" not in text and "hunter2" not in text and "~/.pgpass" in text
+        monkeypatch.delenv("PGPASSWORD")
+        with pytest.raises(fw.FullWindowError, match="from_table cannot read 't' at postgresql://fw@127.0.0.1"):
+            fw.from_table(server.url, "t", functions.SCHEMA)  # without it the driver cannot log in either
+    finally:
+        server.stop()
