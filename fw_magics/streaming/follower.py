@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
-import time
 import warnings
 
 from ..errors import error_summary
@@ -179,7 +178,7 @@ class Follower:
         """The ``Stalled`` error when the query's running micro-batch has stalled, else None."""
         if self.guard is None:
             return None
-        busy = self.guard.observe(bool(query.status.get("isTriggerActive")), last, time.monotonic())
+        busy = self.guard.observe(bool(query.status.get("isTriggerActive")), last)
         if busy is None:
             return None
         return self.guard.stalled(busy, max(self.recorded, default=-1) + 1)

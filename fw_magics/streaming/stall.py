@@ -17,6 +17,9 @@ micro-batch that was only slow runs to its end on a later attempt. Pure logic: n
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 #: A micro-batch is never called stalled before it has run this many seconds ...
 FLOOR_S = 60.0
 #: ... nor before this many times the longest micro-batch the job has completed. (30 was too long: CI's
@@ -29,10 +32,12 @@ class Stalled(RuntimeError):
 
 
 class StallGuard:
-    """Watches one job's micro-batches (one guard per job: its history and limit outlive a restart)."""
+    """Watches one job's micro-batches (one guard per job: its history and limit outlive a restart).
+    ``clock``: seconds, monotonic, read at each look (a test gives its own, to stall a micro-batch at will
+    whatever the machine's speed)."""
 
-    def __init__(self, floor_s: float = FLOOR_S, factor: float = FACTOR):
-        self.floor_s, self.factor = floor_s, factor
+    def __init__(self, floor_s: float = FLOOR_S, factor: float = FACTOR, clock: Callable[[], float] = time.monotonic):
+        self.floor_s, self.factor, self.clock = floor_s, factor, clock
         self.longest_s: float | None = None  # the longest micro-batch completed so far
         self.stalls = 0
         self._busy_since: float | None = None
@@ -49,10 +54,11 @@ class StallGuard:
         if duration_ms is not None:
             self.longest_s = max(self.longest_s or 0.0, duration_ms / 1000)
 
-    def observe(self, active: bool, last_batch, now: float) -> float | None:
+    def observe(self, active: bool, last_batch, now: float | None = None) -> float | None:
         """One look at the query: whether its trigger is ``active``, the id of the last micro-batch it
-        reported (``last_batch``), the time (``now``, seconds, monotonic). Returns how long the running
-        micro-batch has gone without a break once that is over the limit, else None."""
+        reported (``last_batch``), the time (``now``, seconds; the guard's clock when None). Returns how long
+        the running micro-batch has gone without a break once that is over the limit, else None."""
+        now = self.clock() if now is None else now
         if not active or last_batch != self._batch:
             self._busy_since = now if active else None
             self._batch = last_batch

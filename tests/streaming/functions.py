@@ -84,7 +84,7 @@ class FailingCountSum(CountSum):
 
 class HangingCountSum(CountSum):
     """CountSum whose task does not return on key 3 while the file ``flag`` exists (a stuck Python worker):
-    only a cancel of the task (its Python worker killed) ends it."""
+    only a cancel of the task (its Python worker killed) ends it. The file ``flag.hanging`` says one hangs."""
 
     def __init__(self, flag: str):
         self.flag = flag
@@ -94,6 +94,8 @@ class HangingCountSum(CountSum):
         import time
 
         if value.k == 3 and os.path.exists(self.flag):
+            with open(self.flag + ".hanging", "w"):
+                pass
             time.sleep(3600)
         return super().add(value, accumulator)
 

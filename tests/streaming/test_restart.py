@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import pytest
@@ -216,6 +217,35 @@ def test_a_stop_during_the_backoff_ends_the_job_stopped_with_no_query_left(area,
         again.stop()
 
 
+class StallClock:
+    """The stall guard's clock, moved by the test: it stands still until a task of ``HangingCountSum`` hangs
+    (its ``flag.hanging`` file), then moves a minute every 0.2 s until the guard has called the micro-batch
+    stalled, then stands still again. Only the hanging micro-batch is ever stalled, and its run again never is,
+    however long a micro-batch takes on the machine (a cluster's take seconds)."""
+
+    def __init__(self, guard, flag):
+        self.now, self.guard, self.hanging = 0.0, guard, f"{flag}.hanging"
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def _run(self) -> None:
+        while not self._done.wait(0.2) and self.guard.stalls == 0:
+            if os.path.exists(self.hanging):
+                self.now += 60.0
+
+    def __enter__(self) -> StallClock:
+        self.guard.clock = self
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._thread.join()
+
+
 @pytest.mark.core
 @pytest.mark.extended  # 45 s: make test-extended (CI), and under Spark Connect
 def test_a_stalled_micro_batch_is_cancelled_and_run_again_from_its_checkpoint_with_nothing_lost_or_twice(
@@ -228,7 +258,6 @@ def test_a_stalled_micro_batch_is_cancelled_and_run_again_from_its_checkpoint_wi
         area.write(f)
     op = source(area).key_by("k").aggregate(functions.HangingCountSum(str(flag)))
     job = op.start(job_dir=area.jobs, job_name="stalled", trigger=TRIGGER, restart=Healing(flag))
-    job.stall.floor_s, job.stall.factor = 2.0, 1  # seconds here, where a user's job waits a minute at least
     try:
         job.process_all_available()
         area.write(FRESH[0])
@@ -236,7 +265,8 @@ def test_a_stalled_micro_batch_is_cancelled_and_run_again_from_its_checkpoint_wi
         flag.write_text("on")  # key 3's next record does not return
         area.write(FRESH[1])
         waited = time.monotonic()
-        job.process_all_available()
+        with StallClock(job.stall, flag):
+            job.process_all_available()
         waited = time.monotonic() - waited
         assert job.phase == "stream" and job.restarts == 1 and not flag.exists() and job.stall.stalls == 1
         assert waited < 120, waited
@@ -263,8 +293,8 @@ def test_a_stalled_available_now_job_runs_its_micro_batch_again_and_then_ends(ar
     op = source(area).key_by("k").aggregate(functions.HangingCountSum(str(flag)))
     job = op.start(job_dir=area.jobs, job_name="stalled-now", mode="stream", trigger="available_now",
                    max_files_per_trigger=1, restart=Healing(flag))
-    job.stall.floor_s, job.stall.factor = 2.0, 1
-    job.process_all_available()
+    with StallClock(job.stall, flag):
+        job.process_all_available()
     assert job.phase == "stopped" and job.restarts == 1 and job.stall.stalls == 1
     assert latest_rows(job) == expected_latest(model("aggregate", 1000, [], FRESH), "aggregate")
     events = job.events()
