@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml setup.py scripts/system-deps.sh
 	touch $(STAMP)
 
 demo: deps
-	$(PY) -m fw_magics.demo
+	$(PY) -m fw_magics.teaching.demo
 
 # Lint (ruff), then the suite on the embedded classic Spark; what takes longest, and the Spark Connect
 # run, are left to test-extended (below). TEST_WORKERS=N runs the classic part on N

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .breakdown import SparkUI
+from benchmarks.breakdown import SparkUI
 
 ROOT = Path(__file__).resolve().parent.parent
 FLINK_VENV = ROOT / ".venv-flink"

@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 
-from .timing import interleaved_medians
+from benchmarks.timing import interleaved_medians
 
 SCHEMA = "k long, v long, ts timestamp"
 SMALL_FILE = 1_000  # records in the one fresh file whose latency is timed

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .breakdown import SparkUI
-from .timing import interleaved_medians, median_time
+from benchmarks.breakdown import SparkUI
+from benchmarks.timing import interleaved_medians, median_time
 
 #: An extra reference some cases time in the same turns: the same result with no Python at all.
 JVM = "Spark's JVM aggregate (no Python)"

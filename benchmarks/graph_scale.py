@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import argparse
 
+from benchmarks.timing import median_time
 from fw_magics.failover import RestartAllStrategy, RestartPipelinedRegionStrategy
 from fw_magics.graph import JobGraph, OperatorAttributes
 from fw_magics.graph.regions import build_layout
-
-from .timing import median_time
 
 ENDS_ONLY = OperatorAttributes(output_only_after_end_of_stream=True, internal_sorter_supported=True)
 

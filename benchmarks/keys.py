@@ -35,8 +35,8 @@ import tempfile
 import threading
 import time
 
-from .backlog import SCHEMA, first_batch_after, operators, write_files
-from .timing import interleaved_medians
+from benchmarks.backlog import SCHEMA, first_batch_after, operators, write_files
+from benchmarks.timing import interleaved_medians
 
 SMALL_FILE = 1_000
 #: Above this many keys the references are not run: on 2 cores Spark's applyInPandas took 725 s and
@@ -239,7 +239,7 @@ def _whole_state(savepoint: str, target: str) -> str:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from fw_magics.streaming.savepoint_files import load_savepoint
+    from fw_magics.runtime.streaming.savepoints.files import load_savepoint
 
     saved = load_savepoint(savepoint)
     columns = list(saved.document["key_names"]) + ["__fw_state"]

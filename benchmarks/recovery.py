@@ -233,7 +233,7 @@ def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 3, spark=None) -
             assert {op for op, _ in result.ran} == {stream.job_graph().chains()[-1][-1]}
         plain, staged, ours, shares, event_shares, resumes, same, same_staged = (
             x[1:] for x in (plain, staged, ours, shares, event_shares, resumes, same, same_staged))
-        from .breakdown import SparkUI
+        from benchmarks.breakdown import SparkUI
 
         ui = SparkUI.attach(spark)
         breakdown = _breakdown(ui, clock, fw, F, df, stream, work) if ui is not None else []

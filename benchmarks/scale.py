@@ -23,7 +23,7 @@ import os
 import statistics
 import time
 
-from .fullwindow import cases
+from benchmarks.fullwindow import cases
 
 SIZES = (1_000_000, 5_000_000, 20_000_000)
 DRIVER_MEMORY = "1g"

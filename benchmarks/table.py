@@ -1,6 +1,6 @@
 """FLIP-327 over a database: a keyed count-and-sum over a PostgreSQL table's backlog (``--only table``).
 
-A scratch PostgreSQL server (``fw_magics.scratch_postgres``, Debian's, on loopback) holds a table of
+A scratch PostgreSQL server (``fw_magics.teaching.scratch_postgres``, Debian's, on loopback) holds a table of
 ``records`` rows (k, v, ts; ``keys`` keys), filled by the server itself (``generate_series``). In turns
 (``timing.interleaved_medians``):
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 import shutil
 import tempfile
 
-from .backlog import operators
-from .timing import interleaved_medians
+from benchmarks.backlog import operators
+from benchmarks.timing import interleaved_medians
 
 TABLE = "bench_readings"
 VARIANTS = ("mixed", "batch", "stream", "pyspark by hand", "naive python", "in postgresql")
@@ -38,8 +38,8 @@ def fill(server, records: int, keys: int) -> None:
 
 def run(records: int, keys: int, runs: int) -> dict:
     import fw_magics as fw
-    from fw_magics.postgres import connect
-    from fw_magics.scratch_postgres import ScratchPostgres
+    from fw_magics.connectors.postgres.client import connect
+    from fw_magics.teaching.scratch_postgres import ScratchPostgres
 
     spark = fw.get_spark()
     server = ScratchPostgres().start()

@@ -25,8 +25,8 @@ import os
 import shutil
 import tempfile
 
-from .backlog import SCHEMA, _Runner, write_files
-from .timing import interleaved_medians
+from benchmarks.backlog import SCHEMA, _Runner, write_files
+from benchmarks.timing import interleaved_medians
 
 VARIANTS = ("mixed", "batch", "stream", "stream, 1 file per trigger", "pyspark by hand", "naive python")
 HOUR_MS = 3_600_000

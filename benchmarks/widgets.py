@@ -4,10 +4,9 @@
 
 from __future__ import annotations
 
+from benchmarks.timing import median_time
 from fw_magics.graph import JobGraph, OperatorAttributes
 from fw_magics.widgets import GraphView
-
-from .timing import median_time
 
 
 def big_graph(n: int = 500) -> JobGraph:

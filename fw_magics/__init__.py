@@ -8,7 +8,9 @@
 from typing import TYPE_CHECKING
 
 from . import verbs
-from .co_process import KeyedBroadcastProcessFunction, KeyedCoProcessFunction, ProcessJoinFunction
+from .api.co_process import KeyedBroadcastProcessFunction, KeyedCoProcessFunction, ProcessJoinFunction
+from .api.keyed_process import KeyedProcessFunction, ListStateDescriptor, ValueStateDescriptor
+from .api.process_function import ProcessFunction
 from .errors import (
     FullWindowError,
     FwMagicsError,
@@ -22,28 +24,24 @@ from .errors import (
     ResumeError,
     SparkUnavailableError,
 )
-from .keyed_process import KeyedProcessFunction, ListStateDescriptor, ValueStateDescriptor
-from .options import options  # eager: a lazy name would be shadowed by the submodule fw_magics.options
-from .process_function import ProcessFunction
+from .options import options
 from .state import CheckpointedFunction
 
 #: The public names that need pyarrow or pyspark, and the module each comes from: imported on
 #: first use (``fw.from_records``...), so ``import fw_magics`` and its pure subpackages
 #: (graph, state, failover, recovery) start without loading Spark.
 _LAZY = {
-    "AggregateFunction": "functions", "Order": "functions", "Record": "records", "get_spark": "spark.session",
-    "DataStream": "streams", "KeyedPartitionWindowedStream": "streams", "KeyedStream": "streams",
-    "PartitionWindowedStream": "streams", "StatefulStream": "streams", "OperatorStream": "streams", "from_dataframe": "streams",
-    "from_files": "streams", "from_pandas": "streams", "from_records": "streams", "from_table": "streams",
-    "load_savepoint": "streaming.savepoint_files",
+    "AggregateFunction": "api.functions", "Order": "api.functions", "Record": "values.records",
+    "get_spark": "spark.session", "DataStream": "datastream", "KeyedPartitionWindowedStream": "datastream",
+    "KeyedStream": "datastream", "PartitionWindowedStream": "datastream", "StatefulStream": "datastream",
+    "OperatorStream": "datastream", "from_dataframe": "datastream", "from_files": "datastream",
+    "from_pandas": "datastream", "from_records": "datastream", "from_table": "datastream",
+    "load_savepoint": "runtime.streaming.savepoints.files",
 }
 
 if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
-    from .functions import AggregateFunction, Order
-    from .records import Record
-    from .spark.session import get_spark
-    from .streaming.savepoint_files import load_savepoint
-    from .streams import (
+    from .api.functions import AggregateFunction, Order
+    from .datastream import (
         DataStream,
         KeyedPartitionWindowedStream,
         KeyedStream,
@@ -56,6 +54,9 @@ if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
         from_records,
         from_table,
     )
+    from .runtime.streaming.savepoints.files import load_savepoint
+    from .spark.session import get_spark
+    from .values.records import Record
 
 
 def __getattr__(name: str):
@@ -83,21 +84,21 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
     ``job_dir/<job_name>/results``, job events go to ``job_dir/<job_name>/events``; after a
     kernel or driver restart the same call resumes without recomputing finished work.
     """
-    from .runtime.job import execute as run
+    from .runtime.batch.job import execute as run
 
     return run(stream, job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
 
 
 def _start(operator, **options):
-    """``start()`` of a running keyed operator or an operator with operator state (fw_magics.streaming)."""
-    from .streaming.start import start
+    """``start()`` of a running keyed operator or an operator with operator state (fw_magics.runtime.streaming)."""
+    from .runtime.streaming.driver.start import start
 
     return start(operator, **options)
 
 
 def _read_table(spark, detail, schema):
-    """The stream of a ``fw.from_table`` source outside a job (fw_magics.streaming.table_source)."""
-    from .streaming.table_source import every_row
+    """The stream of a ``fw.from_table`` source outside a job (fw_magics.connectors.postgres.datasource)."""
+    from .connectors.postgres.datasource import every_row
 
     return every_row(spark, detail, schema)
 

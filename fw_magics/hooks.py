@@ -10,7 +10,7 @@ The kinds and what each hook is called with:
 * ``"vertex_progress"``: ``fn(vertex_name, done_tasks, total_tasks)`` while it runs (see
   ``progress``: nothing polls Spark unless such a hook is registered).
 
-Streaming jobs (``fw_magics.streaming``) add three kinds, called with the running
+Streaming jobs (``fw_magics.runtime.streaming``) add three kinds, called with the running
 ``StreamingJob``:
 
 * ``"stream_phase"``: ``fn(job, phase, detail)`` when the job enters a phase ("backlog",
@@ -28,7 +28,7 @@ a kind are called in the order they were registered. A hook that raises is logge
 warning with its traceback on the ``fw_magics.hooks`` logger, and the job goes on (IPython's
 ``EventManager.trigger`` behaves alike): watching a job must never fail it. Only an
 ``Exception`` is caught; a ``KeyboardInterrupt`` still stops the run, and a hook that kills
-the process (``fw_magics.testing``) kills it, since a kill is no exception.
+the process (``fw_magics.teaching.testing``) kills it, since a kill is no exception.
 
 The widgets follow runs through these hooks; ``define(kind, signature)`` adds a kind, as
 the streaming side does for phase changes and micro-batch progress.

@@ -1,6 +1,6 @@
 """The verbs a stream offers that run it: ``DataStream.execute()`` and ``.start()`` of a running operator.
 
-A stream (``fw_magics.streams``, layer 3) knows what it is, not how it runs: ``execute()`` is the
+A stream (``fw_magics.datastream``, layer 3) knows what it is, not how it runs: ``execute()`` is the
 runtime's (layer 4), ``start()`` the streaming side's (layer 5). Rather than reach up to them, a
 stream calls the verb by name here, and the package facade (``fw_magics/__init__.py``, on top of
 every layer) provides each verb's implementation when the package is imported, with a late import

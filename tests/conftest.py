@@ -61,7 +61,7 @@ def pytest_xdist_make_scheduler(config, log):
     """``make test`` runs on two xdist workers: files as units, the browser tests on one worker,
     the tutorials split, the longest first (tests/scheduling.py)."""
     if config.getvalue("dist") in ("load", "loadscope"):
-        from .scheduling import SuiteScheduling
+        from tests.scheduling import SuiteScheduling
 
         return SuiteScheduling(config, log)
     return None
@@ -70,7 +70,7 @@ def pytest_xdist_make_scheduler(config, log):
 @pytest.fixture(scope="session")
 def postgres():
     """A real PostgreSQL server (Debian's) on loopback for the run, stopped by its PID at the end."""
-    from fw_magics.scratch_postgres import ScratchPostgres, binaries
+    from fw_magics.teaching.scratch_postgres import ScratchPostgres, binaries
 
     if binaries() is None:
         why = "no PostgreSQL server: apt-get install postgresql (as root, make deps installs it)"

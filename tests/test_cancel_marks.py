@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from fw_magics import cancel_marks
-from fw_magics.actions import _Action
+from fw_magics.spark import cancel_marks
+from fw_magics.spark.actions import _Action
 
 
 def test_an_actions_tag_is_found_in_classic_and_in_spark_connects_job_tags():

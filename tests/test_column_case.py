@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
+from fw_magics.datastream.planned import planned_partitions
 from fw_magics.errors import FullWindowError, did_you_mean
-from fw_magics.schema import resolve_field, resolve_path
-from fw_magics.streams.planned import planned_partitions
+from fw_magics.values.schema import resolve_field, resolve_path
 
 NAMES = ["a", "A", "x", "X", "price", "Price", "qty", "s", "a.b"]
 

@@ -15,10 +15,10 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import types as T
 
-from fw_magics.convert import RowWriter
 from fw_magics.errors import FullWindowError
-from fw_magics.records import batch_records
-from fw_magics.schema import arrow_schema
+from fw_magics.values.convert import RowWriter
+from fw_magics.values.records import batch_records
+from fw_magics.values.schema import arrow_schema
 
 UTC = dt.timezone.utc
 

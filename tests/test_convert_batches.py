@@ -14,11 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
-from fw_magics.convert import RowWriter
 from fw_magics.errors import FullWindowError
-from fw_magics.schema import arrow_schema, nullable
-
-from .value_model import Refused, canonical, stored
+from fw_magics.values.convert import RowWriter
+from fw_magics.values.schema import arrow_schema, nullable
+from tests.value_model import Refused, canonical, stored
 
 
 def field(name: str, dtype: T.DataType, null: bool = True) -> T.StructField:

@@ -1,6 +1,6 @@
 """The writer against the reference model (tests/value_model.py) on random types and values.
 
-Pure Arrow, no Spark: many examples are cheap here; tests/streams/test_values.py runs a few
+Pure Arrow, no Spark: many examples are cheap here; tests/datastream/test_values.py runs a few
 of the same rules end to end.
 """
 
@@ -11,12 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
-from fw_magics.convert import RowWriter
 from fw_magics.errors import FullWindowError
-from fw_magics.records import batch_records
-from fw_magics.schema import arrow_schema
-
-from .value_model import LEAVES, Refused, canonical, spark_types, stored, values
+from fw_magics.values.convert import RowWriter
+from fw_magics.values.records import batch_records
+from fw_magics.values.schema import arrow_schema
+from tests.value_model import LEAVES, Refused, canonical, spark_types, stored, values
 
 
 def writer_of(schema: T.StructType) -> RowWriter:

@@ -6,7 +6,7 @@ WRAPPED = """An exception was thrown from the Python worker. Please see the stac
 Traceback (most recent call last):
   File "/x/worker.py", line 3, in main
     raise InjectedFailure("boom")
-fw_magics.testing.InjectedFailure: injected failure in partition 1, attempt 2
+fw_magics.teaching.testing.InjectedFailure: injected failure in partition 1, attempt 2
 
 JVM stacktrace:
 org.apache.spark.api.python.PythonException: Traceback (most recent call last):
@@ -25,7 +25,7 @@ def test_a_plain_error_gives_its_type_and_first_line():
 
 def test_a_wrapped_worker_error_gives_the_exception_raised_in_the_worker():
     assert error_summary(PythonException(WRAPPED)) == (
-        "PythonException: fw_magics.testing.InjectedFailure: injected failure in partition 1, attempt 2")
+        "PythonException: fw_magics.teaching.testing.InjectedFailure: injected failure in partition 1, attempt 2")
 
 
 PROXY = """An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):
@@ -98,7 +98,7 @@ def test_the_old_import_places_still_give_the_same_classes():
 
 def test_an_injected_failure_stands_for_user_code_and_stays_outside_the_family():
     from fw_magics.errors import FwMagicsError
-    from fw_magics.testing import InjectedFailure
+    from fw_magics.teaching.testing import InjectedFailure
 
     assert not issubclass(InjectedFailure, FwMagicsError) and issubclass(InjectedFailure, RuntimeError)
 
@@ -119,11 +119,11 @@ def test_did_you_mean_names_the_closest_choice_whatever_its_case():
 def test_a_full_window_error_raised_in_a_worker_comes_back_as_one_line():
     import pytest
 
-    from fw_magics.actions import run_action
     from fw_magics.errors import FullWindowError
+    from fw_magics.spark.actions import run_action
 
     def action():
-        raise PythonException(WRAPPED.replace("fw_magics.testing.InjectedFailure", "fw_magics.errors.FullWindowError"))
+        raise PythonException(WRAPPED.replace("fw_magics.teaching.testing.InjectedFailure", "fw_magics.errors.FullWindowError"))
 
     with pytest.raises(FullWindowError) as caught:
         run_action(action)

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fw_magics.fingerprint import (
+from fw_magics.recovery.content import affected_vertices, compare
+from fw_magics.recovery.fingerprint import (
     UNKNOWN,
     files_digest,
     function_digest,
@@ -24,9 +25,7 @@ from fw_magics.fingerprint import (
     rows_digest,
     value_digest,
 )
-from fw_magics.recovery.content import affected_vertices, compare
-
-from .widgets.graphs import four_operators
+from tests.widgets.graphs import four_operators
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -142,7 +141,7 @@ def test_aggregate_functions_count_by_their_methods_and_attributes():
 
 SCRIPT = """
 import json
-from fw_magics.fingerprint import function_digest, value_digest
+from fw_magics.recovery.fingerprint import function_digest, value_digest
 namespace = {"FACTOR": 3}
 exec("def summarize(records):\\n    return [r for r in records if r in {'a', 'b', 'c'}] * FACTOR\\n", namespace)
 print(json.dumps([function_digest(namespace["summarize"]), value_digest({"k": frozenset({"x", "y", 1.5})})]))

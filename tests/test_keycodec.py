@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fw_magics.errors import FullWindowError
-from fw_magics.keycodec import encode_key
+from fw_magics.values.keycodec import encode_key
 
 numbers = st.integers(min_value=-(2**200), max_value=2**200) | st.floats(allow_nan=False) | st.booleans()
 atoms = numbers | st.text() | st.binary() | st.dates() | st.datetimes()

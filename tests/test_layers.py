@@ -5,7 +5,7 @@ with ``ast``; each import, late ones inside functions included, is mapped to the
 module it names. The only upward imports allowed are the documented late ones behind
 ``execute()`` and ``show_graph()``, as pandas reaches its plotting layer. A module that fits
 no layer fails the test until it is given one here, so new code is held to the rule from its
-first commit (``fw_magics/state/`` and ``fw_magics/streaming/`` already have theirs). No Spark.
+first commit (``fw_magics/state/`` and ``fw_magics/runtime/streaming/`` already have theirs). No Spark.
 """
 
 from __future__ import annotations
@@ -18,33 +18,32 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-#: Layers from the bottom: 1 base, 2 pure models, 3 failover/recovery/streams, 4 runtime,
-#: 5 streaming, 6 the notebook faces. A module's layer is its longest entry here; the
-#: package itself (``fw_magics/__init__.py``, the public facade) and the helpers for
-#: notebooks and tests sit on top.
+#: Layers from the bottom (DESIGN.md, "Layout"): 1 base (errors, hooks, options, values, Spark itself),
+#: 2 pure models and the user API, 3 failover and recovery, 4 operator kinds and connectors (sources),
+#: 5 the DataStream API, 6 the runtimes (batch and streaming), 7 the notebook faces, and on top
+#: the teaching helpers. A module's layer is its longest entry here; the package itself (``fw_magics/__init__.py``,
+#: the public facade) sits on top.
 LAYERS = {
-    "fw_magics.errors": 1, "fw_magics.actions": 1, "fw_magics.cancel_marks": 1, "fw_magics.hooks": 1, "fw_magics.verbs": 1,
-    "fw_magics.spark": 1, "fw_magics.options": 1, "fw_magics.records": 1, "fw_magics.convert": 1, "fw_magics.value_checks": 1,
-    "fw_magics.schema": 1, "fw_magics.functions": 1, "fw_magics.keycodec": 1, "fw_magics.fingerprint": 1,
-    "fw_magics.keyed_process": 1, "fw_magics.co_process": 1, "fw_magics.process_function": 1, "fw_magics.watermarks": 1, "fw_magics.shipping": 1,
-    "fw_magics.postgres": 1, "fw_magics.user_frames": 1, "fw_magics.processes": 1,
-    "fw_magics.graph": 2, "fw_magics.state": 2,
-    "fw_magics.failover": 3, "fw_magics.recovery": 3, "fw_magics.streams": 3,
-    "fw_magics.runtime": 4,
-    "fw_magics.streaming": 5,
-    "fw_magics.magics": 6, "fw_magics.widgets": 6, "fw_magics.testing": 6, "fw_magics.scratch_postgres": 6, "fw_magics.demo": 6,
-    "fw_magics.exercises": 6,
+    "fw_magics.errors": 1, "fw_magics.hooks": 1, "fw_magics.options": 1, "fw_magics.processes": 1,
+    "fw_magics.verbs": 1, "fw_magics.values": 1, "fw_magics.spark": 1,
+    "fw_magics.graph": 2, "fw_magics.state": 2, "fw_magics.api": 2,
+    "fw_magics.failover": 3, "fw_magics.recovery": 3,
+    "fw_magics.operators": 4, "fw_magics.connectors": 4,
+    "fw_magics.datastream": 5,
+    "fw_magics.runtime": 6,
+    "fw_magics.magics": 7, "fw_magics.widgets": 7,
+    "fw_magics.teaching": 8,  # apart from the product: the tutorials' and tests' helpers, beside the facade
 }
 TOP = "fw_magics"  # the package's own __init__: the facade, on top
-TOP_LAYER = 6
+TOP_LAYER = 8
 
 #: The documented upward imports: (module, function, imported module): show_graph() of a stream or a
 #: result reaches the widget layer, as pandas reaches its plotting layer. Each must be a late import
 #: inside that function, and each must still exist (a stale entry fails too). ``execute()`` and
 #: ``start()`` do not reach up: the streams name them in ``fw_magics.verbs`` and the facade provides them.
 ALLOWED_LATE = {
-    ("fw_magics.streams.datastream", "DataStream.show_graph", "fw_magics.widgets"),
-    ("fw_magics.runtime.job_result", "JobResult.show_graph", "fw_magics.widgets"),
+    ("fw_magics.datastream.datastream", "DataStream.show_graph", "fw_magics.widgets"),
+    ("fw_magics.runtime.batch.job_result", "JobResult.show_graph", "fw_magics.widgets"),
 }
 
 #: Pure Python models and the recovery machinery: no Spark (they are tested without starting one).
@@ -199,10 +198,10 @@ def test_the_pure_models_import_no_spark(prefix):
 
 def test_the_walk_sees_late_and_relative_imports():
     # the checker itself: a late import is attributed to its function, relative names resolve
-    found = {(imp.function, imp.target) for imp in IMPORTS if imp.module == "fw_magics.streams.datastream"}
+    found = {(imp.function, imp.target) for imp in IMPORTS if imp.module == "fw_magics.datastream.datastream"}
     assert ("DataStream.show_graph", "fw_magics.widgets") in found
-    assert (None, "fw_magics.errors") in found and (None, "fw_magics.streams.workers") in found
-    assert "fw_magics.widgets.graph_view" in MODULES and "fw_magics.streams" in MODULES
+    assert (None, "fw_magics.errors") in found and (None, "fw_magics.datastream.workers") in found
+    assert "fw_magics.widgets.graph_view" in MODULES and "fw_magics.datastream" in MODULES
 
 
 def test_importing_the_package_and_its_pure_parts_loads_no_spark_nor_arrow():
@@ -222,7 +221,7 @@ def test_importing_the_package_and_its_pure_parts_loads_no_spark_nor_arrow():
 SHARED_PRIVATE: set[tuple[str, str]] = {
     # pyspark's, not a sibling's: the state client of a transformWithState handle, the only way to reach the
     # state partition's operator state kept under a key Spark is not calling for (checked where it is used)
-    ("fw_magics.streaming.keyed_operator_state", "_statefulProcessorApiClient"),
+    ("fw_magics.runtime.streaming.keyed.operator_state", "_statefulProcessorApiClient"),
 }
 #: Underscore names that are public API elsewhere (namedtuple's).
 PUBLIC_UNDERSCORED = {"_fields", "_replace", "_asdict", "_make"}

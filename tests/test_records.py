@@ -2,7 +2,7 @@ import pickle
 
 import pyarrow as pa
 
-from fw_magics.records import batch_records, make_record
+from fw_magics.values.records import batch_records, make_record
 
 
 def test_fields_by_name_position_and_tuple():

@@ -64,7 +64,7 @@ def test_task_attempts_come_from_the_environment(monkeypatch):
 
 
 def test_the_test_session_does_not_retry_failing_tasks(spark):
-    from .conftest import is_connect
+    from tests.conftest import is_connect
 
     if is_connect(spark):
         assert os.environ["SPARK_REMOTE"] == "local[2]"  # local[N]: one attempt per task

@@ -20,8 +20,7 @@ import time
 import pytest
 
 from fw_magics.spark import shared
-
-from .kernels import Kernel, process_running
+from tests.kernels import Kernel, process_running
 
 pytestmark = [pytest.mark.slow, pytest.mark.extended]  # a server JVM and two kernels
 

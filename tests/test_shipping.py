@@ -11,7 +11,8 @@ import pytest
 from pyspark import cloudpickle
 
 import fw_magics as fw
-from fw_magics import shipping, testing
+from fw_magics.spark import shipping
+from fw_magics.teaching import testing
 from tests.cluster import usermodule
 
 
@@ -26,7 +27,7 @@ def module(tmp_path):
 
 
 def test_installed_and_standard_modules_stay_by_reference(module):
-    for name in ("json", "os.path", "fw_magics", "fw_magics.streams", "pyspark.sql", "pyarrow", "pandas", "__main__"):
+    for name in ("json", "os.path", "fw_magics", "fw_magics.datastream", "pyspark.sql", "pyarrow", "pandas", "__main__"):
         assert not shipping.is_user_module(name), name
     assert shipping.is_user_module(module.__name__)
 

@@ -16,7 +16,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from .tutorial_solutions import SOLUTIONS, WRONG
+from tests.tutorial_solutions import SOLUTIONS, WRONG
 
 ROOT = pathlib.Path(__file__).parent.parent.resolve()
 TUTORIALS = sorted((ROOT / "tutorials").glob("*.ipynb"))
@@ -40,7 +40,7 @@ def output_text(cell) -> str:
 def run_by_the_browser_tests(session, path) -> bool:
     """Whether this run's browser tests execute ``path`` top to bottom and assert what this test
     does (tests/browser: tutorial 5, classic; not when they are skipped, deselected or xfail)."""
-    from .browser.conftest import TUTORIAL
+    from tests.browser.conftest import TUTORIAL
 
     return path.name == TUTORIAL and any(
         item.nodeid.endswith("test_widgets_in_lab.py::test_no_cell_failed[classic]")

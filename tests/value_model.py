@@ -1,6 +1,6 @@
 """A pure-Python reference model: does a Spark column accept a Python value, and what is stored?
 
-Written independently of fw_magics.convert (numpy for float rounding, Decimal.quantize for
+Written independently of fw_magics.values.convert (numpy for float rounding, Decimal.quantize for
 decimals, plain bounds for integers), from the rules documented there. ``stored(value,
 dtype, nullable)`` returns the value Arrow should hold (as ``to_pylist`` gives it back) or
 raises ``Refused``. Plus hypothesis strategies of Spark types and of values near them.

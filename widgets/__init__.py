@@ -17,10 +17,10 @@ def show_graph(value, title: str | None = None) -> GraphView:
 
     Anything else is a one-line FullWindowError naming its type and what is accepted.
     """
+    from fw_magics.datastream.datastream import DataStream
+    from fw_magics.datastream.job_graph import build_graph
     from fw_magics.graph import JobGraph
-    from fw_magics.runtime.job_result import JobResult
-    from fw_magics.streams.datastream import DataStream
-    from fw_magics.streams.job_graph import build_graph
+    from fw_magics.runtime.batch.job_result import JobResult
 
     if isinstance(value, DataStream):
         return GraphView(build_graph(value), stream=value, title=title or value.name)
@@ -39,7 +39,7 @@ def show_graph(value, title: str | None = None) -> GraphView:
 
 def _is_streaming_job(value) -> bool:
     """A StreamingJob (or its OperatorJob)."""
-    from fw_magics.streaming.job import StreamingJob
+    from fw_magics.runtime.streaming.driver.job import StreamingJob
 
     return isinstance(value, StreamingJob)
 
@@ -47,7 +47,7 @@ def _is_streaming_job(value) -> bool:
 def _streaming_view(job, title) -> GraphView:
     """A running or finished streaming job: its phase, and its savepoints in the rescale what-if; for a
     job restored from a savepoint, where its operator state came from, at once."""
-    from fw_magics.streaming.savepoint_files import list_savepoints
+    from fw_magics.runtime.streaming.savepoints.files import list_savepoints
 
     from .stream_status import stream_status
 

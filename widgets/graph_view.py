@@ -204,7 +204,7 @@ class GraphView(W.VBox):
         operator, and badges each operator on the graph ``state p -> n``. ``restored``: the job
         shown *was* restored from it at ``new_parallelism`` (the table says where its units came from).
         """
-        from fw_magics.streaming.savepoint_files import load_savepoint
+        from fw_magics.runtime.streaming.savepoints.files import load_savepoint
 
         savepoint = load_savepoint(path)
         old = savepoint.parallelism

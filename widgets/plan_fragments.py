@@ -29,7 +29,7 @@ def plan_fragments(stream, graph) -> dict[str, str]:
     expression ids and the difference is exactly what the operator added. Planning runs no
     Spark job.
     """
-    from fw_magics.streams.job_graph import operator_names
+    from fw_magics.datastream.job_graph import operator_names
 
     steps = stream.step.lineage()
     names = operator_names(steps)

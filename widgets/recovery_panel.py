@@ -8,11 +8,11 @@ import threading
 
 import ipywidgets as W
 
-from fw_magics.actions import Scope
+from fw_magics.datastream.datastream import DataStream
+from fw_magics.datastream.job_graph import build_graph
 from fw_magics.errors import Interrupted, JobLockedError, ResumeError, error_summary
 from fw_magics.recovery.jobs import Job, discard, find_jobs, read_job
-from fw_magics.streams.datastream import DataStream
-from fw_magics.streams.job_graph import build_graph
+from fw_magics.spark.actions import Scope
 
 from .graph_view import GraphView
 from .model import describe_event
@@ -59,7 +59,7 @@ class RecoveryPanel(W.VBox):
     """
 
     def __init__(self, job_dir: str | None = None, namespace: dict | None = None, elsewhere: bool | None = None):
-        from fw_magics.runtime.job import default_job_dir
+        from fw_magics.runtime.batch.job import default_job_dir
 
         self.elsewhere = job_dir is None if elsewhere is None else elsewhere
         self.job_dir = job_dir or default_job_dir()

@@ -7,7 +7,7 @@ panel and the live graph view read both back. So names are made and parsed here 
 vertex ``k`` is the ``k``-th chain of ``JobGraph.chains()`` (topological order of each
 chain's first operator), named ``vertex_name(k)``.
 
-Pure Python, no Spark. The runtime's own vertex (``fw_magics.runtime.vertices``) adds the
+Pure Python, no Spark. The runtime's own vertex (``fw_magics.runtime.batch.vertices``) adds the
 Spark steps that compute it.
 """
 

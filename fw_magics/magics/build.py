@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from IPython.core.error import UsageError
 
+from ..api.functions import Order
+from ..datastream import DataStream, from_dataframe, from_pandas
 from ..errors import did_you_mean
-from ..functions import Order
-from ..schema import resolve_field
-from ..streams import DataStream, from_dataframe, from_pandas
+from ..values.schema import resolve_field
 from .grammar import Aggregate, AggregateCalls, Call, Command, Map, Reduce, Sort, Stage
 from .words import Function, quoted, shortened
 

@@ -15,8 +15,7 @@ import contextlib
 from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
 
-from ..errors import FwMagicsError, did_you_mean
-from . import tracebacks
+from ..errors import FwMagicsError, did_you_mean, tracebacks
 from .words import shortened
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from IPython.core.error import UsageError
 
-from ..streams.preview import DEFAULT_SHOW
+from ..datastream.preview import DEFAULT_SHOW
 from .words import (
     IDENTIFIER,
     PIPE,

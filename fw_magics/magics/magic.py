@@ -8,7 +8,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.display import display
 
-from ..streams import preview
+from ..datastream import preview
 from . import build, grammar
 from .cells import cell_number, magic_input, user_errors, variable
 from .words import quoted, shortened
@@ -148,7 +148,7 @@ class FullWindowMagics(Magics):
         ``op.start(job_name=NEW, from_savepoint=path, parallelism=N)`` restores it at any
         parallelism N >= 1 (docs/state.md).
         """
-        from ..streaming.job import StreamingJob
+        from ..runtime.streaming.driver.job import StreamingJob
 
         name = line.strip()
         if not name.isidentifier():

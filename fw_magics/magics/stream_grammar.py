@@ -24,8 +24,8 @@ from IPython.core.error import UsageError
 
 from ..errors import FullWindowError
 from ..recovery.paths import safe_job_path
-from ..streaming.phases import MODES, Mode
-from ..streaming.plan import AVAILABLE_NOW, MAX_PARALLELISM, Trigger
+from ..runtime.streaming.driver.phases import MODES, Mode
+from ..runtime.streaming.driver.plan import AVAILABLE_NOW, MAX_PARALLELISM, Trigger
 from .words import (
     Function,
     Option,

@@ -186,7 +186,7 @@ _INPUT = {False: "the input: a DataStream over files (fw.from_files(...)) or a t
 
 def _streams(command, value) -> tuple:
     """The command's input stream(s), or one line saying what it takes."""
-    from ..streams.datastream import DataStream
+    from ..datastream.datastream import DataStream
 
     streams = tuple(value) if command.two_inputs and isinstance(value, (tuple, list)) else (value,)
     if len(streams) != (2 if command.two_inputs else 1) or not all(isinstance(s, DataStream) for s in streams):

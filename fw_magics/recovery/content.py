@@ -1,6 +1,6 @@
 """Comparing a job's recorded content fingerprint with the current one (item 2 of issue 16). No Spark.
 
-The content fingerprint (``fw_magics.streams.content.job_content``) is ``{operator: {piece:
+The content fingerprint (``fw_magics.datastream.content.job_content``) is ``{operator: {piece:
 digest}}``: a source's rows, plan or files, each function's code and closure, keys, sort
 fields, aggregates and schemas. ``compare`` says which operators changed, in words, and
 which pieces could not be compared (recorded by an older fw-magics, or not fingerprintable,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-UNKNOWN = "unknown: "  # the same prefix as fw_magics.fingerprint.UNKNOWN (layer 1), kept here for recovery
+UNKNOWN = "unknown: "  # the same prefix as fw_magics.recovery.fingerprint.UNKNOWN (layer 1), kept here for recovery
 
 #: How each piece is named in a sentence ("the function of 'reduce(add)'").
 PIECES = {

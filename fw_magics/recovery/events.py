@@ -171,7 +171,7 @@ TIME = Number(0, 253402300799)  # up to the year 9999: anything later is no wall
 SECONDS = Number(0, 1e9)
 MILLIS = Integer(-(2**63), 2**63 - 1)  # an event time or watermark in epoch milliseconds
 FILE = Record({"path": Text(1024), "size": COUNT, "sha256": Text(128)}, "a file record")
-#: The content fingerprint of a job (``fw_magics.streams.content``): operator -> piece -> digest.
+#: The content fingerprint of a job (``fw_magics.datastream.content``): operator -> piece -> digest.
 #: A source as a streaming job describes it: its settings, or (two inputs) each input's and their keys.
 ONE_SOURCE = MapOf(Text(64), Scalar(), limit=64)
 SOURCE = Either(ONE_SOURCE, Record({"kind": Text(16), "inputs": ListOf(ONE_SOURCE, 2),
@@ -197,7 +197,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "job_finished": {},
     "job_failed": {"cause": TEXT},
     "job_cancelled": {"cause": TEXT},
-    # streaming jobs (fw_magics.streaming): each start, the recorded backlog, phases, the switch, micro-batches
+    # streaming jobs (fw_magics.runtime.streaming): each start, the recorded backlog, phases, the switch, micro-batches
     "stream_started": {"mode": Text(16, r"mixed|stream|batch", "mixed, stream or batch"), "run": Integer(1, 2**31 - 1),
                        "source": Optional(SOURCE),
                        "parallelism": Optional(Integer(1, 2**31 - 1))},
@@ -225,7 +225,7 @@ def _event(kind: str, **fields) -> dict:
 
 def job_submitted(job, graph_json, fingerprint, cell=None, content=None):
     """``cell``: the notebook cell that submitted the job, if any (the recovery panel quotes it);
-    ``content``: what the results depend on, per operator (``fw_magics.streams.content``)."""
+    ``content``: what the results depend on, per operator (``fw_magics.datastream.content``)."""
     extra = {} if cell is None else {"cell": cell}
     if content is not None:
         extra["content"] = content

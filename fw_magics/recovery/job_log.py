@@ -1,6 +1,6 @@
 """One job's folder as every kind of job keeps it: the lock, the event log, the index, the last word. No Spark.
 
-``execute()`` (``fw_magics.runtime``) and every streaming job (``fw_magics.streaming``) open their
+``execute()`` (``fw_magics.runtime``) and every streaming job (``fw_magics.runtime.streaming``) open their
 job through a ``JobLog``, so a guarantee one kind of job has, the other has too:
 
 * the folder is checked (never a symbolic link), the job's ``LOCK`` is taken (one live process

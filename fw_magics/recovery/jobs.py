@@ -90,7 +90,7 @@ class Job:
     @property
     def savepoints(self) -> list[str]:
         """The job's complete savepoints (streaming jobs, FLIP-8), oldest first: paths of
-        ``savepoints/savepoint-NNNNNN`` holding a ``savepoint.json`` (fw_magics.streaming.savepoint_files)."""
+        ``savepoints/savepoint-NNNNNN`` holding a ``savepoint.json`` (fw_magics.runtime.streaming.savepoints.files)."""
         storage = Storage(self.root)
         base = storage.path(SAVEPOINTS)
         if not storage.exists(base):

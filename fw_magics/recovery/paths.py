@@ -5,7 +5,7 @@ directory) and every name inside it, named once here for both kinds of job.
     <job_dir>/<job_name>/events/events.0, events.1, ...   the event log
     <job_dir>/<job_name>/results/v0/0.arrow, 0.json, ...   subtask 0 of job vertex v0 and its sidecar
                                                            (a streaming job's backlog subtasks too)
-    a streaming job's own (fw_magics.streaming):
+    a streaming job's own (fw_magics.runtime.streaming):
     <job_dir>/<job_name>/source/manifest.json              the files its source has seen; the backlog
     <job_dir>/<job_name>/source/skipped/                   the files its readers skipped, one marker each
     <job_dir>/<job_name>/backlog/watermark.json            W, the backlog's watermark

@@ -27,7 +27,7 @@ class JobState:
     status: str = "running"  # running | finished | failed | cancelled | stopped
     attempts: int = 0
     timeline: list = field(default_factory=list)  # every valid event, in order
-    # a streaming job's (fw_magics.streaming):
+    # a streaming job's (fw_magics.runtime.streaming):
     mode: str | None = None  # from its first start
     source: dict | None = None  # the source's description, from its first start
     runs: int = 0  # its starts

@@ -5,11 +5,11 @@ __all__ = ["JobResult", "default_job_dir", "execute"]
 
 def __getattr__(name):  # hooks are importable without loading the job machinery
     if name in ("execute", "default_job_dir"):
-        from . import job
+        from .batch import job
 
         return getattr(job, name)
     if name == "JobResult":
-        from .job_result import JobResult
+        from .batch.job_result import JobResult
 
         return JobResult
     raise AttributeError(name)

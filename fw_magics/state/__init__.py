@@ -24,6 +24,7 @@ standard library, never Spark or Arrow.
     redistribute(old, 4, {"partitions": "split"})  # one partition per subtask
 """
 
+from ..errors.state import StateError
 from .checkpointed import (
     CheckpointedFunction,
     FunctionInitializationContext,
@@ -38,7 +39,6 @@ from .document import (
     parse_operator_state,
     validate_operator_state,
 )
-from .errors import StateError
 from .operator_state import BroadcastState, ListState, OperatorStateStore, UnionListState
 from .repartition import MODES, assignment, redistribute
 from .snapshots import (

@@ -23,7 +23,7 @@ with :func:`~fw_magics.state.snapshot_subtask`. :func:`initialize_function` and
 import abc
 import time
 
-from .errors import StateError, show, type_name
+from ..errors.state import StateError, show, type_name
 from .operator_state import OperatorStateStore
 from .snapshots import snapshot_subtask
 

@@ -19,7 +19,7 @@ unpickles or runs anything: it is JSON data.
 import json
 from collections.abc import Mapping
 
-from .errors import StateError, show, type_name
+from ..errors.state import StateError, show, type_name
 from .snapshots import subtask_modes
 
 OPERATOR_STATE_FORMAT = "fw-magics/operator-state"

@@ -18,7 +18,7 @@ and each name has one mode that says how the units move on a rescale
     subtask ``i`` takes old subtask ``i % p``'s copy.
 
 Units, and a broadcast state's keys and values, must be JSON values (see
-:mod:`fw_magics.state.values`); anything else is refused in one line when it is added and
+:mod:`fw_magics.values.json_values`); anything else is refused in one line when it is added and
 again when the store is snapshot, since a unit may have been changed in between.
 
 The :class:`OperatorStateStore` of a subtask hands these out by name (one mode per name)
@@ -28,8 +28,8 @@ and is what :func:`~fw_magics.state.snapshot_subtask` saves and
 
 from collections.abc import Mapping, MutableMapping
 
-from .errors import StateError, show, type_name
-from .values import check_key, check_value, json_copy
+from ..errors.state import StateError, show, type_name
+from ..values.json_values import check_key, check_value, json_copy
 
 
 class ListState:

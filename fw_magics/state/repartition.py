@@ -53,7 +53,7 @@ Pure Python, no Spark::
 
 from collections.abc import Mapping
 
-from .errors import StateError, show, type_name
+from ..errors.state import StateError, show, type_name
 
 MODES = ("split", "union", "broadcast")
 _ACCEPTED_MODES = "'split', 'union' or 'broadcast'"

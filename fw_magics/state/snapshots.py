@@ -21,10 +21,10 @@ builds one :class:`~fw_magics.state.OperatorStateStore` per new subtask::
 
 from collections.abc import Mapping
 
-from .errors import StateError, show, type_name
+from ..errors.state import StateError, show, type_name
+from ..values.json_values import check_key, check_value
 from .operator_state import OperatorStateStore
 from .repartition import MODES, redistribute
-from .values import check_key, check_value
 
 _ACCEPTED_MODES = "'split', 'union' or 'broadcast'"
 

@@ -170,7 +170,7 @@ def copy_without_outputs(source: pathlib.Path, target: pathlib.Path, solved: boo
     tests/test_tutorials.py runs it."""
     import nbformat
 
-    from ..tutorial_solutions import SOLUTIONS
+    from tests.tutorial_solutions import SOLUTIONS
 
     solutions = SOLUTIONS.get(source.stem, {}) if solved else {}
     nb = nbformat.read(source, as_version=4)

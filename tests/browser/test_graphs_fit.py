@@ -16,8 +16,7 @@ import nbformat
 import pytest
 
 from fw_magics.graph import JobGraph, OperatorAttributes
-
-from .conftest import READABLE_PX, REPO, copy_without_outputs, geometry, run_all_cells, shot
+from tests.browser.conftest import READABLE_PX, REPO, copy_without_outputs, geometry, run_all_cells, shot
 
 pytestmark = [pytest.mark.slow, pytest.mark.extended, pytest.mark.timeout(900)]  # make test-extended (CI)
 VIEWPORT = {"width": 1385, "height": 1100}  # JupyterLab's output area is then about 953 px wide

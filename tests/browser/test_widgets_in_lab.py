@@ -16,8 +16,16 @@ import pytest
 from fw_magics.graph import JobGraph
 from fw_magics.recovery.jobs import read_job
 from fw_magics.widgets.model import what_if
-
-from .conftest import MODES, READABLE_PX, REPO, TUTORIAL, copy_without_outputs, geometry, run_all_cells, shot
+from tests.browser.conftest import (
+    MODES,
+    READABLE_PX,
+    REPO,
+    TUTORIAL,
+    copy_without_outputs,
+    geometry,
+    run_all_cells,
+    shot,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.extended, pytest.mark.timeout(900)]  # make test-extended (CI)
 

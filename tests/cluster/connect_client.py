@@ -17,7 +17,7 @@ import sys
 import time
 
 import fw_magics as fw
-from fw_magics import testing
+from fw_magics.teaching import testing
 from tests.runtime import jobs
 
 

@@ -21,10 +21,9 @@ import time
 
 import pytest
 
-from fw_magics import testing
+from fw_magics.teaching import testing
+from tests.cluster.conftest import ROOT, backend_env, cluster_script, run_pytest
 from tests.runtime import jobs
-
-from .conftest import ROOT, backend_env, cluster_script, run_pytest
 
 #: Each case may take longer than pytest's default 600 s on a loaded machine: more than the 900 s
 #: run_pytest gives a backend's run, so that its own timeout (with the run's output) is what fires.
@@ -39,7 +38,7 @@ SELECTED = ["-m", "core or backends"]
 #: and placement, execute() and the streaming side. The rest of the core cases (the magic's grammar,
 #: errors, display) do not depend on where Spark runs and take most of the time; `make test` runs all
 #: of them in one process, `make test-extended` again under an in-process Spark Connect server.
-CORE_ON_A_CLUSTER = ["tests/cluster", "tests/streams/test_flink_cases.py", "tests/streams/test_partitioning.py",
+CORE_ON_A_CLUSTER = ["tests/cluster", "tests/datastream/test_flink_cases.py", "tests/datastream/test_partitioning.py",
                      "tests/runtime", "tests/streaming"]
 #: Under the separate Connect server (its executors on the same cluster) what its being a process of its
 #: own changes: user modules shipped as artifacts, job directories and the probe, execute() and Spark's task

@@ -13,9 +13,8 @@ import sys
 import pytest
 
 import fw_magics as fw
-from fw_magics.runtime import shared_dir
-
-from . import usermodule
+from fw_magics.runtime.batch import shared_dir
+from tests.cluster import usermodule
 
 # make test-extended runs them on the embedded Spark and under Connect, make test-cluster on the cluster
 pytestmark = [pytest.mark.spark, pytest.mark.core, pytest.mark.extended]

@@ -19,8 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 from fw_magics.graph import JobGraph, OperatorAttributes, render
 from fw_magics.graph import drawing_size as size
-
-from . import reference_graph as ref
+from tests.graph import reference_graph as ref
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 OUTPUT_AREA = 953  # px: JupyterLab 4's output area beside its file browser, as issue 17 measured it

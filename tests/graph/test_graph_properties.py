@@ -4,8 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fw_magics.graph import JobGraph
-
-from . import reference_graph as ref
+from tests.graph import reference_graph as ref
 
 EXAMPLES = settings(max_examples=300, deadline=None)
 

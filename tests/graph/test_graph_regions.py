@@ -10,8 +10,7 @@ import pytest
 
 from fw_magics.graph import JobGraph
 from fw_magics.graph.components import DisjointSets, strongly_connected
-
-from .reference_graph import flink_pointwise_pairs
+from tests.graph.reference_graph import flink_pointwise_pairs
 
 
 def shape(operators, edges):

@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from fw_magics.errors import FullWindowError
 from fw_magics.graph import JobGraph, JobVertex, subtask_inputs, vertex_index, vertex_name
 from fw_magics.recovery.paths import result_file, result_sidecar
-
-from . import reference_graph as ref
+from tests.graph import reference_graph as ref
 
 
 def three_chains() -> JobGraph:

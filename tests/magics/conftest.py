@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from ..conftest import is_connect
+from tests.conftest import is_connect
 
 ORDERS = [(1, "ada", 4.5, 2), (2, "grace", 3.0, 1), (3, "ada", 5.25, 4), (4, "linus", 2.75, 3), (5, "grace", 9.0, 1)]
 ORDERS_SCHEMA = "id long, customer string, price double, qty int"
@@ -51,6 +51,6 @@ class Jobs:
 
 def normalized_plan(frame) -> str:
     """Spark's physical plan without the ids that differ between two builds of the same plan."""
-    from ..streams.helpers import plan_text
+    from tests.datastream.helpers import plan_text
 
     return re.sub(r"#\d+L?|plan_id=\d+", "#", plan_text(frame))

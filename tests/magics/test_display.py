@@ -5,11 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
-from fw_magics.streams import preview as display
-
-from ..conftest import is_connect
-from ..streams.helpers import SCHEMA, SPARK_SETTINGS, record, spark_examples
-from .conftest import Jobs
+from fw_magics.datastream import preview as display
+from tests.conftest import is_connect
+from tests.datastream.helpers import SCHEMA, SPARK_SETTINGS, record, spark_examples
+from tests.magics.conftest import Jobs
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 

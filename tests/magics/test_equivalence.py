@@ -12,9 +12,8 @@ from pyspark.sql import functions as F
 
 import fw_magics as fw
 from fw_magics.magics import build, grammar
-
-from ..streams.helpers import SPARK_SETTINGS, spark_examples
-from .conftest import ORDERS, ORDERS_SCHEMA, normalized_plan, ok
+from tests.datastream.helpers import SPARK_SETTINGS, spark_examples
+from tests.magics.conftest import ORDERS, ORDERS_SCHEMA, normalized_plan, ok
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 

@@ -7,8 +7,7 @@ import pytest
 import fw_magics as fw
 from fw_magics.magics import grammar
 from fw_magics.magics.magic import FullWindowMagics
-
-from .conftest import ok
+from tests.magics.conftest import ok
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 

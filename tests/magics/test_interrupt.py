@@ -14,8 +14,7 @@ import re
 import pytest
 
 from fw_magics.recovery.jobs import read_job
-
-from ..kernels import Kernel, still_running
+from tests.kernels import Kernel, still_running
 
 pytestmark = [pytest.mark.slow, pytest.mark.extended, pytest.mark.timeout(600)]  # make test-extended (CI)
 MODES = {"classic": {}, "connect": {"SPARK_REMOTE": "local[2]"}}

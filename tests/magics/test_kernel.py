@@ -8,7 +8,7 @@ import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
-from ..kernels import Kernel
+from tests.kernels import Kernel
 
 pytestmark = [pytest.mark.slow, pytest.mark.extended]  # make test-extended (CI): each test starts kernels
 

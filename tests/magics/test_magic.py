@@ -7,8 +7,7 @@ import pytest
 from IPython.core.error import UsageError
 
 import fw_magics as fw
-
-from .conftest import Jobs, ok, run
+from tests.magics.conftest import Jobs, ok, run
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 

@@ -6,8 +6,7 @@ import pytest
 from IPython.core.error import UsageError
 
 import fw_magics as fw
-
-from .conftest import run
+from tests.magics.conftest import run
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
-from fw_magics.streams import preview as display
+from fw_magics.datastream import preview as display
 
 COLUMNS = ("id", "text")
 

@@ -11,8 +11,7 @@ from IPython.core.error import UsageError
 
 from fw_magics.magics import stream_grammar
 from fw_magics.magics.stream_grammar import parse
-
-from .conftest import ok, run
+from tests.magics.conftest import ok, run
 
 HELP = inspect.cleandoc(__import__("fw_magics.magics.stream_magic", fromlist=["x"]).StreamMagics.fwstream.__doc__)
 
@@ -113,8 +112,8 @@ def test_reset_is_a_flag_and_reads_back():
 
 def test_option_values_follow_the_streaming_api():
     # the modes are phases.Mode's, the trigger what plan.Trigger takes, the job name what a job's folder takes
-    from fw_magics.streaming.phases import MODES
-    from fw_magics.streaming.plan import Trigger
+    from fw_magics.runtime.streaming.driver.phases import MODES
+    from fw_magics.runtime.streaming.driver.plan import Trigger
 
     assert stream_grammar.MODES == MODES
     assert [parse(f"reduce fn=add key=k --mode {mode}").mode for mode in MODES] == list(MODES)
@@ -194,7 +193,7 @@ def stop_queries(spark):
 @pytest.mark.spark
 def test_reset_reaches_start(shell, monkeypatch):
     # --reset is start(reset=True); without it, start(reset=False)
-    from fw_magics.streams.stateful import StatefulStream
+    from fw_magics.datastream.stateful import StatefulStream
 
     calls = []
 

@@ -3,7 +3,7 @@
 import pytest
 from IPython.core.error import UsageError
 
-from .conftest import ok, run
+from tests.magics.conftest import ok, run
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 

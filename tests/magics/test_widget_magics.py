@@ -7,12 +7,11 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 import fw_magics as fw
+from fw_magics.datastream.job_graph import build_graph
 from fw_magics.magics.grammar import FLAGS, Command, Sort, parse
-from fw_magics.streams.job_graph import build_graph
 from fw_magics.widgets import GraphView, RecoveryPanel
-
-from .conftest import ok, run
-from .test_grammar import commands
+from tests.magics.conftest import ok, run
+from tests.magics.test_grammar import commands
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -181,9 +180,8 @@ def test_fw_savepoint_of_a_running_job_prints_its_path_and_the_savepoint_restore
     there and start(from_savepoint=...) restores it at another parallelism with every record once."""
     import os
 
-    from fw_magics.streaming.savepoint_files import FILES, load_savepoint
-
-    from ..streaming.files import Area, expected_latest, model
+    from fw_magics.runtime.streaming.savepoints.files import FILES, load_savepoint
+    from tests.streaming.files import Area, expected_latest, model
 
     area = Area(tmp_path)
     backlog, fresh = [[(1, 2, 1), (2, 3, 2)], [(1, 4, 3)]], [(1, 5, 10), (2, 6, 11)]

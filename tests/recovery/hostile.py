@@ -16,8 +16,7 @@ import struct
 
 from fw_magics.recovery import events
 from fw_magics.recovery.event_store import encode
-
-from ..widgets.graphs import commit_file, four_operators, full_run, write_log
+from tests.widgets.graphs import commit_file, four_operators, full_run, write_log
 
 IN_ACCESS, IN_OPEN = 0x1, 0x20
 

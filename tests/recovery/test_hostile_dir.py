@@ -22,9 +22,8 @@ from fw_magics.recovery import JobEventStore, decide_resume, events, jobs, repla
 from fw_magics.recovery.event_store import encode
 from fw_magics.recovery.filesystem import Storage
 from fw_magics.recovery.integrity import file_intact
-
-from ..widgets.graphs import four_operators
-from .hostile import OpenWatch, append_records, finished_event, finished_job, frame
+from tests.recovery.hostile import OpenWatch, append_records, finished_event, finished_job, frame
+from tests.widgets.graphs import four_operators
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -317,8 +316,7 @@ def test_a_graph_at_the_limit_gives_a_small_panel_table_built_in_seconds(tmp_pat
     # every subtask made a 100 MB table; the panel lists 10 subtasks of each of 20 vertices, counts the rest
     from fw_magics.graph.model import MAX_JSON_EXECUTION_VERTICES, MAX_PARALLELISM
     from fw_magics.widgets import RecoveryPanel
-
-    from ..widgets.graphs import commit_file, write_log
+    from tests.widgets.graphs import commit_file, write_log
 
     n = MAX_JSON_EXECUTION_VERTICES // MAX_PARALLELISM
     g = JobGraph(mode="batch")

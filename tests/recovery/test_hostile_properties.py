@@ -26,9 +26,8 @@ from hypothesis import strategies as st
 from fw_magics.errors import FwMagicsError
 from fw_magics.recovery import events, jobs
 from fw_magics.recovery.event_store import encode
-
-from ..widgets.graphs import four_operators
-from .hostile import OpenWatch, finished_job
+from tests.recovery.hostile import OpenWatch, finished_job
+from tests.widgets.graphs import four_operators
 
 SENTINEL_DATA = b"ARROW1 rows that must never be read"
 SUBTASKS = [(f"v{k}", i) for k in range(3) for i in range(3)]
@@ -261,7 +260,7 @@ def test_the_panel_widget_opens_a_damaged_directory(tmp_path_factory, written, o
 @pytest.fixture(scope="module")
 def clean_job(spark, tmp_path_factory):
     """A job directory a real execute() wrote, and the job's expected output."""
-    from ..runtime import jobs as runtime_jobs
+    from tests.runtime import jobs as runtime_jobs
 
     root = tmp_path_factory.mktemp("clean")
     import fw_magics as fw

@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from fw_magics.recovery import index
 from fw_magics.recovery.jobs import find_jobs
 from fw_magics.widgets import RecoveryPanel
-
-from ..widgets.graphs import four_operators, full_run, write_log
+from tests.widgets.graphs import four_operators, full_run, write_log
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fw_magics.recovery import events, jobs
-
-from ..graph import reference_graph as ref
-from ..widgets.graphs import commit_file, finished, write_log
+from tests.graph import reference_graph as ref
+from tests.widgets.graphs import commit_file, finished, write_log
 
 
 @settings(max_examples=40, deadline=None)

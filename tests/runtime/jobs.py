@@ -11,7 +11,7 @@ import os
 import sys
 
 import fw_magics as fw
-from fw_magics import testing
+from fw_magics.teaching import testing
 
 SCHEMA = "id long, k long, g long, v double"
 RECORDS = [(i, i % 5, i % 3, float(i)) for i in range(60)]
@@ -27,7 +27,7 @@ def summarize(records):
 
 
 def kill_arm(markers: str) -> str:
-    """The file that arms the last vertex's kill (``fw_magics.testing.arm``): while it exists,
+    """The file that arms the last vertex's kill (``fw_magics.teaching.testing.arm``): while it exists,
     the last vertex's subtask 0 kills the process whose PID it holds, once."""
     return markers.rstrip(os.sep) + ".arm"
 

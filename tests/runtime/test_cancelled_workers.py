@@ -2,7 +2,7 @@
 
 Spark kills a cancelled task's Python worker only if the task has not completed when its
 monitor thread looks; a task killed while it is still feeding its worker input completes at
-once, and the worker would run on (``fw_magics.cancel_marks``). Here the function sleeps
+once, and the worker would run on (``fw_magics.spark.cancel_marks``). Here the function sleeps
 before it reads a record, with two million records waiting in Spark's default Arrow batches
 of 10,000 records: exactly that case, on purpose (with fw-magics' 100,000-record batches the
 JVM is more often caught writing a batch, and Spark's monitor wins). Without the cancel marks
@@ -17,10 +17,9 @@ import time
 import pytest
 
 import fw_magics as fw
-from fw_magics.actions import Scope, run_action
 from fw_magics.errors import Interrupted
-
-from ..kernels import still_running
+from fw_magics.spark.actions import Scope, run_action
+from tests.kernels import still_running
 
 pytestmark = [pytest.mark.spark, pytest.mark.core, pytest.mark.timeout(300)]
 

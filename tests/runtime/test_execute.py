@@ -5,11 +5,10 @@ import os
 import pytest
 
 import fw_magics as fw
-from fw_magics import testing
 from fw_magics.failover import FixedDelayRestart
-
-from ..conftest import is_connect
-from . import jobs
+from fw_magics.teaching import testing
+from tests.conftest import is_connect
+from tests.runtime import jobs
 
 pytestmark = [pytest.mark.spark, pytest.mark.backends]  # and on the cluster, in the same run as the core cases
 

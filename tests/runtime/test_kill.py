@@ -15,9 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
-from fw_magics import testing
-
-from . import jobs
+from fw_magics.teaching import testing
+from tests.runtime import jobs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = [pytest.mark.slow, pytest.mark.extended]  # make test-extended (CI): kill -9 of whole driver processes

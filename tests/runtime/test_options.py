@@ -8,8 +8,7 @@ import pytest
 import fw_magics as fw
 from fw_magics import hooks
 from fw_magics.failover import FixedDelayRestart
-
-from . import jobs
+from tests.runtime import jobs
 
 pytestmark = [pytest.mark.spark]
 
@@ -82,7 +81,7 @@ def test_a_bad_option_is_one_line_before_anything_runs(spark, tmp_path, monkeypa
 
 
 def test_a_restart_strategy_of_ones_own_is_accepted_and_a_failure_keeps_the_users_error(spark, tmp_path):
-    from fw_magics import testing
+    from fw_magics.teaching import testing
 
     strategy = Strategy()
     failing = testing.fail_on_attempts(summarize, subtask=0, attempts={1}, state_dir=str(tmp_path / "state"))

@@ -17,12 +17,11 @@ from collections import Counter
 import pytest
 
 import fw_magics as fw
-from fw_magics import testing
 from fw_magics.recovery import JobEventStore, events
 from fw_magics.recovery.event_store import encode
-
-from ..conftest import is_connect
-from . import jobs
+from fw_magics.teaching import testing
+from tests.conftest import is_connect
+from tests.runtime import jobs
 
 pytestmark = [pytest.mark.spark]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

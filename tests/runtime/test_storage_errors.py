@@ -17,10 +17,10 @@ import uuid
 import pytest
 
 import fw_magics as fw
-from fw_magics import hooks, testing
+from fw_magics import hooks
 from fw_magics.failover import FixedDelayRestart
-
-from . import jobs
+from fw_magics.teaching import testing
+from tests.runtime import jobs
 
 pytestmark = [pytest.mark.spark]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

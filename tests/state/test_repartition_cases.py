@@ -15,8 +15,7 @@ import pytest
 
 from fw_magics.errors import FullWindowError
 from fw_magics.state import StateError, assignment, redistribute
-
-from . import reference_state as ref
+from tests.state import reference_state as ref
 
 KAFKA = [{"partitions": ["kp1", "kp2"]}, {"partitions": ["kp3", "kp4"]}]
 SPLIT = {"partitions": "split"}

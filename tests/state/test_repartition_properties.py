@@ -4,8 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fw_magics.state import assignment, redistribute
-
-from . import reference_state as ref
+from tests.state import reference_state as ref
 
 EXAMPLES = settings(max_examples=300, deadline=None)
 

@@ -18,7 +18,7 @@ join is written here from Flink's definition, not from fw-magics' operator.
 
 from __future__ import annotations
 
-from .reference import MIN_WM, Model, _Ctx, _rows, ms, us
+from tests.streaming.reference import MIN_WM, Model, _Ctx, _rows, ms, us
 
 
 class CoModel(Model):

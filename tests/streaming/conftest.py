@@ -16,7 +16,7 @@ def stop_queries(spark):
 @pytest.fixture
 def area(tmp_path, stop_queries):
     """A source directory and a job directory for one test; keyed operators get 2 state partitions."""
-    from .files import Area
+    from tests.streaming.files import Area
 
     spark = stop_queries
     before = spark.conf.get("spark.sql.shuffle.partitions")

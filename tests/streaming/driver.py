@@ -17,8 +17,7 @@ import sys
 import time
 
 import fw_magics as fw
-
-from . import functions
+from tests.streaming import functions
 
 
 def kill_if_armed(kill_file: str) -> None:

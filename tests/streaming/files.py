@@ -9,8 +9,8 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import functions
-from .reference import Model
+from tests.streaming import functions
+from tests.streaming.reference import Model
 
 BASE = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
 TRIGGER = "100 milliseconds"
@@ -78,7 +78,7 @@ def operator(kind: str, stream):
 
 def record(row, names=RECORD_NAMES):
     """A test row (k, v, seconds[, microseconds]) as the record the functions see."""
-    from fw_magics.records import make_record
+    from fw_magics.values.records import make_record
 
     micros = row[3] if len(row) > 3 else 0
     return make_record(names, (row[0], row[1], BASE + dt.timedelta(seconds=row[2], microseconds=micros)))

@@ -9,13 +9,13 @@ import datetime as dt
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from fw_magics.keyed_process import MIN_WATERMARK, KeyedOperatorSpec, StateType
-from fw_magics.records import make_record
-from fw_magics.streaming.processors import KeyedCore
-from fw_magics.streams.stateful import struct_state_type
-
-from . import functions
-from .reference import ms, us
+from fw_magics.api.keyed_process import KeyedOperatorSpec, StateType
+from fw_magics.datastream.stateful import struct_state_type
+from fw_magics.runtime.streaming.keyed.core import KeyedCore
+from fw_magics.values.event_time import MIN_WATERMARK
+from fw_magics.values.records import make_record
+from tests.streaming import functions
+from tests.streaming.reference import ms, us
 
 RECORD = T.StructType([T.StructField("k", T.LongType()), T.StructField("v", T.LongType()),
                        T.StructField("ts", T.TimestampType())])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from fw_magics.records import make_record
+from fw_magics.values.records import make_record
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 MIN_WM = -(2**63)

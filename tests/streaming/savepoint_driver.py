@@ -17,9 +17,8 @@ import time
 
 import fw_magics as fw
 from fw_magics import hooks
-
-from . import functions
-from .files import Area
+from tests.streaming import functions
+from tests.streaming.files import Area
 
 BETWEEN = [(1, 100, 100), (2, 200, 101)]  # the file written after the first savepoint
 

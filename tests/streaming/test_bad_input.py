@@ -18,9 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import fw_magics as fw
-
-from . import functions
-from .files import BASE, TRIGGER, expected_latest, latest_rows, model, table
+from tests.streaming import functions
+from tests.streaming.files import BASE, TRIGGER, expected_latest, latest_rows, model, table
 
 pytestmark = [pytest.mark.spark]
 

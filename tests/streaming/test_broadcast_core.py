@@ -12,12 +12,11 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 import fw_magics as fw
-from fw_magics.co_process import BroadcastOperator, ReadOnlyBroadcastState
-from fw_magics.records import record_type
+from fw_magics.api.co_process import BroadcastOperator, ReadOnlyBroadcastState
+from fw_magics.runtime.streaming.keyed.operator_state import placeholder
 from fw_magics.state import OperatorStateStore, initialize_function, snapshot_subtask
-from fw_magics.streaming.keyed_operator_state import placeholder
-
-from .operator_functions import Limits
+from fw_magics.values.records import record_type
+from tests.streaming.operator_functions import Limits
 
 Rule = record_type(("name", "limit"))
 

@@ -13,15 +13,15 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 import fw_magics as fw
-from fw_magics.keyed_process import MIN_WATERMARK, StateType
-from fw_magics.streaming.codecs import JsonCodec, TypedCodec
-from fw_magics.streaming.processors import KeyedCore
-from fw_magics.streaming.timers import TimerQueue
-from fw_magics.streams.stateful import struct_state_type
-
-from . import functions
-from .pure import CoreDriver, record, spec
-from .reference import Model
+from fw_magics.api.keyed_process import StateType
+from fw_magics.datastream.stateful import struct_state_type
+from fw_magics.runtime.streaming.keyed.core import KeyedCore
+from fw_magics.runtime.streaming.keyed.timers import TimerQueue
+from fw_magics.values.codecs import JsonCodec, TypedCodec
+from fw_magics.values.event_time import MIN_WATERMARK
+from tests.streaming import functions
+from tests.streaming.pure import CoreDriver, record, spec
+from tests.streaming.reference import Model
 
 # Whole seconds, so that timers and records often sit exactly on a watermark (the boundaries
 # ts <= W and timer <= W), and now and then a sub-millisecond offset (microseconds decide lateness).
@@ -89,7 +89,7 @@ def test_one_run_per_key_equals_many_runs_through_json_state(kind, rows, cuts):
 
 
 def functions_ms(r):
-    from .reference import ms
+    from tests.streaming.reference import ms
 
     return ms(r.ts)
 
@@ -205,7 +205,7 @@ def test_typed_codec_round_trips_through_json(data, which):
     spark_type, values = SPARK_VALUES[which]
     value = data.draw(values)
     struct = T.StructType([T.StructField("a", spark_type), T.StructField("b", T.LongType())])
-    from fw_magics.schema import arrow_schema
+    from fw_magics.values.schema import arrow_schema
 
     scalar = TypedCodec("state 'x'", arrow_schema(T.StructType([struct.fields[0]])), [spark_type], False)
     back = scalar.decode(json.loads(json.dumps(scalar.encode(value))))
@@ -216,7 +216,7 @@ def test_typed_codec_round_trips_through_json(data, which):
 
 
 def test_typed_codec_refuses_values_that_do_not_fit():
-    from fw_magics.schema import arrow_schema
+    from fw_magics.values.schema import arrow_schema
 
     codec = TypedCodec("value state 'n'", arrow_schema(T.StructType([T.StructField("n", T.IntegerType())])),
                        [T.IntegerType()], False)
@@ -286,8 +286,8 @@ list_ops = st.lists(st.one_of(
 def test_list_state_with_values_added_later_is_the_list_of_every_operation_in_order(ops, typed):
     """``add_later`` (the interval join's: encoded in one batch when the list is next read or the key
     ends) interleaved with every other operation gives the list a plain Python list would hold."""
-    from fw_magics.schema import arrow_schema
-    from fw_magics.streaming.processors import ListState
+    from fw_magics.runtime.streaming.keyed.core import ListState
+    from fw_magics.values.schema import arrow_schema
 
     codec = (TypedCodec("list state 'xs'", arrow_schema(T.StructType([T.StructField("x", T.LongType())])),
                         [T.LongType()], False) if typed else JsonCodec("list state 'xs'"))

@@ -11,9 +11,8 @@ import pytest
 
 import fw_magics as fw
 from fw_magics import hooks
-
-from . import functions
-from .files import TRIGGER, operator
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER, operator
 
 pytestmark = [pytest.mark.spark]
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 import fw_magics as fw
-
-from . import functions
-from .files import TRIGGER, expected_latest, latest_rows, model, operator
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER, expected_latest, latest_rows, model, operator
 
 pytestmark = [pytest.mark.spark, pytest.mark.extended]  # make test-extended (CI)
 

@@ -1,4 +1,4 @@
-"""The switch hands the backlog's keyed state over lazily (fw_magics.streaming.seed): a key reaches
+"""The switch hands the backlog's keyed state over lazily (fw_magics.runtime.streaming.keyed.seed): a key reaches
 Spark's state store on its first fresh record, a key the stream cleared stays cleared, a savepoint
 still holds every key, and keys of each lazily looked-up type find their backlog state (Spark runs)."""
 
@@ -12,11 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import fw_magics as fw
-from fw_magics.streaming.savepoint_files import load_savepoint
-from fw_magics.streaming.savepoints import keyed_state_frame
-
-from . import functions
-from .files import TRIGGER, expected_latest, latest_rows, model, operator
+from fw_magics.runtime.streaming.savepoints import keyed_state_frame
+from fw_magics.runtime.streaming.savepoints.files import load_savepoint
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER, expected_latest, latest_rows, model, operator
 
 pytestmark = [pytest.mark.spark]
 

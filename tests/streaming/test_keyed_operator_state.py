@@ -18,13 +18,12 @@ from hypothesis import strategies as st
 
 import fw_magics as fw
 from fw_magics.errors import ResumeError
-from fw_magics.streaming.savepoint_files import load_savepoint
-from fw_magics.streaming.spark_hash import partition
-
-from ..state import reference_state
-from . import functions
-from .files import TRIGGER
-from .operator_functions import KEYED_MODES, RULES, Handshake, KeyedTally, Limits
+from fw_magics.runtime.streaming.keyed.spark_hash import partition
+from fw_magics.runtime.streaming.savepoints.files import load_savepoint
+from tests.state import reference_state
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER
+from tests.streaming.operator_functions import KEYED_MODES, RULES, Handshake, KeyedTally, Limits
 
 pytestmark = [pytest.mark.spark]
 

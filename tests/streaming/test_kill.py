@@ -12,11 +12,10 @@ import time
 import pytest
 
 import fw_magics as fw
-from fw_magics import testing
 from fw_magics.recovery.jobs import read_job
-
-from . import functions
-from .files import expected_latest, latest_rows, model
+from fw_magics.teaching import testing
+from tests.streaming import functions
+from tests.streaming.files import expected_latest, latest_rows, model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.extended]  # make test-extended
@@ -72,7 +71,7 @@ def test_kill_before_during_and_after_the_switch_then_finish(area):
     assert not set(torn) & set(os.listdir(offsets))
     kill_at(area, "stream")  # resumes from the checkpoint, killed in micro-batch 2
     # the last run in this process (the same job: KillingCountSum, disarmed, keyed by k, two subtasks)
-    from .driver import KillingCountSum, kill_file
+    from tests.streaming.driver import KillingCountSum, kill_file
 
     stream = fw.from_files(area.source(), "parquet", functions.SCHEMA, event_time="ts", watermark_delay="1 second")
     job = stream.key_by("k").aggregate(KillingCountSum(kill_file(area.jobs))).start(
@@ -107,7 +106,7 @@ def test_kill_a_two_input_job_before_during_and_after_the_switch_then_finish(are
     for f in second[2]:
         area.write(f, "src-b")
     kill_at(area, "two-stream")
-    from .driver import kill_file, operator
+    from tests.streaming.driver import kill_file, operator
 
     job = operator(area.source(), None, kill_file(area.jobs), two=True).start(
         job_dir=area.jobs, job_name="counts", trigger="available_now")
@@ -151,9 +150,8 @@ def test_kill_9_while_writing_a_savepoint_then_the_previous_one_restores_with_th
     """A real job in a driver process: savepoint 1, one more file, then kill -9 inside the writer of
     savepoint 2 (after its last file, before the rename). Savepoint 1 restores through start(), at 3:
     the file read after it is unread there, so the restored job reads it once, then fresh data."""
-    from fw_magics.streaming.savepoint_files import list_savepoints
-
-    from .savepoint_driver import BETWEEN
+    from fw_magics.runtime.streaming.savepoints.files import list_savepoints
+    from tests.streaming.savepoint_driver import BETWEEN
 
     for f in BEFORE:
         area.write(f)

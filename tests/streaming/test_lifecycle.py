@@ -19,9 +19,8 @@ import pytest
 import fw_magics as fw
 from fw_magics.recovery import index
 from fw_magics.recovery.jobs import find_jobs
-
-from . import functions
-from .files import TRIGGER, expected_latest, latest_rows, model
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER, expected_latest, latest_rows, model
 
 pytestmark = [pytest.mark.spark]
 
@@ -261,7 +260,7 @@ def test_an_interruption_during_the_backlog_is_recorded_even_when_its_warm_query
     record a clean stop first (a CI run listed such a job as "stopped", not "cancelled")."""
     if os.environ.get("SPARK_REMOTE"):
         pytest.skip("SparkContext.cancelAllJobs is classic Spark's (Connect: interruptAll, tested elsewhere)")
-    from .driver import SlowCountSum
+    from tests.streaming.driver import SlowCountSum
 
     area.write([(k, v, v) for k in range(8) for v in range(30)])  # 30 records a subtask: 6 s of backlog
     job = source(area).key_by("k").aggregate(SlowCountSum()).start(job_dir=area.jobs, job_name="cancelled")

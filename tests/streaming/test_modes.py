@@ -12,9 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
-
-from . import functions
-from .files import TRIGGER, expected_latest, fired_timers, latest_rows, model, model_timers, operator
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER, expected_latest, fired_timers, latest_rows, model, model_timers, operator
 
 pytestmark = [pytest.mark.spark]
 

@@ -16,15 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
+from fw_magics.api.process_function import OperatorSpec, check_process_function
+from fw_magics.datastream.stateful import struct_state_type
 from fw_magics.errors import FullWindowError
-from fw_magics.process_function import OperatorSpec, check_process_function
-from fw_magics.records import make_record
+from fw_magics.runtime.streaming.operator.core import run_subtask
 from fw_magics.state import StateError, redistribute_snapshots
-from fw_magics.streaming.operator_core import run_subtask
-from fw_magics.streams.stateful import struct_state_type
-
-from ..state import reference_state
-from .operator_functions import MODES, BufferingSink, Tally
+from fw_magics.values.records import make_record
+from tests.state import reference_state
+from tests.streaming.operator_functions import MODES, BufferingSink, Tally
 
 RECORD = T.StructType([T.StructField("k", T.LongType()), T.StructField("v", T.LongType())])
 

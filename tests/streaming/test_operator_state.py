@@ -13,13 +13,12 @@ import pytest
 
 import fw_magics as fw
 from fw_magics.errors import FullWindowError
-from fw_magics.streaming.savepoint_files import load_savepoint
+from fw_magics.runtime.streaming.savepoints.files import load_savepoint
 from fw_magics.widgets import show_graph
-
-from ..state import reference_state
-from . import functions
-from .files import TRIGGER
-from .operator_functions import MODES, BufferingSink, Tally
+from tests.state import reference_state
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER
+from tests.streaming.operator_functions import MODES, BufferingSink, Tally
 
 pytestmark = [pytest.mark.spark]
 

@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
-
-from . import functions
+from tests.streaming import functions
 
 pytestmark = [pytest.mark.spark]
 
@@ -28,7 +27,7 @@ def places(tmp_path_factory):
     source.mkdir()
     import pyarrow.parquet as pq
 
-    from .files import table
+    from tests.streaming.files import table
 
     pq.write_table(table([(1, 1, 1), (2, 2, 2)]), str(source / "a.parquet"))
     a_file = base / "a-file"

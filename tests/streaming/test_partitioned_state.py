@@ -29,12 +29,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
-from fw_magics.streaming import seed as seeds
-from fw_magics.streaming.changelog import ROW, STATE_ROW
-from fw_magics.streaming.keys import normal
-
-from . import functions
-from .files import TRIGGER, expected_latest, fired_timers, latest_rows, model, model_timers, operator
+from fw_magics.runtime.streaming.keyed import seed as seeds
+from fw_magics.runtime.streaming.keyed.changelog import ROW, STATE_ROW
+from fw_magics.runtime.streaming.keyed.keys import normal
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER, expected_latest, fired_timers, latest_rows, model, model_timers, operator
 
 pytestmark = [pytest.mark.spark]
 
@@ -184,7 +183,7 @@ def _typed_model(files: list[list[dict]]) -> dict:
 
 def _typed_latest(job) -> dict:
     """The job's latest count and sum per key, read in Spark (pandas would make a null double NaN)."""
-    from fw_magics.streaming.sink import latest_frame
+    from fw_magics.runtime.streaming.driver.sink import latest_frame
 
     out = {}
     for row in latest_frame(job.changelog_frame(), _TYPED_KEYS).collect():
@@ -428,7 +427,7 @@ def test_a_job_restored_by_an_earlier_fw_magics_goes_on_through_initial_state(ar
     """Its folder: the savepoint's state whole in restored/keyed-state.parquet, no handover file."""
     import shutil
 
-    from fw_magics.streaming import handover
+    from fw_magics.runtime.streaming.keyed import handover
 
     for f in SAVED_BACKLOG:
         area.write(f, "old")

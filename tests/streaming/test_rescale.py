@@ -12,10 +12,9 @@ import pytest
 
 import fw_magics as fw
 from fw_magics.errors import ResumeError
-from fw_magics.streaming.savepoint_files import SavepointError, list_savepoints, load_savepoint
-
-from . import functions
-from .files import TRIGGER, expected_latest, latest_rows, model, operator
+from fw_magics.runtime.streaming.savepoints.files import SavepointError, list_savepoints, load_savepoint
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER, expected_latest, latest_rows, model, operator
 
 pytestmark = [pytest.mark.spark]
 

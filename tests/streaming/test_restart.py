@@ -10,10 +10,9 @@ import pytest
 
 import fw_magics as fw
 from fw_magics.failover import FixedDelayRestart
-from fw_magics.streaming.stall import Stalled, StallGuard
-
-from . import functions
-from .files import TRIGGER, expected_latest, latest_rows, model
+from fw_magics.runtime.streaming.driver.stall import Stalled, StallGuard
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER, expected_latest, latest_rows, model
 
 pytestmark = [pytest.mark.spark]
 

@@ -9,10 +9,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fw_magics as fw
-from fw_magics.keyed_process import MIN_WATERMARK, is_field_list
+from fw_magics.api.keyed_process import is_field_list
 from fw_magics.recovery import events, replay
-from fw_magics.streaming.phases import PHASES, TRANSITIONS, Mode, can_change, resume_phase
-from fw_magics.watermarks import effective_watermark, event_time_ms, is_late, parse_delay, switch_watermark
+from fw_magics.runtime.streaming.driver.phases import PHASES, TRANSITIONS, Mode, can_change, resume_phase
+from fw_magics.values.event_time import (
+    MIN_WATERMARK,
+    effective_watermark,
+    event_time_ms,
+    is_late,
+    parse_delay,
+    switch_watermark,
+)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -114,7 +121,7 @@ def test_a_streaming_graph_shows_its_notes_in_the_drawing():
 
 
 def test_a_source_change_is_named_and_an_older_record_without_a_glob_is_the_same_source():
-    from fw_magics.streaming.sources import source_change
+    from fw_magics.connectors.sources import source_change
 
     now = {"kind": "files", "path": "/data", "format": "parquet", "glob": "*.parquet", "delay_ms": 0}
     assert source_change(dict(now), now) is None

@@ -19,11 +19,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from fw_magics.connectors.files.splits import source_snapshots
+from fw_magics.runtime.streaming.savepoints.files import SavepointError, load_savepoint, write_savepoint
 from fw_magics.state import operator_state_document
-from fw_magics.streaming.savepoint_files import SavepointError, load_savepoint, write_savepoint
-from fw_magics.streaming.splits import source_snapshots
-
-from .test_splits_and_savepoints import GRAPH, manifest
+from tests.streaming.test_splits_and_savepoints import GRAPH, manifest
 
 GIB = 1 << 30
 

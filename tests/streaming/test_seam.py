@@ -7,9 +7,17 @@ import pytest
 
 import fw_magics as fw
 from fw_magics import hooks
-
-from . import functions
-from .files import BASE, TRIGGER, expected_latest, fired_timers, latest_rows, model, model_timers, operator
+from tests.streaming import functions
+from tests.streaming.files import (
+    BASE,
+    TRIGGER,
+    expected_latest,
+    fired_timers,
+    latest_rows,
+    model,
+    model_timers,
+    operator,
+)
 
 pytestmark = [pytest.mark.spark]
 

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from fw_magics.streaming.seed import integer_widths
-from fw_magics.streaming.spark_hash import partition
+from fw_magics.runtime.streaming.keyed.seed import integer_widths
+from fw_magics.runtime.streaming.keyed.spark_hash import partition
 
 _UTC = dt.timezone.utc
 _KEY = st.tuples(

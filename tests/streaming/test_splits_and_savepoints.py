@@ -20,15 +20,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fw_magics.connectors.files.splits import partition_files, restored_manifest, source_snapshots
 from fw_magics.errors import FullWindowError
-from fw_magics.state import operator_state_document
-from fw_magics.streaming.savepoint_files import (
+from fw_magics.runtime.streaming.savepoints.files import (
     SavepointError,
     list_savepoints,
     load_savepoint,
     write_savepoint,
 )
-from fw_magics.streaming.splits import partition_files, restored_manifest, source_snapshots
+from fw_magics.state import operator_state_document
 
 
 def manifest(n: int, read: int) -> dict:

@@ -15,11 +15,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
-
-from ..state import reference_state
-from . import functions
-from .files import BASE, TRIGGER, expected_latest, latest_rows, model
-from .operator_functions import MODES, Tally
+from tests.state import reference_state
+from tests.streaming import functions
+from tests.streaming.files import BASE, TRIGGER, expected_latest, latest_rows, model
+from tests.streaming.operator_functions import MODES, Tally
 
 pytestmark = [pytest.mark.spark]
 
@@ -134,8 +133,8 @@ def test_every_accepted_column_type_reads_as_psycopg_gives_it(postgres, area):
 def test_kill_9_of_the_driver_in_the_backlog_and_at_the_switch_then_finish(table, area):
     """Nothing lost or read twice: the backlog's committed subtasks are kept, a micro-batch killed before
     its commit reads the same rows again (its offsets, order_by values, are in the checkpoint)."""
-    from .driver import KillingCountSum, kill_file
-    from .test_kill import kill_at
+    from tests.streaming.driver import KillingCountSum, kill_file
+    from tests.streaming.test_kill import kill_at
 
     table.insert(BACKLOG)
     kill_at(area, "backlog", table=table)  # inside backlog subtask 1
@@ -362,8 +361,8 @@ def test_a_bad_table_argument_is_one_line_naming_it(table, args, message):
 def test_a_password_set_after_spark_started_is_one_line_saying_the_workers_cannot_see_it(spark, monkeypatch):
     """Spark's Python workers are children of the JVM and keep its environment: PGPASSWORD set later reaches the
     driver's check, never a worker's read (fe_sendauth: no password supplied, a minute into the job)."""
-    from fw_magics.scratch_postgres import ScratchPostgres
     from fw_magics.spark.session import environment_at_jvm_start
+    from fw_magics.teaching.scratch_postgres import ScratchPostgres
 
     if environment_at_jvm_start() is None:
         pytest.skip("the JVM was not started by this process")

@@ -13,12 +13,11 @@ from hypothesis import strategies as st
 
 import fw_magics as fw
 from fw_magics.errors import ResumeError
-from fw_magics.streaming.savepoint_files import SavepointError
-
-from . import functions
-from .co_reference import CoModel, interval_join
-from .files import TRIGGER, _plain, record
-from .test_rescale import forge
+from fw_magics.runtime.streaming.savepoints.files import SavepointError
+from tests.streaming import functions
+from tests.streaming.co_reference import CoModel, interval_join
+from tests.streaming.files import TRIGGER, _plain, record
+from tests.streaming.test_rescale import forge
 
 pytestmark = [pytest.mark.spark]
 
@@ -352,7 +351,7 @@ def test_a_folder_joined_with_a_table_s_history_and_new_rows_in_mixed_mode_then_
     import datetime as dt
     import uuid
 
-    from .files import BASE
+    from tests.streaming.files import BASE
 
     name = f"updates_{uuid.uuid4().hex[:8]}"
     postgres.sql(f"CREATE TABLE {name} (id bigserial PRIMARY KEY, key bigint, w bigint, ts timestamptz)")
@@ -422,8 +421,8 @@ def test_the_interval_join_operator_finds_every_pair_the_model_does(empty_stream
     """Records in event-time order, in two runs of the core with the watermark moved to just before the
     second between them (as a micro-batch boundary is): the cleanup timers drop nothing a later record
     could still meet, and every pair in the interval is emitted once."""
-    from fw_magics.records import make_record
-    from fw_magics.streaming.processors import KeyedCore
+    from fw_magics.runtime.streaming.keyed.core import KeyedCore
+    from fw_magics.values.records import make_record
 
     upper = lower + width
     first, second = empty_streams

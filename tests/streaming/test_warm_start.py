@@ -1,5 +1,5 @@
 """A mixed reduce or aggregate starts its streaming query while the backlog runs, its fresh source
-held until the handover (fw_magics.streaming.job ``_holds``): the query exists before the switch, a
+held until the handover (fw_magics.runtime.streaming.driver.job ``_holds``): the query exists before the switch, a
 file landing during the backlog is read once and only after the handover, the warm-up batch is not
 one of the job's micro-batches, and a job whose keys are too many for the lazy seed drops the warm
 query for one that takes the backlog's state through initialState (Spark runs)."""
@@ -10,10 +10,9 @@ import pytest
 
 import fw_magics as fw
 from fw_magics import hooks
-from fw_magics.streaming.savepoints import keyed_state_frame
-
-from . import functions
-from .files import TRIGGER, expected_latest, latest_rows, model, operator
+from fw_magics.runtime.streaming.savepoints import keyed_state_frame
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER, expected_latest, latest_rows, model, operator
 
 pytestmark = [pytest.mark.spark]
 

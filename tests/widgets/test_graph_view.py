@@ -9,9 +9,8 @@ from hypothesis import strategies as st
 from fw_magics.errors import FullWindowError
 from fw_magics.graph import JobGraph
 from fw_magics.widgets import GraphView, model, show_graph
-
-from ..graph import reference_graph as ref
-from .graphs import four_operators, full_run
+from tests.graph import reference_graph as ref
+from tests.widgets.graphs import four_operators, full_run
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 

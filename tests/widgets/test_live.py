@@ -12,8 +12,7 @@ from fw_magics import hooks
 from fw_magics.graph import JobGraph
 from fw_magics.recovery import events
 from fw_magics.widgets import GraphView
-
-from .graphs import finished, four_operators
+from tests.widgets.graphs import finished, four_operators
 
 
 def start(graph, recovered=()):

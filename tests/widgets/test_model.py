@@ -13,9 +13,8 @@ from fw_magics.errors import FullWindowError
 from fw_magics.failover import RestartPipelinedRegionStrategy
 from fw_magics.recovery import events
 from fw_magics.widgets import model
-
-from ..graph import reference_graph as ref
-from .graphs import finished, four_operators, full_run
+from tests.graph import reference_graph as ref
+from tests.widgets.graphs import finished, four_operators, full_run
 
 # -- what if ---------------------------------------------------------------------------------
 

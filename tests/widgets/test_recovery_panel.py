@@ -8,8 +8,7 @@ import pytest
 from fw_magics.errors import JobLockedError, ResumeError
 from fw_magics.recovery import JobLock, events, jobs
 from fw_magics.widgets import RecoveryPanel, model
-
-from .graphs import commit_file, finished, four_operators, full_run, write_log
+from tests.widgets.graphs import commit_file, finished, four_operators, full_run, write_log
 
 CELL = "ds = fw.from_records(rows, schema)\nresult = ds.execute(job_name='broken')"
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from fw_magics.connectors.files.splits import source_snapshots
 from fw_magics.state import redistribute
-from fw_magics.streaming.splits import source_snapshots
 from fw_magics.widgets import GraphView
-
-from .graphs import four_operators
+from tests.widgets.graphs import four_operators
 
 FILES = [{"name": f"kp{i + 1}", "size": 1, "mtime_ns": i} for i in range(4)]
 
@@ -32,8 +31,8 @@ def _savepoint(root: str) -> str:
     """A savepoint of a non-keyed job at 2 (no Spark): the source's 4 splits and Tally-like state."""
     import pyarrow as pa
 
+    from fw_magics.runtime.streaming.savepoints.files import write_savepoint
     from fw_magics.state import operator_state_document
-    from fw_magics.streaming.savepoint_files import write_savepoint
 
     manifest = {"format": 1, "directory": "/data", "backlog": 3, "files": FILES}
     process = [{"seen": {"mode": "split", "units": [1, 2, 4]}, "origins": {"mode": "union", "units": [0]}},
@@ -58,9 +57,8 @@ def _graph():
 def test_the_rescale_row_tells_where_every_operators_units_go(tmp_path):
     """Choose a savepoint and a parallelism, press the button: one table per operator, each unit with
     its old and new subtask as the pure rule (tests/state/reference_state.py) places it."""
-    from fw_magics.streaming.savepoint_files import load_savepoint
-
-    from ..state import reference_state
+    from fw_magics.runtime.streaming.savepoints.files import load_savepoint
+    from tests.state import reference_state
 
     path = _savepoint(str(tmp_path / "job"))
     view = GraphView(_graph(), follow=False)

@@ -1,6 +1,6 @@
 """Stopping Spark work from the widgets and from another thread (issue 17, item 1), on the shared session.
 
-``execute()`` in a ``fw_magics.actions.Scope`` that another thread cancels stops at once and
+``execute()`` in a ``fw_magics.spark.actions.Scope`` that another thread cancels stops at once and
 leaves a cancelled job that resumes; the recovery panel's Resume button turns into a Stop
 button while its resume runs, and pressing it cancels the resume's Spark jobs.
 """
@@ -13,13 +13,12 @@ import time
 import pytest
 
 import fw_magics as fw
-from fw_magics.actions import Scope
 from fw_magics.errors import Interrupted
 from fw_magics.recovery.jobs import read_job
+from fw_magics.spark.actions import Scope
 from fw_magics.widgets import RecoveryPanel
-
-from ..kernels import still_running
-from ..runtime import jobs
+from tests.kernels import still_running
+from tests.runtime import jobs
 
 pytestmark = [pytest.mark.spark, pytest.mark.extended, pytest.mark.timeout(300)]  # make test-extended (CI)
 

@@ -178,8 +178,7 @@ def test_a_restart_by_the_strategy_shows_how_often_and_after_what():
 
 def test_the_recovery_panel_shows_a_streaming_job_phase_and_switch(tmp_path):
     from fw_magics.widgets import RecoveryPanel
-
-    from .graphs import write_log
+    from tests.widgets.graphs import write_log
 
     g = keyed_graph()
     log = [events.job_submitted("sensors", g.to_json(), g.fingerprint()),

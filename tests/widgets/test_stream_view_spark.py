@@ -6,9 +6,8 @@ import pytest
 
 import fw_magics as fw
 from fw_magics.widgets import GraphView, show_graph
-
-from ..streaming import functions
-from ..streaming.files import TRIGGER, Area
+from tests.streaming import functions
+from tests.streaming.files import TRIGGER, Area
 
 pytestmark = [pytest.mark.spark, pytest.mark.extended]  # make test-extended (CI)
 

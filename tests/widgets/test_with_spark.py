@@ -8,8 +8,7 @@ import fw_magics as fw
 from fw_magics import hooks
 from fw_magics.failover import FixedDelayRestart
 from fw_magics.widgets import GraphView, RecoveryPanel
-
-from ..runtime import jobs
+from tests.runtime import jobs
 
 pytestmark = [pytest.mark.spark]
 

@@ -1,0 +1,265 @@
+"""Two keyed inputs, one operator: ``connect(...).key_by(...).process(...)`` and ``interval_join``.
+
+``a.connect(b)`` gives :class:`ConnectedStreams`; ``.key_by(key_a, key_b)`` keys each input by its
+own column(s) (of the same types), and ``.process(fn)`` runs an ``fw.KeyedCoProcessFunction`` over
+both. ``a.key_by(k).interval_join(b.key_by(k)).between(lower, upper).process(join)`` is Flink's
+interval join, a built-in co-process function (``fw_magics.api.co_process``).
+
+Both give a ``StatefulStream`` whose input is a :class:`TaggedStream`: the two inputs seen as one
+stream of tagged rows (the key, the input, the event time, each input's record as a struct;
+``fw_magics.api.co_process`` says why), so the streaming runtime runs it as it runs one input: the
+backlog engine, the handover, the stream, every mode. Each input must be a source with a backlog
+(``fw.from_files`` or ``fw.from_table``) read as it is.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+from ..api.co_process import (
+    INPUT,
+    SIDES,
+    TIME,
+    BroadcastOperator,
+    IntervalJoinOperator,
+    KeyedBroadcastProcessFunction,
+    KeyedCoProcessFunction,
+    ProcessJoinFunction,
+    check_bound,
+)
+from ..api.keyed_process import KeyedOperatorSpec, StateType
+from ..api.process_function import check_both_or_neither
+from ..errors import FullWindowError
+from ..values.schema import nullable
+from .lineage import Step
+
+
+class TaggedStream:
+    """Two source streams as one stream of tagged rows: what a two-input operator reads."""
+
+    def __init__(self, first, second, keys: tuple[list[str], list[str]], key_fields: list, broadcast: bool = False):
+        self.inputs = (first, second)
+        self.spark = first.spark
+        timed = first.step.detail.get("event_time") is not None
+        fields = list(key_fields) + [T.StructField(INPUT, T.IntegerType())]
+        if timed:
+            fields.append(T.StructField(TIME, T.TimestampType()))
+        fields += [T.StructField(side, nullable(s.schema)) for side, s in zip(SIDES, self.inputs)]
+        self.schema = nullable(T.StructType(fields))
+        names = [s.name for s in self.inputs]
+        if names[0] == names[1]:
+            names[1] += "#2"
+        labels = [s.step.detail["label"] for s in self.inputs]
+        detail = {"source": "connected", "streaming": True, "event_time": TIME if timed else None,
+                  "label": "+".join(labels), "input_names": names, "schema": self.schema,
+                  "inputs": [(s.step.detail, s.schema, list(k)) for s, k in zip(self.inputs, keys)]}
+        if broadcast:  # the second input's rows go to every subtask (connected_source.partition_probes)
+            detail["broadcast"] = True
+        second_name = f"broadcast({names[1]})" if broadcast else names[1]
+        self.step = Step(name=f"connect({names[0]}, {second_name})", kind="source", parallelism=None, detail=detail)
+
+    @property
+    def name(self) -> str:
+        return self.step.name
+
+
+class _KeyedPair:
+    """Two inputs, the first keyed: what ``StatefulStream`` asks of a keyed stream (the key named as the
+    first's). ``second`` is the other keyed stream, or (``broadcast``) a source stream whose every record goes
+    to every subtask."""
+
+    selector = None
+
+    def __init__(self, first, second, broadcast: bool = False):
+        self.names = list(first.names)
+        self.key_fields = list(first.key_fields)
+        self.parallelism = first.parallelism
+        other, keys = (second, []) if broadcast else (second.stream, second.columns)
+        self.stream = TaggedStream(first.stream, other, (first.columns, keys), self.key_fields, broadcast)
+        self.columns = self.names
+
+
+class BroadcastStream:
+    """``stream.broadcast()``: a stream whose every record goes to every subtask of the operator it is connected to
+    (Flink's BroadcastStream); ``keyed.connect(it).process(fn)`` runs an ``fw.KeyedBroadcastProcessFunction``."""
+
+    def __init__(self, stream):
+        self.stream = _source(stream, "broadcast()")
+
+    def __repr__(self) -> str:
+        return f"BroadcastStream({self.stream.name!r}); keyed.connect(it).process(fw.KeyedBroadcastProcessFunction)"
+
+
+class BroadcastConnectedStream:
+    """A keyed stream connected with a broadcast stream (Flink's BroadcastConnectedStream)."""
+
+    def __init__(self, keyed, broadcast):
+        from .stateful import key_type
+
+        if not isinstance(broadcast, BroadcastStream):
+            raise FullWindowError(f"a keyed stream connects with a broadcast stream: keyed.connect(other.broadcast()); "
+                                  f"got {type(broadcast).__name__} {broadcast!r:.60}")
+        _source(keyed.stream, "keyed.connect(...)")
+        key_type(keyed)
+        if keyed.stream.spark is not broadcast.stream.spark:
+            raise FullWindowError("connect: the two streams were made on different Spark sessions; accepted: one session")
+        _same_timing(keyed.stream, broadcast.stream, "connect")
+        self._pair = _KeyedPair(keyed, broadcast.stream, broadcast=True)
+
+    def process(self, fn, schema=None):
+        """Run an ``fw.KeyedBroadcastProcessFunction``: the keyed records per key, the broadcast ones everywhere."""
+        fn, name = _checked_function(fn, KeyedBroadcastProcessFunction, ("process_element", "process_broadcast_element"),
+                                     "keyed.connect(other.broadcast()).process")
+        return co_process(self._pair, BroadcastOperator(fn), name, schema, schema_owner=name)
+
+
+def _same_timing(first, second, what: str) -> None:
+    """Refuse in one line two inputs of which only one has an event time."""
+    timed = [s.step.detail.get("event_time") is not None for s in (first, second)]
+    if timed[0] != timed[1]:
+        has, lacks = (first, second) if timed[0] else (second, first)
+        raise FullWindowError(
+            f"{what}: {has.name!r} has an event time and {lacks.name!r} has none; accepted: both with "
+            "event_time='<column>' (the operator's watermark is the smaller of theirs) or neither")
+
+
+def _checked_function(fn, base: type, methods: tuple, what: str):
+    """``fn`` (a ``base`` instance, or its class) defining ``methods``, and its name; one line otherwise."""
+    if isinstance(fn, type) and issubclass(fn, base):
+        fn = fn()
+    if not isinstance(fn, base):
+        wanted = ", ".join(f"{m}(record, ctx)" for m in methods)
+        raise FullWindowError(f"{what} takes an fw.{base.__name__} ({wanted}); got {type(fn).__name__} {fn!r:.60}")
+    name = type(fn).__name__
+    for method in methods:
+        if getattr(type(fn), method) is getattr(base, method):
+            raise FullWindowError(f"{name} must define {method}(record, ctx)")
+    check_both_or_neither(fn, name)
+    return fn, name
+
+
+def _source(stream, what: str):
+    """``stream`` if it is a source with a backlog, read as it is; one line otherwise."""
+    steps = stream.step.lineage()
+    if len(steps) != 1 or steps[0].detail.get("source") not in ("files", "table"):
+        raise FullWindowError(f"{what} takes streams read straight from fw.from_files(...) or fw.from_table(...); "
+                              f"{stream.name!r} is a {steps[-1].detail.get('source', 'derived')} stream")
+    return stream
+
+
+def keyed_pair(first, second, what: str) -> _KeyedPair:
+    """Two KeyedStreams as one keyed input pair, checked: sources, one session, keys of the same types,
+    event time on both or neither."""
+    from .stateful import key_type
+
+    for keyed in (first, second):
+        _source(keyed.stream, what)
+        key_type(keyed)  # key columns, top-level
+    if first.stream.spark is not second.stream.spark:
+        raise FullWindowError(f"{what}: the two streams were made on different Spark sessions; accepted: one session")
+    types = [[f.dataType.simpleString() for f in k.key_fields] for k in (first, second)]
+    if types[0] != types[1]:
+        raise FullWindowError(
+            f"{what}: the keys differ in type: {first.label} {', '.join(types[0])} ({first.stream.name}) and "
+            f"{second.label} {', '.join(types[1])} ({second.stream.name}); accepted: key columns of the same types")
+    _same_timing(first.stream, second.stream, what)
+    return _KeyedPair(first, second)
+
+
+class ConnectedStreams:
+    """Two streams connected (Flink's ConnectedStreams): ``key_by(key1, key2)`` keys both."""
+
+    def __init__(self, first, second):
+        if not isinstance(second, type(first)):
+            raise FullWindowError(f"connect takes a DataStream (fw.from_files or fw.from_table); got "
+                                  f"{type(second).__name__} {second!r:.60}")
+        self.first, self.second = first, second
+
+    def key_by(self, key1, key2=None) -> ConnectedKeyedStreams:
+        """Key the first input by ``key1`` and the second by ``key2`` (default: the same column name(s))."""
+        pair = keyed_pair(self.first.key_by(key1), self.second.key_by(key1 if key2 is None else key2),
+                          "connect(...).key_by")
+        return ConnectedKeyedStreams(pair)
+
+    def __repr__(self) -> str:
+        return f"ConnectedStreams({self.first.name!r}, {self.second.name!r}); .key_by(key1, key2) keys them"
+
+
+class ConnectedKeyedStreams:
+    """Two connected streams keyed alike; ``process(fn)`` runs a ``KeyedCoProcessFunction`` over both."""
+
+    def __init__(self, pair: _KeyedPair):
+        self._pair = pair
+
+    def process(self, fn, schema=None):
+        """Run an ``fw.KeyedCoProcessFunction`` per key over both inputs; emits the key, then its rows."""
+        fn, name = _checked_function(fn, KeyedCoProcessFunction, ("process_element1", "process_element2"),
+                                     "connect(...).key_by(...).process")
+        return co_process(self._pair, fn, name, schema)
+
+
+class IntervalJoin:
+    """``a.key_by(k).interval_join(b.key_by(k))``: ``between(lower, upper)`` sets the interval."""
+
+    def __init__(self, first, second):
+        if not isinstance(second, type(first)):
+            raise FullWindowError(f"interval_join takes the other stream keyed: b.key_by('column'); got "
+                                  f"{type(second).__name__} {second!r:.60}")
+        self._pair = keyed_pair(first, second, "interval_join")
+        if self._pair.stream.step.detail["event_time"] is None:
+            raise FullWindowError("interval_join needs event times: read both inputs with event_time='<column>'")
+
+    def between(self, lower, upper) -> IntervalJoined:
+        """Join each left record at ``t`` with the right records at ``t + lower`` to ``t + upper`` (ms, inclusive)."""
+        low, high = check_bound(lower, "lower"), check_bound(upper, "upper")
+        if low > high:
+            raise FullWindowError(f"interval_join between({lower!r}, {upper!r}): the lower bound is above the upper; "
+                                  "accepted: lower <= upper")
+        return IntervalJoined(self._pair, low, high)
+
+
+class IntervalJoined:
+    """An interval join with its interval; ``process(join)`` says what each joined pair emits."""
+
+    def __init__(self, pair: _KeyedPair, lower: int, upper: int):
+        self._pair, self.lower, self.upper = pair, lower, upper
+
+    def process(self, join, schema=None):
+        """``join``: an ``fw.ProcessJoinFunction`` or ``fn(left, right)``; returns the rows of each pair."""
+        if isinstance(join, type) and issubclass(join, ProcessJoinFunction):
+            join = join()
+        if isinstance(join, ProcessJoinFunction):
+            if type(join).process_element is ProcessJoinFunction.process_element:
+                raise FullWindowError(f"{type(join).__name__} must define process_element(left, right, ctx)")
+            name = type(join).__name__
+        elif callable(join):
+            from .arguments import function_name
+
+            name = function_name(join)
+        else:
+            raise FullWindowError(f"interval_join(...).process takes an fw.ProcessJoinFunction or fn(left, right); "
+                                  f"got {type(join).__name__} {join!r:.60}")
+        from .stateful import struct_state_type
+
+        ddls = [s.schema.simpleString()[len("struct<"):-1] for s in self._pair.stream.inputs]
+        sides = [(ddl, struct_state_type(s.schema, ddl))  # each side's buffer holds that input's records
+                 for ddl, s in zip(ddls, self._pair.stream.inputs)]
+        operator = IntervalJoinOperator(self.lower, self.upper, join, sides[0][0], sides[1][0])
+        declared = schema if schema is not None else getattr(join, "schema", None)
+        label = f"interval_join[{self.lower}, {self.upper}]({name})"
+        states = {"left": ("list", sides[0][1]), "right": ("list", sides[1][1]),
+                  "left_times": ("list", StateType(ddl=None)), "right_times": ("list", StateType(ddl=None))}
+        return co_process(self._pair, operator, label, declared, states=states, schema_owner=name)
+
+
+def co_process(pair: _KeyedPair, fn, label: str, schema, states=None, schema_owner: str | None = None):
+    """The StatefulStream of a co-process function over ``pair`` (``states``: given, else learned from ``open``)."""
+    from .stateful import StatefulStream, function_parts, key_type, struct_state_type
+
+    result, out, learned = function_parts(pair, fn, schema_owner or label, schema, states is None)
+    first, second = pair.stream.inputs
+    spec = KeyedOperatorSpec(
+        kind="co_process", function=fn, label=label, record=struct_state_type(pair.stream.schema, "record"),
+        key=key_type(pair), event_time=pair.stream.step.detail["event_time"], result=result,
+        states=learned if states is None else states, inputs=(tuple(first.schema.names), tuple(second.schema.names)))
+    return StatefulStream(pair, spec, out)

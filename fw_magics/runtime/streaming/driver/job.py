@@ -1,0 +1,421 @@
+"""StreamingJob: one keyed job over a source with a backlog, in mixed, stream or batch mode.
+
+``start()`` (``start.py``) opens the job's log, decides its ``Plan`` and the phase it continues in;
+the job is a facade over the parts that do the work, plus its phase machine. A driver thread runs
+what is left: the backlog (``backlog_run``), the switch, and the streaming query (``launch``; with
+the ``HELD`` handover it starts while the backlog runs, its fresh source held until the handover),
+which a ``follower`` follows. Everything is an event in the ``JobLog`` it shares with ``execute()``
+and goes to the hooks (``stream_phase``, ``backlog_progress``, ``micro_batch``) for the widgets.
+``start()`` returns at once; ``process_all_available()`` waits.
+
+A failure goes to the job's restart strategy (``plan.restart``, the one ``execute()`` takes): while it
+allows, the job goes on after its backoff where it got to, as Flink restarts a job from its last
+checkpoint: the backlog runs the subtasks that did not commit, the query starts again from its
+checkpoint (the changelog sink is idempotent per micro-batch), each failure and restart in the log
+(``region_failed`` / ``region_restarted`` of the operator's vertex). Spark restarts neither: a
+task failure is retried (``local[*,F]``), but a query whose driver-side Python worker did not start
+in time (a busy machine) just ends. An interruption (a cancel, the session gone) and fw-magics'
+own verdicts (a damaged job directory, ``on_late="fail"``) are not restarted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+
+from .... import hooks
+from ....connectors.files.reading import new_skips
+from ....errors import FwMagicsError, Interrupted, error_summary, raised_again
+from ....failover import checked_backoff
+from ....graph import JobGraph
+from ....recovery import events
+from ....spark.actions import Scope
+from ....spark.flavour import interruption
+from .. import savepoints
+from ..keyed.changelog import BACKLOG_BATCH
+from .follower import BACKLOG_POLL_S, PROGRESS_POLL_S, Follower, late_failure, wait_in_thread
+from .launch import keyed_job_frame, launch
+from .phases import ENDED, Mode, can_change
+from .results import JobResults
+from .sink import deliver
+from .stall import Stalled, StallGuard
+
+#: Why a job whose query ended by itself (not availableNow, not stopped by the job) stops.
+STOPPED_OUTSIDE = "its query was stopped from outside the job (the Spark session stopping, or the query's own stop())"
+
+
+class StreamingJob(JobResults):
+    """A running (or finished) keyed streaming job; ``start()`` makes one.
+
+    ``phase``: "backlog", "switching", "stream", "finished", "stopped" or "failed"; ``watermark``: W
+    (None before the backlog ran, or without event time); ``query``: Spark's StreamingQuery once
+    started; ``plan``: what was decided at start (mode, trigger, parallelism, handover).
+    """
+
+    state_kind = savepoints.KEYED
+
+    def __init__(self, stateful, source, log, plan, graph: JobGraph):
+        self.stateful, self.spec, self.source = stateful, stateful.spec, source
+        self.log, self.plan, self.graph = log, plan, graph
+        self.root, self.job_name, self.storage, self.store = log.root, log.job_name, log.storage, log.store
+        self.spark = stateful.spark
+        self.output = stateful.schema
+        self.vertex = next(v.name for v in graph.job_vertices() if stateful.step.name in v.operators)
+        self.watermark: int | None = None
+        self.backlog = None  # a backlog_run.Backlog when the mode has one
+        self.restored_from: str | None = None  # the savepoint a restored job started from
+        self.recorded: set[int] = set()  # micro-batches recorded in the log
+        self.skips_noted: set[str] = set()  # source files whose skipping is in the log
+        self.query = None
+        self.follower: Follower | None = None
+        self._phase: str | None = None
+        self._error: BaseException | None = None
+        self._interrupted: str | None = None  # why its work was cancelled from outside, if it was
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopping = self._ended = False
+        self._ender: int | None = None  # the thread recording the job's end
+        self._restarting = threading.RLock()  # one restart at a time; stop() and a failure wait for one in flight
+        self._woken = threading.Event()  # set by stop() and a failure: a restart's backoff ends at once
+        self._warm = False  # whether the query was started warm (held during the backlog)
+        self._lost = None  # the query whose failure the restart strategy did not allow to restart
+        self.restarts = 0
+        self.stall = StallGuard()  # when a micro-batch has run so long that it is cancelled and run again
+        self._scope = Scope()  # the driver thread's Spark actions: a stop cancels them, and any it would start
+
+    @property
+    def phase(self) -> str | None:
+        return self._phase
+
+    @property
+    def exception(self) -> BaseException | None:  # the error that failed the job, if it failed
+        return self._error
+
+    # -- the phase machine -------------------------------------------------------------------------
+
+    def run(self, phase: str) -> None:
+        """Continue in ``phase`` (``start()`` says which): at once if the job has finished, else in a thread."""
+        if phase == "finished":  # a batch job that has finished: nothing left to run
+            self._phase, self._ended = "finished", True
+            self.log.close()
+            return
+        self._set_phase(phase)
+        self._thread = threading.Thread(target=self._drive, name=f"fw-stream {self.job_name}", daemon=True)
+        self._thread.start()
+
+    def _set_phase(self, phase: str, **detail) -> None:
+        with self._cond:
+            old = self._phase
+            if old == phase or (old is not None and not can_change(self.plan.mode, old, phase)):
+                return
+            self._phase = phase
+            self._cond.notify_all()
+        self.log.emit(events.phase_changed(phase, **detail))
+        hooks.trigger("stream_phase", self, phase, detail)
+        if self.follower is not None and phase != "backlog":
+            self.follower.pace(PROGRESS_POLL_S)
+
+    def _drive(self) -> None:
+        """Run what is left of the job; after a failure, again from where it got to while the restart
+        strategy allows."""
+        while True:
+            try:
+                self._drive_once()
+                return
+            except BaseException as error:
+                if self._stopping or not self._recover(error) or self._stopping:
+                    return
+
+    def _drive_once(self) -> None:
+        with self._scope:  # every Spark action of the backlog, cancelled by stop() (actions.Scope)
+            if self._phase == "backlog":
+                self._run_backlog()
+                if self._stopping or self._ended:  # stopped, or the warm query failed
+                    return
+                if self.plan.mode is Mode.BATCH:
+                    deliver(self.plan.sink, self.backlog_outputs(), BACKLOG_BATCH)
+                    self.log.end(events.job_finished())
+                    self._end("finished")
+                    return
+                self._switch()
+            if self._phase == "switching":
+                deliver(self.plan.sink, self.backlog_outputs(), BACKLOG_BATCH)  # again after a restart: idempotent
+            if self.backlog is not None and self.backlog.complete:
+                self.plan.handover.hand_over(self.storage, self.backlog.handed(self.plan.flavour))
+            if not self._stopping:
+                if self.query is None:
+                    self._start_query()
+                if self._phase == "switching" and self.plan.handover.warm:
+                    self._set_phase("stream")  # the state is the backlog's files: nothing to checkpoint first
+
+    def _run_backlog(self) -> None:
+        self.watermark = self.backlog.watermark()
+        warm = None
+        if self.query is None and self.plan.handover.warm and not self.plan.trigger.available_now:
+            # held until the handover (availableNow would end held); after a restart it may be running
+            warm = threading.Thread(target=self._warm_up, name=f"fw-stream-warm-up {self.job_name}", daemon=True)
+            warm.start()
+        try:
+            self.backlog.run(self.watermark)
+        finally:
+            if warm is not None:
+                warm.join()
+        self._note_skips()
+
+    def _warm_up(self) -> None:
+        """Start the held query while the backlog runs; a failure here is left to the start at the switch."""
+        with contextlib.suppress(Exception):
+            self._start_query(warm=True)
+        if self._stopping or self._ended:  # stopped or failed meanwhile: leave nothing running
+            self._halt()
+
+    def _switch(self) -> None:
+        self.log.emit(events.switch(self.watermark, state_writes=self.backlog.state_writes, **self.backlog.counts()))
+        self._set_phase("switching", watermark=self.watermark)
+        self.log.flush()
+
+    def _query_frame(self, warm: bool = False):
+        """The streaming DataFrame of changelog rows the query writes (``warm``: started during the backlog)."""
+        return keyed_job_frame(self, warm)
+
+    def _start_query(self, warm: bool = False) -> None:
+        query = launch(self, self._query_frame(warm))
+        self._warm = warm
+        switch_w = self.watermark if self.plan.handover.continues else None
+        follower = Follower(query, self.log, self.job_name, self.spec.event_time, switch_w, self.recorded,
+                            self._batch_committed, self._terminated,
+                            BACKLOG_POLL_S if self._phase == "backlog" else PROGRESS_POLL_S, self.stall)
+        with self._cond:
+            self.query, self.follower = query, follower
+            self._cond.notify_all()
+        follower.start()
+
+    def _batch_committed(self, info: dict) -> None:
+        self.recorded.add(info["batch"])
+        self._note_skips()
+        hooks.trigger("micro_batch", self, info)
+        if self._phase == "switching":
+            self._set_phase("stream")
+        if (late := late_failure(info, self.source.on_late)) is not None:
+            self._fail(late)
+
+    def _note_skips(self) -> None:
+        """Record the files the readers skipped (on_bad_file="skip") since the last look."""
+        for doc in new_skips(self.root, self.skips_noted):
+            self.log.emit(events.file_skipped(doc["file"], doc["reason"]))
+
+    def _terminated(self, query, exception) -> None:
+        if self._gone():  # stopped, failed or ended: the job halted its query itself
+            return
+        if exception:
+            self._recover(exception, query)
+        elif not self.plan.trigger.available_now:  # a query of the job never ends by itself: it was stopped
+            self._fail(Interrupted(STOPPED_OUTSIDE), why=STOPPED_OUTSIDE)
+        else:  # availableNow: everything there was is processed
+            self.follower.sync()
+            self._end("stopped")
+
+    def _recover(self, error: BaseException, query=None) -> bool:
+        """Restart after ``error`` (``_restarted``), else fail the job; whether it was restarted."""
+        try:
+            if self._restarted(error, query):
+                return True
+        except Exception as failure:  # the restart itself failed (a backoff refused, a query that did not start)
+            error = failure
+        if not self._stopping:
+            self._fail(error)
+        return False
+
+    def _restarted(self, error: BaseException, query=None) -> bool:
+        """Whether the job goes on after ``error`` (see the module docstring): the failure and the restart
+        in the log, the backoff waited, then the failed ``query`` (None: the driver thread's work) started
+        again from its checkpoint. True also when that query was restarted already (its follower and a
+        waiter both saw it end) and when the job was stopped meanwhile; False leaves the failure to the caller.
+        A failure of the restart itself is raised, and that query is not tried again."""
+        if not isinstance(error, Exception) or isinstance(error, FwMagicsError) or (
+                not isinstance(error, Stalled) and interruption(error, self.spark) is not None):
+            return False  # (a stall is the guard's own verdict: the session, which its task may hold, is not asked)
+        with self._restarting:
+            if query is not None and query is not self.query:
+                return True
+            if query is not None and query is self._lost:
+                return False  # decided already (its follower and a waiter both saw it end)
+            try:
+                return self._restart(error, query)
+            except BaseException:
+                self._lost = query
+                raise
+
+    def _gone(self) -> bool:
+        """Whether the job has been stopped, has failed or has ended: nothing may start any more."""
+        return self._stopping or self._ended or self._error is not None or self._interrupted is not None
+
+    def _restart(self, error: BaseException, query) -> bool:
+        """``_restarted``'s work, under its lock."""
+        if self._gone():
+            return self._stopping
+        restart, attempt = self.plan.restart, self.restarts + 1
+        restart.notify_failure()
+        failed = [] if query is not None or self._phase != "backlog" else [
+            f"{self.vertex}[{i}]" for i in range(self.backlog.parallelism) if i not in self.backlog.finished]
+        self.log.emit(events.region_failed(self.vertex, failed, error_summary(error), attempt))
+        if not restart.can_restart():
+            self._lost = query
+            return False
+        self._woken.wait(checked_backoff(restart, error))
+        if query is not None:
+            if self.follower is not None:
+                with contextlib.suppress(Exception):
+                    self.follower.sync()  # the micro-batches it committed since the last poll
+                self.follower.stop()
+            with contextlib.suppress(Exception):
+                query.stop()  # ended already; stopped so nothing of it is left
+        if self._gone():  # stopped during the backoff, or failed by what those batches said
+            return self._stopping
+        self.restarts = attempt
+        if query is not None:
+            # self.query stays the ended one until the new one replaces it: the driver thread
+            # starts a query only where there is none
+            self._start_query(self._warm and self._phase == "backlog")
+        self.log.emit(events.region_restarted(self.vertex, failed, attempt))
+        return True
+
+    def _halt(self, backlog: bool = False) -> None:
+        """Stop the query, and (``backlog``) cancel the driver thread's Spark actions (the backlog's) and
+        any it would start next."""
+        for stop in filter(None, (self.query and self.query.stop, backlog and self._scope.cancel)):
+            with contextlib.suppress(Exception):  # already stopped, or the session is gone
+                stop()
+
+    # -- waiting and stopping ----------------------------------------------------------------------
+
+    def _reads_fresh(self) -> bool:
+        """Whether the query reads fresh data: started, and not held (a held job is in "stream" once handed over)."""
+        if self.query is None or self._phase == "backlog":
+            return False
+        return not (self.plan.handover.warm and self._phase == "switching")
+
+    def process_all_available(self, timeout: float | None = None) -> StreamingJob:
+        """Return once every file present now is processed (and committed); a failure is raised, one line.
+        Kernel > Interrupt stops the wait, not the job: one line says so (``stop()`` stops it)."""
+        try:
+            with self._cond:
+                ready = self._cond.wait_for(lambda: self._reads_fresh() or self._phase in ENDED, timeout)
+            if not ready:
+                raise TimeoutError(f"job {self.job_name!r} did not reach its stream within {timeout} s")
+            self._raise_failure()
+            while (query := self.query) is not None and self._phase not in ENDED:
+                try:
+                    wait_in_thread(query.awaitTermination if self.plan.trigger.available_now
+                                    else query.processAllAvailable)
+                except Exception as error:
+                    # decided (and a restart run) in a helper thread: Kernel > Interrupt stops this wait only
+                    wait_in_thread(functools.partial(self._terminated, query, error))
+                    self._raise_failure()
+                    if self.query is query:  # stopped meanwhile
+                        break
+                    continue  # restarted: wait for the new query
+                with self._restarting:  # a restart in flight (of a stalled micro-batch: it stopped the query) ends first
+                    pass
+                self._raise_failure()
+                if self.query is not query and not self._stopping:
+                    continue  # restarted: wait for the new query
+                self.follower.sync()
+                if self.plan.trigger.available_now:
+                    self._end("stopped")
+                break
+        except Interrupted:
+            raise  # the job's own interruption, raised by _raise_failure
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted: stopped waiting; job {self.job_name!r} keeps running in phase "
+                              f"{self._phase} (job.stop() stops it)") from None
+        self._raise_failure()
+        if not self._ended:
+            self.log.flush()
+        return self
+
+    def _raise_failure(self) -> None:
+        """Raise the job's failure as a fresh one-line error chained to it (a later call shows only its own
+        frames), once the job has ended (a failure another thread is recording is waited for)."""
+        if self._error is None and self._interrupted is None:
+            return
+        with self._cond:
+            self._cond.wait_for(lambda: self._phase in ENDED, 60)
+        if self._interrupted is not None:
+            raise Interrupted(f"job {self.job_name!r} was {self._interrupted}; start() continues it")
+        raise raised_again(self._error, f"job {self.job_name!r} failed") from self._error
+
+    def stop(self) -> None:
+        """Stop the job (its query, or the backlog's Spark job) and release it; start() again continues it."""
+        if self._ended:
+            self._wait_ended()
+            return
+        self._stopping = True
+        self._woken.set()
+        with self._restarting:  # a restart in flight has started its query (stopped here) or given up
+            self._halt(backlog=True)
+        if self._thread is not None:
+            self._thread.join()
+        self._halt()  # a thread started it while we were stopping
+        if self.follower is not None:
+            self.follower.sync()
+        self._end("stopped")
+
+    def _fail(self, error: BaseException, why: str | None = None) -> None:
+        """The job failed; or (``interruption``, or ``why`` given) its Spark work was cancelled from outside
+        or its session went away under it: then it stops, recorded as interrupted, as execute() records a cancel."""
+        why = why or (None if self._stopping else interruption(error, self.spark))
+        with self._cond:
+            if self._ended or self._error is not None or self._interrupted is not None:
+                return  # the first failure is the job's: a second one never replaces it
+            self._error, self._interrupted = (error, None) if why is None else (None, f"interrupted: {why}")
+        self._woken.set()  # a restart waiting out its backoff gives up at once
+        with self._restarting:  # a restart in flight has started its query (halted here) or given up
+            self._halt(backlog=True)  # the backlog too, when its warm query failed
+        if why is None:
+            self.log.failed(error)
+            self._end("failed", cause=error_summary(error))
+        else:
+            self.log.cancelled(self._interrupted)
+            self._end("stopped", cause=self._interrupted)
+
+    def _end(self, phase: str, **detail) -> None:
+        """Record the last phase, release everything, and only then show the phase: whoever waits
+        for the end (``process_all_available``) can start the job again at once."""
+        with self._cond:
+            if self._ended:
+                self._wait_ended()
+                return
+            self._ended, self._ender = True, threading.get_ident()
+        try:
+            if self.follower is not None:
+                self.follower.stop()
+            self.log.emit(events.phase_changed(phase, **detail))
+            self.log.close(failure=self._error)
+        finally:
+            with self._cond:
+                self._phase = phase
+                self._cond.notify_all()
+        hooks.trigger("stream_phase", self, phase, detail)
+
+    def _wait_ended(self) -> None:
+        """Return once the job's last phase is shown: a thread that saw the job end second (its query's
+        follower, a waiter, ``stop()``) never returns while the first is still recording the end."""
+        with self._cond:
+            if self._ender != threading.get_ident():
+                self._cond.wait_for(lambda: self._phase in ENDED)
+
+    def savepoint(self) -> str:
+        """Write a savepoint after the last committed micro-batch (the job keeps running); returns its path.
+
+        ``start(..., from_savepoint=path, parallelism=N)`` under a new job name restores it at any N >= 1.
+        """
+        return savepoints.take(self)
+
+    def __enter__(self) -> StreamingJob:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+

@@ -1,0 +1,131 @@
+"""What a streaming job shows: its events, its changelog, each key's latest row, its annotated graph.
+
+``StreamingJob`` offers these (``JobResults`` is its base): they read only committed files --
+the event log, the backlog's committed results (batch -1), a restored job's latest rows from its
+savepoint (batch -2) and each micro-batch's changelog part with its commit marker -- so they give
+the same answer while the job runs, after it stopped, and in another process.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from ....datastream.job_graph import SINK
+from ....graph import JobGraph
+from ....recovery.event_store import JobEventStore
+from ....recovery.paths import EVENTS
+from .. import savepoints
+from ..keyed.changelog import BATCH, KIND, SEQ
+from .sink import changelog_frame, latest_frame
+
+
+class JobResults:
+    """The reading half of a streaming job (``log``, ``spark``, ``storage``, ``output``, ``spec``,
+    ``backlog``, ``plan`` and its phase are the job's)."""
+
+    @property
+    def mode(self) -> str:
+        return self.plan.mode.value
+
+    @property
+    def mode_reason(self) -> str | None:
+        """Why the job runs in its mode when its sources or its function decided it (FLIP-327's rule: an input
+        made with ``backlog=False`` makes a mixed job a stream from the start; so does a keyed function with
+        operator state), else None."""
+        return self.plan.why
+
+    @property
+    def parallelism(self) -> int:
+        return self.plan.parallelism
+
+    @property
+    def backlog_state_writes(self) -> int:
+        """State writes made while in backlog (one per key with state, at most)."""
+        return 0 if self.backlog is None else self.backlog.state_writes
+
+    @property
+    def dropped(self) -> dict:
+        """Records not processed, counted: ``late`` (event time at or before the watermark, W's or
+        Spark's) and ``undated`` (no event time), in the backlog and every micro-batch recorded."""
+        totals = {"late": 0, "undated": 0}
+        if self.backlog is not None and self.backlog.finished:
+            totals["undated"] += self.backlog.counts().get("undated", 0)
+        for event in self.events():
+            if event["type"] == "micro_batch":
+                for kind in totals:
+                    totals[kind] += event.get(kind) or 0
+        return totals
+
+    @property
+    def skipped_files(self) -> list[dict]:
+        """The source files the job does not read, ``{"file", "reason"}`` each (``on_bad_file="skip"``,
+        or gone when it started again), in the order they were recorded."""
+        return [{"file": e["file"], "reason": e["reason"]} for e in self.events() if e["type"] == "file_skipped"]
+
+    def events(self) -> list[dict]:
+        """The job's event log, in write order."""
+        self.log.flush()
+        return JobEventStore(self.storage.path(EVENTS)).read_events()
+
+    def changelog_frame(self):
+        """Every committed changelog row as a Spark DataFrame (the output columns, kind, seq, batch)."""
+        restored = savepoints.restored_rows(self.spark, self.storage, self.output, self.spec.key_names)
+        backlog = None if self.backlog is None else self.backlog.outputs()
+        return changelog_frame(self.spark, self.root, self.output, backlog, restored)
+
+    def changelog(self):
+        """The changelog as pandas: the output columns, then kind ("element"/"timer") and batch (-1: backlog;
+        -2: a restored job's rows from its savepoint, each key's latest there)."""
+        keys = [f"`{k}`" for k in self.spec.key_names]
+        pdf = self.changelog_frame().orderBy(BATCH, *keys, SEQ).toPandas()
+        return pdf.drop(columns=[SEQ]).rename(columns={KIND: "kind", BATCH: "batch"})
+
+    def latest(self):
+        """One row per key, its latest result: the key column(s) first, then the result's columns
+        (for a reduce, the reduced record's columns), sorted by key."""
+        keys = [f"`{k}`" for k in self.spec.key_names]  # Spark sorts keys of every type (structs, binaries)
+        frame = latest_frame(self.changelog_frame(), self.spec.key_names).orderBy(*keys)
+        return frame.select(*[f"`{c}`" for c in self.output.names]).toPandas()
+
+    def backlog_outputs(self):
+        """The rows the backlog emitted (the output columns), or None: what a sink gets as batch -1."""
+        outputs = None if self.backlog is None else self.backlog.outputs()
+        return None if outputs is None else outputs.select(*[f"`{c}`" for c in self.output.names])
+
+    def job_graph(self) -> JobGraph:
+        """The job graph with the source's backlog status and the job's phase as notes."""
+        graph = JobGraph.from_json(self.graph.to_json())
+        recorded = self.backlog.recorded if self.backlog is not None else None
+        skipped = len(self.skipped_files)
+        size = (recorded or {}) if self.plan.mode.has_backlog else {}  # files of a folder, rows of a table
+        sources = [op.name for op in graph.operators if op.kind == "source"]
+        for name, input_size in zip(sources, size.get("inputs") or [size] * len(sources)):
+            graph.annotate(name, backlog="true" if self.phase == "backlog" else "false",
+                           backlog_files=input_size.get("files"), backlog_rows=input_size.get("rows"),
+                           skipped_files=(skipped or None) if len(sources) == 1 else None)
+        dropped = self.dropped
+        graph.annotate(self.stateful.step.name, phase=self.phase, mode=self.mode, why=self.plan.why,
+                       W=_moment(self.watermark),
+                       late=dropped["late"] or None, undated=dropped["undated"] or None)
+        graph.annotate(SINK, micro_batches=len(self.recorded) or None)
+        return graph
+
+    def __repr__(self) -> str:
+        w = "" if self.watermark is None else f", W {_moment(self.watermark)}"
+        try:
+            dropped = "".join(f", {n} {kind}" for kind, n in self.dropped.items() if n)
+        except Exception:  # a repr never fails: the log may be unreadable
+            dropped = ""
+        restarts = getattr(self, "restarts", 0)
+        restarted = f", {restarts} restart{'' if restarts == 1 else 's'}" if restarts else ""
+        why = f" ({self.plan.why})" if self.plan.why else ""
+        return (f"StreamingJob({self.job_name!r}, {self.mode}{why}: phase {self.phase}, "
+                f"{len(self.recorded)} micro-batch{'' if len(self.recorded) == 1 else 'es'}{w}{dropped}{restarted})")
+
+
+def _moment(millis: int | None) -> str | None:
+    """W as the drawing and the repr show it: a UTC time to the millisecond ("2024-01-01 00:01:40.000Z"), not epoch ms."""
+    if millis is None:
+        return None
+    moment = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=millis)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

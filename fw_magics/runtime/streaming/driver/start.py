@@ -1,0 +1,243 @@
+"""``start()``: every option checked, the job's log opened, its plan decided once, and the job run.
+
+A streaming job keeps its folder as ``execute()`` does (``recovery.JobLog``: the lock, the event
+log, the per-user index that ``%fw_recover`` reads, the last word written once, an interruption
+recorded when the process exits under it), and a restart keeps the same promises:
+
+* what the job was recorded as must still be what it is: its graph (operators, parallelism),
+  its mode, its source (folder, format, schema, event time, watermark delay) and its content
+  fingerprint (each function's code and closure, the key, the schemas: ``streams.content``).
+  A change is refused in one line that names it and says how to go on: under another
+  ``job_name``, or ``start(..., reset=True)``, which discards what the job recorded (its events,
+  backlog results, checkpoint, changelog, manifest; never its savepoints) and starts afresh;
+* a restart continues where the log says the job got to (``phases.resume_phase``).
+
+Then the ``Plan`` (``plan.py``) is made: mode (FLIP-327's rule: a source made with ``backlog=False``
+makes a mixed job a stream from the start, ``effective_mode``), trigger, sink, rate limit, parallelism, the
+session's flavour, the handover of backlog state (``handover.choose``) and the restart strategy
+(``failover.restart_strategy``, as ``execute()``'s), and the job runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+
+from ....api.co_process import BroadcastOperator
+from ....api.keyed_process import KeyedOperatorSpec
+from ....api.process_function import OPERATOR
+from ....connectors.sources import kinds_of, source_change, source_of, without_backlog
+from ....datastream.content import job_content
+from ....errors import FullWindowError, ResumeError
+from ....failover import restart_strategy
+from ....graph import JobGraph
+from ....recovery import JobLog, events, replay, safe_job_path
+from ....recovery.content import compare
+from ....recovery.paths import STREAM_RECORDS, WATERMARK, job_directory
+from ....spark.flavour import flavour_of
+from ...batch.job import default_job_dir
+from ..keyed import handover as handovers
+from ..keyed.query import STATE_STORE
+from ..savepoints import check_restorable, graph_at, prepare_restore
+from ..savepoints.files import load_savepoint
+from .backlog_run import Backlog
+from .job import StreamingJob
+from .operator_job import OperatorJob
+from .phases import Mode, resume_phase
+from .plan import Plan, Trigger, check_max_files, check_parallelism
+from .sink import check_sink
+
+
+def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None,
+          max_files_per_trigger=None, from_savepoint=None, parallelism=None, reset=False,
+          restart=None) -> StreamingJob:
+    """Start or continue the job of ``stateful`` (a StatefulStream or an OperatorStream); see their ``start``."""
+    mode = Mode.of(mode)
+    parallelism = check_parallelism(parallelism)
+    trigger = Trigger.of(trigger)
+    max_files = check_max_files(max_files_per_trigger)
+    check_sink(sink)
+    restart = restart_strategy(restart)
+    sink = os.fspath(sink) if isinstance(sink, os.PathLike) else sink
+    if not isinstance(reset, bool):
+        raise FullWindowError(f"reset {reset!r:.60}; accepted: False, or True to discard what the job recorded "
+                              "(never its savepoints) and start afresh")
+    if from_savepoint is not None and not mode.has_stream:
+        raise FullWindowError(f"from_savepoint restores a job that goes on as a stream, and mode {mode.value!r} has "
+                              "no stream; accepted: mode 'mixed' (the default) or 'stream', whichever mode the "
+                              "savepoint's job ran in")
+    savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
+    source = source_of(stateful)
+    mode, why = effective_mode(mode, source, stateful.spec)
+    if max_files is not None and "table" in kinds_of(source):
+        raise FullWindowError(f"max_files_per_trigger {max_files} caps the files of a micro-batch; a table "
+                              "source's micro-batch reads every new row (leave it None)")
+    name = default_name(stateful) if job_name is None else job_name
+    log = JobLog(safe_job_path(job_directory(default_job_dir() if job_dir is None else job_dir), name), name)
+    content = job_content(stateful)
+    log.acquire()
+    try:
+        if reset:
+            log.clear(*STREAM_RECORDS)
+        job = _open(stateful, source, log, content, mode, trigger, sink, max_files, parallelism, savepoint, restart,
+                    why)
+    except BaseException as error:
+        log.close(failure=error)
+        raise
+    return job
+
+
+def default_name(stateful) -> str:
+    """A job name from the source and the operator: "orders-reduce-add"."""
+    step = stateful.source.step.lineage()[0]
+    label = f"{step.detail.get('label', 'stream')}-{stateful.spec.kind}-{stateful.spec.label}"
+    return re.sub(r"[^A-Za-z0-9_.\- ]+", "_", label).strip(" .")[:200] or "stream"
+
+
+def effective_mode(mode: Mode, source, spec=None) -> tuple[Mode, str | None]:
+    """The mode the job runs in, and why when its sources or its function decided it: FLIP-327's rule, an
+    operator with an input without a backlog (``backlog=False``) runs as a stream from the start; so does a
+    keyed operator whose function keeps operator state (its stores live per micro-batch of a stream). Mode
+    "batch" has nothing to run for either and is refused in one line."""
+    if mode is Mode.STREAM:
+        return mode, None
+    lacking = without_backlog(source)
+    if lacking:
+        named = " and ".join(repr(n) for n in lacking)
+        why = (f"{named} has no backlog (backlog=False): an operator with an input without a backlog runs as a "
+               "stream from the start (FLIP-327)")
+        refusal = f"{named} was made with backlog=False (it has none)"
+    elif isinstance(spec, KeyedOperatorSpec) and spec.checkpointed:
+        held = "a broadcast input's state" if isinstance(spec.function, BroadcastOperator) else "operator state"
+        kept = f"{spec.label} keeps {held} (FLIP-8)"
+        why = f"{kept}, kept per state partition and micro-batch: such a keyed operator runs as a stream from the start"
+        refusal = f"{kept}, which lives in a stream's micro-batches"
+    else:
+        return mode, None
+    if mode is Mode.BATCH:
+        raise FullWindowError(f"mode 'batch' runs the backlog, and {refusal}; accepted: mode 'mixed' or 'stream' "
+                              "(the job then runs as a stream from the start)")
+    return Mode.STREAM, why
+
+
+def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Trigger, sink, max_files,
+          parallelism, savepoint, restart, why: str | None = None) -> StreamingJob:
+    state = replay(log.read())
+    if savepoint is not None and state.started and state.restored_from != savepoint.path:
+        raise ResumeError(f"job {log.job_name!r} in {log.root} already ran; restore a savepoint under a new "
+                          "job_name (a restore starts a new job)")
+    chosen = _parallelism(log, state, stateful, parallelism, savepoint)
+    flavour = flavour_of(stateful.spark)
+    if not state.started:
+        _say_if_wide(chosen, flavour.cores(stateful.spark))
+    graph = stateful.job_graph()
+    if chosen != graph.operators[0].parallelism:
+        graph = graph_at(graph, chosen)
+    if state.started:
+        _check_same(log, state, graph, mode, source.describe(), content)
+    kind = stateful.spec.kind
+    restored = savepoint is not None or state.restored_from is not None
+    plan = Plan(mode=mode, trigger=trigger, sink=sink, max_files=max_files, parallelism=chosen,
+                handover=handovers.choose(mode, kind, restored, log.storage), flavour=flavour, restart=restart,
+                why=why)
+    job = (OperatorJob if kind == OPERATOR else StreamingJob)(stateful, source, log, plan, graph)
+    job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
+    job.skips_noted = set(state.skipped)
+    if mode.has_backlog:
+        job.backlog = Backlog(job, state.finished_of(job.vertex), state.attempts)
+        if state.state_writes is not None:
+            job.backlog.state_writes = state.state_writes
+    changed: list = []
+    if state.started:  # what a restart reads back, read now: a planted file is one line here, not a Spark trace
+        if source.manifest(log.root).exists():
+            source.manifest(log.root).read()
+        if job.backlog is not None and log.storage.present_inside(WATERMARK):
+            job.backlog.watermark()
+        changed = source.relist(log.root)  # a file removed or fixed since: skipped; a table still readable
+    job.spark.conf.set(*STATE_STORE)
+    log.begin()
+    run = state.runs + 1
+    if not state.started and savepoint is not None:
+        _restore(job, savepoint, content, run)
+        state.switched = True
+    elif not state.started:
+        summary, changed = source.record(log.root, backlog=mode.has_backlog)
+        log.submitted(graph, content)
+        log.emit(events.stream_started(mode.value, run, source.describe(), chosen))
+        if mode.has_backlog:
+            log.emit(events.backlog_recorded(summary))
+            state.backlog = summary
+    else:
+        if state.content is None:  # recorded by an older fw-magics: from now on, with what the job is
+            log.submitted(graph, content)
+        log.emit(events.stream_started(mode.value, run, source.describe(), chosen))
+    for entry in changed:
+        log.emit(events.file_skipped(entry["name"], entry["skipped"]) if entry.get("skipped")
+                 else events.file_relisted(entry["name"], entry["size"]))
+    if job.backlog is not None:
+        job.backlog.recorded = state.backlog
+    phase = resume_phase(state, mode)
+    log.flush()
+    job.run(phase)
+    return job
+
+
+def _parallelism(log: JobLog, state, stateful, parallelism: int | None, savepoint) -> int:
+    """The job's parallelism: the recorded one on a restart (a change is refused: Spark would keep the
+    checkpoint's partitions without a word), else ``parallelism``, the savepoint's, or the stream's."""
+    recorded = state.stream_parallelism if state.started else None
+    if recorded is not None and parallelism is not None and parallelism != recorded:
+        raise ResumeError(
+            f"job {log.job_name!r} runs at parallelism {recorded}; a restart keeps its checkpoint's state "
+            f"partitions (Spark ignores a new spark.sql.shuffle.partitions): take p = job.savepoint() and "
+            f"start(..., from_savepoint=p, parallelism={parallelism}) under a new job_name")
+    restored = savepoint.parallelism if savepoint is not None and not state.started else None
+    return recorded or parallelism or restored or stateful.parallelism
+
+
+#: A new job's parallelism above this many times Spark's cores gets a word (each state partition is a
+#: task in every micro-batch and a file of the backlog).
+WIDE = 8
+
+
+def _say_if_wide(parallelism: int, cores: int | None) -> None:
+    if cores and parallelism > WIDE * cores:
+        warnings.warn(f"parallelism {parallelism} is {parallelism // cores}x the {cores} cores Spark runs on: every "
+                      f"micro-batch runs {parallelism} tasks and the backlog commits {parallelism} files, so a smaller "
+                      "one runs faster here; it is the job's for life (a savepoint restores it at another)",
+                      stacklevel=4)
+
+
+_WAY_OUT = "start it under another job_name, or with reset=True to discard what it recorded and start afresh"
+
+
+def _check_same(log: JobLog, state, graph: JobGraph, mode: Mode, source: dict, content: dict) -> None:
+    """Refuse, in one line, a job whose recorded graph, mode, source or content differs."""
+    where = log.where
+    if state.fingerprint != graph.fingerprint():
+        changes = JobGraph.from_json(state.graph).diff(graph) if state.graph else ["unknown graph"]
+        raise ResumeError(f"{where} was recorded for a different graph ({'; '.join(changes)}); {_WAY_OUT}")
+    if state.mode != mode.value:
+        raise ResumeError(f"{where} was started in mode {state.mode!r}, not {mode.value!r}; start it with "
+                          f"mode={state.mode!r}, or under another job_name")
+    change = source_change(state.source or {}, source)
+    if change is not None:
+        raise ResumeError(f"{where} was recorded for another source: {change}; {_WAY_OUT}")
+    comparison = compare(state.content, content)
+    if comparison.changed:
+        raise ResumeError(f"{where} changed since it was recorded ({comparison.summary()}): its state was built by "
+                          f"the code it had then; {_WAY_OUT}")
+    if comparison.unknown and state.content is not None:
+        warnings.warn(f"{where}: resumed without checking " + "; ".join(comparison.unknown[:3]), stacklevel=4)
+
+
+def _restore(job: StreamingJob, savepoint, content: dict, run: int) -> None:
+    """The first start of a job restored from ``savepoint``: its source, state and W, then the stream."""
+    check_restorable(savepoint, job)
+    detail = prepare_restore(savepoint, job)
+    job.watermark = savepoint.document["watermark"]  # checked when the savepoint was loaded
+    job.restored_from = savepoint.path
+    job.log.submitted(job.graph, content)
+    job.log.emit(events.stream_started(job.mode, run, job.source.describe(), job.parallelism))
+    job.log.emit(events.switch(job.watermark, **detail))

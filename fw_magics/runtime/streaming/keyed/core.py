@@ -1,0 +1,496 @@
+"""The per-key core: one Python implementation of keyed reduce, aggregate and process functions.
+
+The backlog's batch engine and Spark's ``transformWithState`` both drive this code, which is
+what makes the modes agree: it applies a key's records to the key's state, keeps the key's
+event-time timers, fires them in timestamp order and collects the outputs. A driver calls, for
+one key at a time::
+
+    core.begin(key, state_text, watermark)     # the key's state as JSON text (None: empty)
+    core.element(record, event_time_ms)        # each record, in event-time order
+    core.fire(watermark)                       # timers at or before it, earliest first
+    result = core.end()                        # new state text, outputs, timer changes
+
+A key's state is one JSON document (``{"v": {value states}, "l": {list states}, "t": [timers]}``),
+never pickled; :mod:`codecs` says how typed values are written into it. Reduce and aggregate
+emit one output per key per ``begin``/``end`` (their running result after the run: an upsert
+changelog); a process function emits whatever ``process_element`` and ``on_timer`` return.
+
+Pure Python (pyarrow for typed values), no Spark session: tested against a reference model.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from ....api.co_process import BroadcastOperator, ReadOnlyBroadcastState
+from ....api.keyed_process import (
+    INPUT,
+    SIDES,
+    KeyedOperatorSpec,
+    ListStateDescriptor,
+    StateType,
+    ValueStateDescriptor,
+    emitted,
+)
+from ....errors import FullWindowError
+from ....values.codecs import JsonCodec, TypedCodec
+from ....values.event_time import MIN_WATERMARK
+from ....values.records import Record, record_type
+from .timers import TimerQueue, check_time
+
+ELEMENT, TIMER = "element", "timer"
+
+
+@dataclass
+class KeyResult:
+    """What one ``begin``/``end`` of a key produced."""
+
+    state: str | None  # the key's new state as JSON text; None: the key has no state left
+    changed: bool  # whether ``state`` differs from the text given to ``begin``
+    outputs: list  # (kind, key, value): kind "element" or "timer"; value as the function returned it
+    timers_added: list = field(default_factory=list)  # timers to register with an outside timer service
+    timers_removed: list = field(default_factory=list)  # timers it held that are gone (fired or deleted)
+    records: int = 0
+    timers_fired: int = 0
+
+
+def codec_for(state_type: StateType | None, label: str):
+    """The codec of a declared type, or the JSON codec when none was declared."""
+    if state_type is None or state_type.ddl is None:
+        return JsonCodec(label)
+    return TypedCodec(label, state_type.arrow_schema, list(state_type.spark_types), state_type.record)
+
+
+class KeyedCore:
+    """Runs one keyed operator (a ``KeyedOperatorSpec``) for one key at a time."""
+
+    def __init__(self, spec: KeyedOperatorSpec, subtask: int = 0):
+        self.spec = spec
+        self.subtask = subtask
+        self.key: tuple | None = None
+        self.watermark = MIN_WATERMARK
+        self.timestamp: int | None = None
+        self.values: dict = {}
+        self.lists: dict = {}
+        self.pending: dict = {}  # list name -> (codec, values added with add_later, not encoded yet)
+        self.timers = TimerQueue()
+        self._outputs: list = []
+        self.context = Context(self)
+        if spec.kind == "reduce":
+            self.operator = _Reduce(self)
+        elif spec.kind == "aggregate":
+            self.operator = _Aggregate(self)
+        elif spec.kind == "process":
+            self.operator = _Process(self)
+        elif spec.kind == "co_process":
+            self.operator = _CoProcess(self)
+        else:
+            raise FullWindowError(f"unknown keyed operator kind {spec.kind!r}; accepted: reduce, aggregate, process, "
+                                  "co_process")
+
+    # -- one key -----------------------------------------------------------------------------
+
+    def begin(self, key: tuple, state: str | None, watermark: int = MIN_WATERMARK) -> None:
+        self.key, self.watermark, self.timestamp = tuple(key), watermark, None
+        self._loaded = state
+        doc = json.loads(state) if state else {}
+        self.values = doc.get("v", {})
+        self.lists = doc.get("l", {})
+        self.pending = {}
+        self.timers = TimerQueue(doc.get("t", ()))
+        self._timers_before = set(self.timers.times())
+        self._outputs = []
+        self._records = self._fired = 0
+        self.operator.begin()
+
+    def element(self, record, event_time: int | None = None) -> None:
+        """Apply one record of the current key (``event_time``: epoch ms, None without event time)."""
+        self.timestamp = event_time
+        self._records += 1
+        self.operator.element(record)
+
+    def fire(self, watermark: int) -> None:
+        """Fire the current key's timers at or before ``watermark``, earliest first (new ones too)."""
+        self.watermark = max(self.watermark, watermark)
+        while (due := self.timers.pop_due(watermark)) is not None:
+            self.timestamp = due
+            self._fired += 1
+            self.operator.timer(due)
+
+    def settle(self, name: str | None = None) -> None:
+        """Encode the values added to list state ``name`` (without: every list) with ``add_later``, one batch each."""
+        for list_name in [name] if name is not None else list(self.pending):
+            codec, values = self.pending.pop(list_name, (None, None))
+            if values:
+                self.lists.setdefault(list_name, []).extend(codec.encode_all(values))
+
+    def end(self) -> KeyResult:
+        self.operator.end()
+        self.settle()
+        doc = {}
+        if self.values:
+            doc["v"] = self.values
+        if self.lists:
+            doc["l"] = self.lists
+        times = self.timers.times()
+        if times:
+            doc["t"] = times
+        text = json.dumps(doc, separators=(",", ":"), allow_nan=False) if doc else None
+        after = set(times)
+        return KeyResult(
+            state=text, changed=text != self._loaded, outputs=self._outputs,
+            timers_added=sorted(after - self._timers_before), timers_removed=sorted(self._timers_before - after),
+            records=self._records, timers_fired=self._fired,
+        )
+
+    def take_outputs(self) -> list:
+        """The outputs so far, handed over (a long run need not hold them all)."""
+        out, self._outputs = self._outputs, []
+        return out
+
+    # -- used by the operators and the state handles -----------------------------------------------
+
+    def emit(self, kind: str, value) -> None:
+        self._outputs.append((kind, self.key, value))
+
+    def current_key(self):
+        return self.key[0] if len(self.key) == 1 else self.key
+
+    def register_timer(self, timestamp) -> None:
+        if self.spec.event_time is None:
+            raise FullWindowError(
+                "event-time timers need an event-time column: read the data with "
+                "fw.from_files(..., event_time='<timestamp column>')"
+            )
+        self.timers.register(check_time(timestamp))
+
+    def delete_timer(self, timestamp) -> None:
+        self.timers.delete(check_time(timestamp))
+
+    def require_key(self, what: str) -> None:
+        if self.key is None:
+            raise FullWindowError(f"{what} was used outside process_element and on_timer; there is no current key")
+
+
+# -- the context a function sees --------------------------------------------------------------------
+
+
+class TimerService:
+    """``ctx.timer_service``: event-time timers of the current key (also callable, as PyFlink's method)."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: KeyedCore):
+        self._core = core
+
+    def __call__(self) -> TimerService:
+        return self
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self._core.register_timer(timestamp)
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        self._core.delete_timer(timestamp)
+
+    def current_watermark(self) -> int:
+        return self._core.watermark
+
+    def current_processing_time(self) -> int:
+        return int(time.time() * 1000)
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        raise FullWindowError(
+            "processing-time timers are not supported: their firing would differ between the backlog and "
+            "the stream; register an event-time timer (ctx.timer_service.register_event_time_timer)"
+        )
+
+    delete_processing_time_timer = register_processing_time_timer
+
+
+class Context:
+    """``ctx`` of ``process_element`` and ``on_timer``."""
+
+    __slots__ = ("_core", "timer_service")
+
+    def __init__(self, core: KeyedCore):
+        self._core = core
+        self.timer_service = TimerService(core)
+
+    def timestamp(self) -> int | None:
+        """The record's event time (epoch ms); in ``on_timer``, the timer's time."""
+        return self._core.timestamp
+
+    def get_current_key(self):
+        return self._core.current_key()
+
+    def get_broadcast_state(self, name: str):
+        """A broadcast input's state called ``name``, read-only (a ``KeyedBroadcastProcessFunction``'s)."""
+        operator = self._core.spec.function
+        if not isinstance(operator, BroadcastOperator):
+            raise FullWindowError("get_broadcast_state in process_element is for a KeyedBroadcastProcessFunction "
+                                  "(a keyed stream connected with stream.broadcast()); operator state of a "
+                                  "CheckpointedFunction is got in initialize_state")
+        return ReadOnlyBroadcastState(operator.store.get_broadcast_state(name))
+
+
+class RuntimeContext:
+    """``ctx`` of ``open()``: state handles bound to whichever key is current."""
+
+    def __init__(self, core: KeyedCore):
+        self._core = core
+
+    def _lookup(self, descriptor, kind: str, expected: type):
+        if not isinstance(descriptor, expected):
+            raise FullWindowError(
+                f"get_{'list_' if kind == 'list' else ''}state takes an fw.{expected.__name__}; "
+                f"got {type(descriptor).__name__}"
+            )
+        declared = (self._core.spec.states or {}).get(descriptor.name)
+        if declared is None or declared[0] != kind or declared[1].ddl != descriptor.type:
+            raise FullWindowError(
+                f"{kind} state {descriptor.name!r} of type {descriptor.type!r} was not declared when the operator "
+                "was defined; open() must ask for the same state every time"
+            )
+        return codec_for(declared[1], f"{kind} state {descriptor.name!r}")
+
+    def get_state(self, descriptor: ValueStateDescriptor) -> ValueState:
+        return ValueState(self._core, descriptor.name, self._lookup(descriptor, "value", ValueStateDescriptor))
+
+    def get_list_state(self, descriptor: ListStateDescriptor) -> ListState:
+        return ListState(self._core, descriptor.name, self._lookup(descriptor, "list", ListStateDescriptor))
+
+    def get_index_of_this_subtask(self) -> int:
+        return self._core.subtask
+
+
+class ValueState:
+    """One value per key (Flink's ValueState): ``value()`` is None until ``update``."""
+
+    __slots__ = ("_core", "_name", "_codec")
+
+    def __init__(self, core: KeyedCore, name: str, codec):
+        self._core, self._name, self._codec = core, name, codec
+
+    def value(self):
+        self._core.require_key(f"value state {self._name!r}")
+        stored = self._core.values.get(self._name)
+        return None if stored is None else self._codec.decode(stored)
+
+    def update(self, value) -> None:
+        self._core.require_key(f"value state {self._name!r}")
+        if value is None:
+            self._core.values.pop(self._name, None)
+        else:
+            self._core.values[self._name] = self._codec.encode(value)
+
+    def clear(self) -> None:
+        self._core.require_key(f"value state {self._name!r}")
+        self._core.values.pop(self._name, None)
+
+
+class ListState:
+    """A list of values per key (Flink's ListState): ``get()`` is [] until something is added."""
+
+    __slots__ = ("_core", "_name", "_codec")
+
+    def __init__(self, core: KeyedCore, name: str, codec):
+        self._core, self._name, self._codec = core, name, codec
+
+    def get(self) -> list:
+        return [self._codec.decode(v) for v in self._stored()]
+
+    def add(self, value) -> None:
+        self._stored()
+        self._check_element(value)
+        self._core.lists.setdefault(self._name, []).append(self._codec.encode(value))
+
+    def add_all(self, values) -> None:
+        values = self._elements(values)
+        if values:
+            self._core.lists.setdefault(self._name, []).extend(values)
+
+    def update(self, values) -> None:
+        values = self._elements(values)
+        if values:
+            self._core.lists[self._name] = values
+        else:
+            self._core.lists.pop(self._name, None)
+
+    def clear(self) -> None:
+        self._stored()
+        self._core.lists.pop(self._name, None)
+
+    def _stored(self) -> list:
+        """The list's stored (encoded) values, those added with ``add_later`` encoded first."""
+        self._core.require_key(f"list state {self._name!r}")
+        self._core.settle(self._name)
+        return self._core.lists.get(self._name, [])
+
+    # -- for fw-magics' own operators (the interval join), not Flink's ListState API ----------------
+
+    def add_later(self, value) -> None:
+        """``add(value)``, its check and encoding done with the others added so, in one batch, when the
+        list is next read or the key ends: for values already of the list's type (an input's records),
+        where a bad one is fw-magics' error, not a user's line."""
+        self._core.require_key(f"list state {self._name!r}")
+        self._check_element(value)
+        self._core.pending.setdefault(self._name, (self._codec, []))[1].append(value)
+
+    def values_at(self, positions) -> list:
+        """The values at ``positions`` (decoded; the others are not)."""
+        stored = self._stored()
+        return [self._codec.decode(stored[i]) for i in positions]
+
+    def keep_only(self, positions) -> None:
+        """Keep the values at ``positions``, in their order, without decoding or checking them again."""
+        stored = self._stored()
+        kept = [stored[i] for i in positions]
+        if kept:
+            self._core.lists[self._name] = kept
+        else:
+            self._core.lists.pop(self._name, None)
+
+    def _elements(self, values) -> list:
+        self._stored()  # what add_later added comes first
+        if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+            raise FullWindowError(
+                f"list state {self._name!r} takes a list of values here; got {type(values).__name__} {values!r:.60}"
+            )
+        values = list(values)
+        for value in values:
+            self._check_element(value)
+        return self._codec.encode_all(values) if values else []
+
+    def _check_element(self, value) -> None:
+        if value is None:
+            raise FullWindowError(f"list state {self._name!r} cannot hold None (Flink's ListState refuses it too)")
+
+
+# -- the three operators ------------------------------------------------------------------------------
+
+
+class _Process:
+    """A user's KeyedProcessFunction: its outputs as it emits them."""
+
+    def __init__(self, core: KeyedCore):
+        self.core = core
+        self.fn = core.spec.function
+        self.fn.open(RuntimeContext(core))
+
+    def begin(self) -> None:
+        pass
+
+    def element(self, record) -> None:
+        for value in emitted(self.fn.process_element(record, self.core.context)):
+            self.core.emit(ELEMENT, value)
+
+    def timer(self, timestamp: int) -> None:
+        for value in emitted(self.fn.on_timer(timestamp, self.core.context)):
+            self.core.emit(TIMER, value)
+
+    def end(self) -> None:
+        pass
+
+
+class _CoProcess(_Process):
+    """A KeyedCoProcessFunction over tagged rows (``fw_magics.api.co_process``): each record goes to
+    ``process_element1`` or ``process_element2`` by its input, as that input's own record."""
+
+    def __init__(self, core: KeyedCore):
+        super().__init__(core)
+        names = core.spec.record.names
+        self.tag = names.index(INPUT)
+        self.sides = tuple(names.index(side) for side in SIDES)
+        self.classes = tuple(record_type(tuple(columns)) for columns in core.spec.inputs)
+        self.methods = (self.fn.process_element1, self.fn.process_element2)
+
+    def element(self, record) -> None:
+        side = record[self.tag] - 1
+        for row in emitted(self.methods[side](self.value(record, side), self.core.context)):
+            self.core.emit(ELEMENT, row)
+
+    def value(self, record, side: int):
+        """The record of input ``side`` (0 or 1) a tagged row carries, as that input's record class."""
+        value, cls = record[self.sides[side]], self.classes[side]
+        if type(value) is not cls:  # a dict or Row (the stream), a record of the struct's class (the backlog)
+            value = tuple.__new__(cls, [value[n] for n in cls._fields] if isinstance(value, dict) else value)
+        return value
+
+
+class _Running:
+    """Reduce and aggregate: the running value lives decoded for a key's run, written once at its end."""
+
+    STATE = "running"
+
+    def __init__(self, core: KeyedCore, state_type: StateType | None, label: str):
+        self.core = core
+        self.codec = codec_for(state_type, label)
+        self.current = None
+        self.touched = False
+
+    def begin(self) -> None:
+        stored = self.core.values.get(self.STATE)
+        self.current = None if stored is None else self.codec.decode(stored)
+        self.touched = False
+
+    def timer(self, timestamp: int) -> None:  # reduce and aggregate register none
+        pass
+
+    def end(self) -> None:
+        if not self.touched:
+            return
+        if self.current is None:
+            self.core.values.pop(self.STATE, None)
+        else:
+            self.core.values[self.STATE] = self.codec.encode(self.current)
+        self.core.emit(ELEMENT, self.result())
+
+
+class _Reduce(_Running):
+    """Flink's running reduce: the first record, then ``fn(accumulated, record)``; emits the record."""
+
+    def __init__(self, core: KeyedCore):
+        spec = core.spec
+        super().__init__(core, spec.record, f"reduce function {spec.label!r}")
+        self.fn = spec.function
+        self.cls = record_type(spec.record.names)
+        self.width = len(spec.record.names)
+
+    def element(self, record) -> None:
+        self.touched = True
+        self.current = record if self.current is None else self._as_record(self.fn(self.current, record))
+
+    def _as_record(self, value) -> Record:
+        if type(value) is self.cls:
+            return value
+        if isinstance(value, (tuple, list)) and len(value) == self.width:
+            return tuple.__new__(self.cls, value)
+        if isinstance(value, dict) and set(value) == set(self.cls._fields):
+            return tuple.__new__(self.cls, [value[n] for n in self.cls._fields])
+        raise FullWindowError(
+            f"reduce function {self.core.spec.label!r} returned {type(value).__name__} {value!r:.60}; expected a "
+            f"record, tuple or dict with the input's {self.width} columns: {', '.join(self.cls._fields)}"
+        )
+
+    def result(self):
+        return self.current
+
+
+class _Aggregate(_Running):
+    """Flink's running aggregate: ``add`` per record, ``get_result`` after each run of the key."""
+
+    def __init__(self, core: KeyedCore):
+        spec = core.spec
+        super().__init__(core, spec.accumulator, f"accumulator of {type(spec.function).__name__}")
+        self.agg = spec.function
+
+    def element(self, record) -> None:
+        if not self.touched and self.current is None:
+            self.current = self.agg.create_accumulator()
+        self.touched = True
+        self.current = self.agg.add(record, self.current)
+
+    def result(self):
+        return self.agg.get_result(self.current)

@@ -1,0 +1,401 @@
+"""Savepoints of a running streaming job and restores at another parallelism (FLIP-8), keyed and operator alike.
+
+Taking one (``take(job)``), after the query's last committed micro-batch ``B``:
+
+* **source positions**, as the source keeps them (``saved_position``): from the end offset Spark
+  reported for ``B`` -- a folder's ``{"files": n}`` (the first ``n`` manifest files are read) with
+  the manifest as it is, a table's ``{"id": n}`` (every row up to that ``order_by`` is read); the
+  source's splits as operator state, one ``ListState`` per source subtask (``splits``). A two-input
+  job's: each input's, under its own source operator (the carrier rows' offsets left out), and each
+  input's greatest event time read (``tops``), which a restore carries into that input's watermark;
+* the job's **state**, by its kind (``KEYED`` or ``OPERATOR``, the job's ``state_kind``):
+  a keyed job's savepoint is **incremental**: the files its state was handed over in (the
+  backlog's committed results, each key's state and outputs, one per partition) are shared as its
+  base (hard links), and only what the stream wrote is written: the store's keys, read with Spark's
+  state data source (``spark.read.format("statestore")`` at ``batchId=B``, the one value state
+  ``fw_state`` per key; a cleared key's tombstone kept), over a restored job's newer layer by a
+  Spark join, and each key's latest changelog row since the base up to ``B``: both written as
+  Parquet by a Spark task (``state_files.write_parquet``), never collected. A non-keyed
+  operator's snapshot per subtask (value state ``fw_operator``);
+* **watermark**: ``max(W, greatest event time read - delay)``, the smaller input's for two: the
+  watermark the query's next micro-batch would use (Spark's rule over everything read); W covers
+  the backlog's files, so only the files the stream read are scanned;
+* the job graph, its parallelism, the source's description, the key columns.
+
+Restoring (``start(..., from_savepoint=PATH, parallelism=N)``) is a new job (a new job name, a
+fresh checkpoint): ``check_restorable`` refuses a savepoint of another graph, source, folder or
+key in one line (a savepoint is untrusted: its checksums find damage, not a forgery), and
+``prepare_restore`` lays the new job's folder out: the splits redistributed to N source subtasks
+(the read files become its backlog, never read again), and the state for the new subtasks -- a
+keyed job's base shared into ``restored/base/`` as it is (a worker bisects each base file when
+their count is not N), its keyed-state file (the keys written since) re-partitioned to N by one
+Spark job as the layer over it, both handed over lazily as a backlog's are (no ``initialState``,
+nothing per key in Python until a key's first fresh record), the latest rows over the base's
+opening its changelog (batch -2); an operator's snapshots redistributed by each state's mode.
+Everything public: no private Spark API, no JVM internals.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import functions as F
+
+from ....connectors.files.datasource import SUBTASK
+from ....connectors.sources import source_change
+from ....connectors.two_inputs.carrier import is_carrier_offset
+from ....connectors.two_inputs.source import carried_tops
+from ....errors import FullWindowError, ResumeError
+from ....graph import JobGraph
+from ....recovery.filesystem import Storage
+from ....recovery.paths import CHECKPOINT, HANDOVER, RESTORED_BASE, RESTORED_LATEST, RESTORED_OPERATOR, WATERMARK
+from ....state import operator_state_document, redistribute_snapshots, validate_subtask_snapshot
+from ..driver.follower import ran
+from ..driver.phases import ENDED
+from ..driver.sink import changelog_frame, latest_rows
+from ..keyed import backlog
+from ..keyed.changelog import BATCH, STATE, changelog_schema
+from ..keyed.query import STATE_VARIABLE
+from ..keyed.seed import Handed, overlaid, read_handover
+from ..keyed.state_files import handed_over_outputs, handover_layers, partition_states, saved_states, write_parquet
+from ..operator.query import OPERATOR_VARIABLE
+from .files import Savepoint, load_savepoint, share, write_savepoint
+
+#: The largest restored operator-state file read back.
+MAX_RESTORED_BYTES = 256 << 20
+
+__all__ = ["KEYED", "OPERATOR", "Savepoint", "graph_at", "load_savepoint", "take"]
+
+
+def graph_at(graph: JobGraph, parallelism: int) -> JobGraph:
+    """``graph`` with every operator at ``parallelism`` (a streaming job's operators share it)."""
+    doc = json.loads(graph.to_json())
+    for operator in doc["operators"]:
+        operator["parallelism"] = parallelism
+    return JobGraph.from_json(json.dumps(doc))
+
+
+# -- the source's position --------------------------------------------------------------------------
+
+
+def _last_progress(job):
+    reports = [p for p in (job.query.recentProgress or []) if p.sources and ran(p)]
+    if not reports:
+        raise FullWindowError(f"job {job.job_name!r} has committed no micro-batch yet; call "
+                              "job.process_all_available() before job.savepoint()")
+    return reports[-1]
+
+
+def _check_running(job) -> None:
+    """Refuse in one line a savepoint of a job without a running query, or with a job directory not local."""
+    if job.query is None or job.phase not in ("switching", "stream"):
+        if job.phase in ENDED:
+            how = ("a batch job has no stream to savepoint" if job.phase == "finished" else
+                   "start() continues it; take the savepoint while it runs")
+        else:
+            how = "call job.process_all_available() first"
+        raise FullWindowError(f"job.savepoint() needs the job's streaming query; {job.job_name!r} is in phase "
+                              f"{job.phase!r} ({how})")
+    if not job.storage.local:
+        raise FullWindowError(f"savepoints are written to a local job directory; {job.root!r} is not local")
+
+
+def _source_inputs(job, position: dict | None = None) -> list[tuple]:
+    """Each input as (its source operator's name in the graph, its source, its folder, its part of ``position``)."""
+    names = [op.name for op in job.graph.operators if op.kind == "source"]
+    return [(name, *each) for name, each in zip(names, job.source.inputs_at(job.root, position), strict=True)]
+
+
+def _committed_position(job) -> tuple[int, dict]:
+    """(the last committed micro-batch, the source's position after it: each input's ``saved_position``)."""
+    progress = _last_progress(job)
+    ends = [json.loads(s.endOffset) for s in progress.sources]
+    ends = [end for end in ends if not is_carrier_offset(end)]  # a carrier row moved a watermark: no position
+    inputs = job.source.inputs_at(job.root)
+    if len(ends) != len(inputs):
+        raise FullWindowError(f"job {job.job_name!r}'s query reported {len(ends)} sources' offsets for its "
+                              f"{len(inputs)} inputs; no savepoint was written")
+    return progress.batchId, job.source.joined([source.saved_position(root, end)
+                                                for (source, root, _), end in zip(inputs, ends)])
+
+
+def _watermark(job, position: dict) -> tuple[int | None, dict]:
+    """(the watermark, each input's greatest event time read): each input's greatest is the greater of its
+    time before the stream (``carried_tops``: a two-input job's backlog's or savepoint's) and what the
+    stream read of it; W the smaller of the inputs' watermarks, and never below the job's (W over the
+    backlog, or a restored job's savepoint's). Only what the stream read is scanned."""
+    if job.spec.event_time is None:
+        return None, {}
+    tops = carried_tops(job.root)
+    scratch = f".savepoint-read-{uuid.uuid4().hex}.json"
+    inputs = job.source.inputs_at(job.root, position)
+    try:
+        for tag, (source, root, own) in zip(job.source.delays, inputs):
+            read = source.read_since_switch(job.spark, root, own, scratch)
+            if read is not None:
+                _, top = backlog.switch_watermark(read, source.event_time, {None: 0})
+                if top:
+                    tops[tag] = max(top[None], tops.get(tag, top[None]))
+    finally:
+        for _, root, _ in inputs:
+            path = Storage(root).path(scratch)
+            if os.path.exists(path):
+                os.remove(path)
+    candidates = [x for x in (backlog.watermark_of(tops, job.source.delays), job.watermark) if x is not None]
+    return (max(candidates) if candidates else None), tops
+
+
+# -- the state, by kind -----------------------------------------------------------------------------
+
+
+def _state_reader(spark, checkpoint: str, variable: str, batch: int | None):
+    """Spark's state data source over one value state of ``checkpoint`` (at ``batch``, else the last committed)."""
+    reader = spark.read.format("statestore").option("path", checkpoint).option("stateVarName", variable)
+    return reader if batch is None else reader.option("batchId", batch)
+
+
+def keyed_state_frame(spark, checkpoint: str, key_names, batch: int | None = None):
+    """Every key's state in ``checkpoint`` (at ``batch``, else the last committed): the key columns and
+    ``__fw_state``, through Spark's state data source."""
+    frame = _state_reader(spark, checkpoint, STATE_VARIABLE, batch).load()
+    return frame.select(*[F.col("key").getField(k).alias(k) for k in key_names],
+                        F.col("value").getField("state").alias(STATE))
+
+
+def operator_snapshots(spark, checkpoint: str, parallelism: int, batch: int | None = None) -> list[dict]:
+    """Each subtask's operator-state snapshot in ``checkpoint`` (at ``batch``, else the last committed)."""
+    frame = _state_reader(spark, checkpoint, OPERATOR_VARIABLE, batch).load()
+    frame = frame.select(F.col("key").getField(SUBTASK).alias("subtask"), F.col("value").getField("state").alias("state"))
+    found = {int(row["subtask"]): json.loads(row["state"]) for row in frame.collect()}
+    missing = [i for i in range(parallelism) if i not in found]
+    if missing or len(found) != parallelism:
+        raise ResumeError(f"the operator state in {checkpoint} has subtasks {sorted(found)}; expected 0 to "
+                          f"{parallelism - 1} (every subtask is initialized in the first micro-batch)")
+    return _checked([found[i] for i in range(parallelism)])
+
+
+def partition_snapshots(spark, checkpoint: str, parallelism: int, batch: int, restored: list | None) -> list[dict]:
+    """Each state partition's operator-state snapshot of a keyed operator (``keyed_operator_state``), in
+    ``checkpoint`` at ``batch``: a partition that has not run its function since the start has the
+    restore's share (``restored``), else an empty snapshot."""
+    frame = _state_reader(spark, checkpoint, OPERATOR_VARIABLE, batch).load()
+    rows = frame.select(F.col("partition_id"), F.col("value").getField("state").alias("state")).collect()
+    found = {int(row["partition_id"]): json.loads(row["state"]) for row in rows}
+    stray = sorted(p for p in found if not 0 <= p < parallelism)
+    if stray or len(found) != len(rows):
+        raise ResumeError(f"the operator state in {checkpoint} has partitions {sorted(found)} in {len(rows)} rows; "
+                          f"expected at most one each of 0 to {parallelism - 1}")
+    return _checked([found.get(i, {} if restored is None else restored[i]) for i in range(parallelism)])
+
+
+def _checked(snapshots: list[dict]) -> list[dict]:
+    for i, snapshot in enumerate(snapshots):
+        validate_subtask_snapshot(snapshot, f"subtask {i}'s operator state")
+    return snapshots
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a savepoint takes of a job's state: operator snapshots by operator name; the keyed state
+    and the latest rows (each a pyarrow Table, None, or ``write(path)`` for a Spark task to write
+    it); whether W applies; the committed state files shared as the savepoint's base."""
+
+    operators: dict
+    keyed: object
+    latest: object
+    timed: bool
+    base: tuple = ()
+
+
+class StateKind:
+    """What a job's state is, and how a savepoint takes it and a restore lays it out (keyed or operator)."""
+
+    name = "?"
+
+    def snapshot(self, job, batch: int) -> Snapshot:
+        raise NotImplementedError
+
+    def restore(self, savepoint: Savepoint, storage: Storage, job) -> None:
+        """Lay out the restored job's state in its folder (besides the manifest)."""
+        raise NotImplementedError
+
+
+class _Keyed(StateKind):
+    """A keyed job's savepoint is incremental over the files its state was handed over in (a backlog's
+    results): those are shared as its base, and only what the stream wrote since -- the store's keys
+    over the handover's newer layer, each key's latest changelog row since the base -- is written."""
+
+    name = "keyed"
+
+    def snapshot(self, job, batch):
+        keys = job.spec.key_names
+        keyed = keyed_state_frame(job.spark, job.storage.path(CHECKPOINT), keys, batch)
+        base, restored = (), restored_latest(job.spark, job.storage, job.output)
+        backlog_outputs = None if job.backlog is None else job.backlog.outputs()
+        if job.plan.handover.lazy:  # keys the stream has not touched are still only in the handed-over files
+            _, over = handover_layers(job.spark, job.root, job.output, keys)
+            keyed = keyed if over is None else overlaid(keyed, over, keys)
+            base = tuple((job.storage.path(path), sha) for path, sha in read_handover(job.root).base)
+            backlog_outputs = None  # the base files hold them
+        changelog = changelog_frame(job.spark, job.root, job.output, backlog_outputs, restored)
+        latest = latest_rows(changelog.where(F.col(BATCH) <= batch), keys).drop(BATCH)
+        operators = {}
+        if job.spec.checkpointed:  # the function's operator state, one snapshot per state partition
+            operators[job.stateful.step.name] = partition_snapshots(
+                job.spark, job.storage.path(CHECKPOINT), job.parallelism, batch, restored_operator_state(job.storage))
+        return Snapshot(operators, functools.partial(write_parquet, keyed), functools.partial(write_parquet, latest),
+                        True, base)
+
+    def restore(self, savepoint, storage, job):
+        base = [(f"{RESTORED_BASE}/{i:04d}.arrow", sha) for i, (_, sha) in enumerate(savepoint.base)]
+        for (path, _), (inside, _) in zip(savepoint.base, base):
+            share(path, storage.path(inside))
+        states = saved_states(job.spark, savepoint.keyed_path, job.output, job.spec.key_names)
+        over = partition_states(states, job.spec.key_names, job.output, job.parallelism, job.root)
+        aligned = job.plan.flavour.sets_state_partitions
+        job.plan.handover.hand_over(storage, Handed(base, aligned and len(base) == job.parallelism,
+                                                    [(f["path"], f["sha256"]) for f in over], aligned))
+        if savepoint.latest_path is not None:
+            share(savepoint.latest_path, storage.path(RESTORED_LATEST))
+        if job.spec.checkpointed:  # a savepoint of the function before it kept operator state: empty, restored
+            snapshots = savepoint.operator_state.get(job.stateful.step.name) or [{}]
+            write_restored_operator_state(storage, redistribute_snapshots(snapshots, job.parallelism))
+
+
+class _Operator(StateKind):
+    name = "operator"
+
+    def snapshot(self, job, batch):
+        snapshots = operator_snapshots(job.spark, job.storage.path(CHECKPOINT), job.parallelism, batch)
+        return Snapshot({job.stateful.step.name: snapshots}, pa.table({}), None, False)
+
+    def restore(self, savepoint, storage, job):
+        operator = job.stateful.step.name
+        snapshots = savepoint.operator_state.get(operator)
+        if snapshots is None:
+            raise ResumeError(f"savepoint {savepoint.path} has no state for the operator {operator!r}")
+        write_restored_operator_state(storage, redistribute_snapshots(snapshots, job.parallelism))
+
+
+KEYED, OPERATOR = _Keyed(), _Operator()
+
+
+# -- taking and restoring ---------------------------------------------------------------------------
+
+
+def take(job) -> str:
+    """Write a savepoint of the running ``job`` after its last committed micro-batch; returns its path."""
+    _check_running(job)
+    batch, position = _committed_position(job)
+    snap = job.state_kind.snapshot(job, batch)
+    operators = operator_state_document({**{name: source.position_snapshots(own, job.parallelism)
+                                            for name, source, _, own in _source_inputs(job, position)},
+                                         **snap.operators})
+    watermark, tops = _watermark(job, position) if snap.timed else (None, {})
+    document = {
+        "job": job.job_name, "batch": batch, "parallelism": job.parallelism, "graph": job.graph.to_json(),
+        "source": job.source.describe(), "watermark": watermark,
+        "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind,
+        **job.source.position_fields(position),
+    }
+    if tops and None not in tops:  # two inputs: each one's time, carried into a restored job's stream
+        document["tops"] = {str(tag): top for tag, top in sorted(tops.items())}
+    return write_savepoint(job.storage.base, document, operators, position, snap.keyed, snap.latest, snap.base)
+
+
+def check_restorable(savepoint: Savepoint, job) -> None:
+    """Refuse in one line a savepoint taken of another graph, source, folder, key or output (the
+    restart's rule, parallelism aside): whatever it names is compared with the job it restores."""
+    where = f"savepoint {savepoint.path}"
+    try:
+        old = graph_at(JobGraph.from_json(savepoint.document["graph"]), job.parallelism)
+    except FullWindowError as error:
+        raise ResumeError(f"{where} has an unreadable job graph ({error})") from None
+    changes = old.diff(job.graph)
+    if changes:
+        raise ResumeError(f"{where} was taken of a different graph ({'; '.join(changes)}); restore it with the "
+                          "job it was taken of")
+    source = job.source.describe()
+    change = source_change(savepoint.document["source"], source)
+    if change is not None:
+        raise ResumeError(f"{where} was taken of another source: {change}")
+    elsewhere = job.source.same_place(savepoint.manifest)
+    if elsewhere is not None:
+        raise ResumeError(f"{where} {elsewhere}; restore it with the job it was taken of")
+    if job.state_kind is not KEYED:
+        return
+    operator = job.stateful.step.name
+    if savepoint.operator_state.get(operator) and not job.spec.checkpointed:
+        raise ResumeError(f"{where} holds operator state of {operator}, whose function now keeps none (no "
+                          "initialize_state and snapshot_state); restore it with the function it was taken of")
+    keys = list(job.spec.key_names)
+    if list(savepoint.document["key_names"]) != keys:
+        raise ResumeError(f"{where} is keyed by {savepoint.document['key_names']!r:.100}, the job by {keys}")
+    types = list(job.spec.key.arrow_schema.types)
+    if savepoint.key_types != types:
+        raise ResumeError(f"{where} holds keys of types {[str(t) for t in savepoint.key_types]}, the job's are "
+                          f"{[str(t) for t in types]}; restore it with the job it was taken of")
+    if savepoint.latest_path is not None:
+        import pyarrow.parquet as pq
+
+        columns, want = pq.read_schema(savepoint.latest_path).names, changelog_schema(job.output).names
+        if columns != want:
+            raise ResumeError(f"{where} holds latest rows with columns {columns!r:.120}, the job's output is "
+                              f"{want!r:.120}; restore it with the job it was taken of")
+
+
+def prepare_restore(savepoint: Savepoint, job) -> dict:
+    """Lay out the fresh folder of ``job`` restored at its parallelism: the source's position (a folder's
+    splits redistributed, a table's greatest key read), and its state. Returns the switch event's details."""
+    details = []
+    for name, source, root, own in _source_inputs(job, savepoint.manifest):
+        snapshots = savepoint.operator_state.get(name)
+        if snapshots is None:
+            raise ResumeError(f"savepoint {savepoint.path} has no state for the source {name!r}")
+        details.append(source.restore_position(root, snapshots, own, job.parallelism))
+    source_detail = job.source.joined(details)
+    if "tops" in savepoint.document:  # each input's time before the restored stream, as a backlog records it
+        job.storage.write_bytes(job.storage.path(WATERMARK), json.dumps(
+            {"watermark": savepoint.document["watermark"], "tops": savepoint.document["tops"]}).encode())
+    job.state_kind.restore(savepoint, job.storage, job)
+    detail = {"restored_from": savepoint.path, "restored_parallelism": savepoint.parallelism, **source_detail}
+    if job.state_kind is KEYED and not savepoint.base:
+        detail["keys"] = savepoint.document["files"]["keyed-state.parquet"].get("rows")
+    return detail
+
+
+def restored_latest(spark, storage: Storage, output):
+    """A restored job's latest rows as its savepoint wrote them (over its base's), or None."""
+    if storage.size_inside(RESTORED_LATEST) is None:
+        return None
+    return spark.read.schema(changelog_schema(output)).parquet(storage.path(RESTORED_LATEST))
+
+
+def restored_rows(spark, storage: Storage, output, key_names):
+    """A restored job's first changelog part: each key's latest row in its savepoint (the latest rows
+    over the base's outputs), or None for a job not restored."""
+    latest = restored_latest(spark, storage, output)
+    if latest is None or not storage.present_inside(HANDOVER) or not read_handover(storage.root).base:
+        return latest
+    base = handed_over_outputs(spark, storage.root, output)  # a backlog's outputs, in its order
+    layered = base.withColumn(BATCH, F.lit(0).cast("long")).unionByName(latest.withColumn(BATCH, F.lit(1).cast("long")))
+    return latest_rows(layered, key_names).drop(BATCH)
+
+
+def write_restored_operator_state(storage: Storage, snapshots: list[dict]) -> None:
+    """A restored job's operator-state snapshots, one per new subtask (already redistributed)."""
+    storage.write_bytes(storage.path(RESTORED_OPERATOR), json.dumps(snapshots).encode())
+
+
+def restored_operator_state(storage: Storage) -> list[dict] | None:
+    """A restored operator job's snapshots, one per subtask, or None for a job not restored."""
+    try:
+        with storage.open_inside(RESTORED_OPERATOR, MAX_RESTORED_BYTES) as f:
+            return json.loads(f.read())
+    except FileNotFoundError:
+        return None
