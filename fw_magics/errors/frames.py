@@ -14,7 +14,7 @@ import re
 import sysconfig
 import types
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # fw_magics/
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fw_magics/ (this is fw_magics/errors/)
 _LIBRARY_DIRS = tuple(
     os.path.normcase(os.path.realpath(d)) + os.sep
     for d in {_PACKAGE_DIR, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]}
