@@ -96,18 +96,10 @@ def _start(operator, **options):
     return start(operator, **options)
 
 
-def _read_table(spark, detail, schema):
-    """The stream of a ``fw.from_table`` source outside a job (fw_magics.connectors.postgres.datasource)."""
-    from .connectors.postgres.datasource import every_row
-
-    return every_row(spark, detail, schema)
-
-
 # The verbs a stream offers that run it, provided from up here (fw_magics.verbs): the streams
 # layer names them without reaching up to the runtime or the streaming side.
 verbs.provide("execute", execute)
 verbs.provide("start", _start)
-verbs.provide("read_table", _read_table)
 
 __all__ = [
     "AggregateFunction", "CheckpointedFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",

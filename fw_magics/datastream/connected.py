@@ -29,6 +29,8 @@ from ..api.co_process import (
 )
 from ..api.keyed_process import KeyedOperatorSpec, StateType
 from ..api.process_function import check_both_or_neither
+from ..connectors.registry import is_backlog_source
+from ..connectors.two_inputs.source import ConnectedSource
 from ..errors import FullWindowError
 from ..values.schema import nullable
 from .lineage import Step
@@ -50,11 +52,8 @@ class TaggedStream:
         if names[0] == names[1]:
             names[1] += "#2"
         labels = [s.step.detail["label"] for s in self.inputs]
-        detail = {"source": "connected", "streaming": True, "event_time": TIME if timed else None,
-                  "label": "+".join(labels), "input_names": names, "schema": self.schema,
-                  "inputs": [(s.step.detail, s.schema, list(k)) for s, k in zip(self.inputs, keys)]}
-        if broadcast:  # the second input's rows go to every subtask (connected_source.partition_probes)
-            detail["broadcast"] = True
+        detail = ConnectedSource.detail_of([(s.step.detail, s.schema, list(k)) for s, k in zip(self.inputs, keys)],
+                                           TIME if timed else None, labels, names, self.schema, broadcast)
         second_name = f"broadcast({names[1]})" if broadcast else names[1]
         self.step = Step(name=f"connect({names[0]}, {second_name})", kind="source", parallelism=None, detail=detail)
 
@@ -141,7 +140,7 @@ def _checked_function(fn, base: type, methods: tuple, what: str):
 def _source(stream, what: str):
     """``stream`` if it is a source with a backlog, read as it is; one line otherwise."""
     steps = stream.step.lineage()
-    if len(steps) != 1 or steps[0].detail.get("source") not in ("files", "table"):
+    if len(steps) != 1 or not is_backlog_source(steps[0].detail):
         raise FullWindowError(f"{what} takes streams read straight from fw.from_files(...) or fw.from_table(...); "
                               f"{stream.name!r} is a {steps[-1].detail.get('source', 'derived')} stream")
     return stream

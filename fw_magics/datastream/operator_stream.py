@@ -15,6 +15,7 @@ from pyspark.sql import types as T
 
 from .. import verbs
 from ..api.process_function import OperatorSpec, check_process_function
+from ..connectors.registry import is_backlog_source
 from ..errors import FullWindowError
 from ..values.schema import nullable, parse_schema
 from .lineage import Step
@@ -28,7 +29,7 @@ def process(stream, fn, schema=None) -> OperatorStream:
         raise FullWindowError(f"process takes an instance of the function: {fn.__name__}(), not the class")
     name = check_process_function(fn)
     source = stream.step.lineage()[0]
-    if source.detail.get("source") not in ("files", "table") or stream.step is not source:
+    if not is_backlog_source(source.detail) or stream.step is not source:
         raise FullWindowError(
             f"process(fn) runs a ProcessFunction over a stream read by fw.from_files(...) or fw.from_table(...); "
             f"{stream.name!r} is "

@@ -121,7 +121,7 @@ def test_a_streaming_graph_shows_its_notes_in_the_drawing():
 
 
 def test_a_source_change_is_named_and_an_older_record_without_a_glob_is_the_same_source():
-    from fw_magics.connectors.sources import source_change
+    from fw_magics.connectors.registry import source_change
 
     now = {"kind": "files", "path": "/data", "format": "parquet", "glob": "*.parquet", "delay_ms": 0}
     assert source_change(dict(now), now) is None

@@ -27,28 +27,22 @@ batch); each waits up to ``HOLD_WAIT`` for the file first. Once the file exists,
 micro-batch runs only when there are fresh files; from a fresh checkpoint the first one still
 runs at once (``switch`` 0 to 1), as without ``hold``.
 
-A Kafka source would implement the same offsets per partition (see ``sources``).
+A Kafka source would implement the same offsets per partition (see ``connectors.base``).
 """
 
 from __future__ import annotations
-
-import os
-import time
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
 
 from ...recovery.paths import SOURCE_MANIFEST
+from ...values.schema import arrow_schema
+from ..base import HOLD_WAIT, POSITION, SUBTASK, appears
 from .manifest import Manifest
 from .reading import bad_file, read_entry
 from .splits import subtask_files
 
 NAME = "fw_files"
-#: Seconds a held source waits for the handover before it answers "nothing yet": Spark then asks
-#: about twice a second instead of at every trigger (each ask cost the JVM ~7 ms of CPU at 100 ms
-#: triggers, taken from the backlog), and the release is still seen within 50 ms.
-HOLD_WAIT = 0.5
-SUBTASK, POSITION = "__fw_subtask", "__fw_pos"
 
 
 class FilePartition(InputPartition):
@@ -58,12 +52,6 @@ class FilePartition(InputPartition):
     def __init__(self, directory: str, entries: list[dict], subtask: int | None = None):
         super().__init__([e["name"] for e in entries])
         self.directory, self.entries, self.subtask = directory, entries, subtask
-
-
-def arrow_schema(schema):
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(schema, timezone="UTC")
 
 
 class _Reading:
@@ -132,16 +120,6 @@ class FilesStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailab
 
     def commit(self, end: dict) -> None:
         pass
-
-
-def appears(path: str, seconds: float) -> bool:
-    """Whether ``path`` exists, or comes to within ``seconds`` (looked for every 50 ms)."""
-    deadline = time.monotonic() + seconds
-    while not os.path.exists(path):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def _with_subtask(reader: _Reading, partition: FilePartition):

@@ -22,8 +22,7 @@ from __future__ import annotations
 from ...errors import FullWindowError
 from ...state import redistribute
 from ...state.snapshots import subtask_modes
-
-SPLITS = "splits"
+from ..base import SPLITS
 
 
 def owner(entry: dict, index: int, parallelism: int) -> int:

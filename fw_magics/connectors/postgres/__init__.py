@@ -1,1 +1,1 @@
-"""postgres."""
+"""A PostgreSQL table as a source (``fw.from_table``): see ``source``."""

@@ -26,7 +26,8 @@ import io
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, SupportsTriggerAvailableNow
 
-from ..files.datasource import HOLD_WAIT, POSITION, appears, arrow_schema
+from ...values.schema import arrow_schema
+from ..base import HOLD_WAIT, POSITION, appears
 from .client import bounds, connect, table_identifier
 
 NAME = "fw_table"

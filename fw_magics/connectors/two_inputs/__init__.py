@@ -1,1 +1,1 @@
-"""two_inputs."""
+"""Two sources read as one, for a two-input operator: see ``source``."""

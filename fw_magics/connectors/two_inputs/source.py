@@ -1,11 +1,12 @@
 """Two sources read as one: the tagged rows of a two-input operator (``fw_magics.api.co_process``).
 
-``ConnectedSource`` answers what the runtime asks of a source (``sources.py``) for a pair of
-them, each in its own folder of the job directory (``source/input1``, ``source/input2``: its own
-manifest or table position, fixed at the first start). Every frame it gives (the backlog, the
-fresh stream, the stream of mode "stream") is the union of both inputs' frames, each projected
-to the tagged row: the key under the first input's column name(s), ``__fw_input`` (1 or 2),
-``__fw_time`` (the input's event time) and each input's record as a struct.
+``ConnectedSource`` answers what the runtime asks of a source (``connectors.base``) for a pair of
+them, a ``Composite`` of their own sources, each in its own folder of the job directory
+(``source/input1``, ``source/input2``: its own manifest or table position, fixed at the first
+start). Every frame it gives (the backlog, the fresh stream, the stream of mode "stream") is the
+union of both inputs' frames, each projected to the tagged row: the key under the first input's
+column name(s), ``__fw_input`` (1 or 2), ``__fw_time`` (the input's event time) and each input's
+record as a struct.
 
 **Watermarks, FLIP-327's two-input rule for time.** Each input's stream gets its own
 ``withWatermark(delay)`` before the union, so Spark keeps one watermark per input and the
@@ -15,7 +16,7 @@ rule over the backlogs: the smaller of each input's greatest event time less its
 input without records holds the other back (no watermark until it has one), in the backlog as in
 the stream: Spark's ``min`` counts a watermark that has seen no row, as Flink does an input's. A mixed job's fresh stream is a new Spark query, whose per-input
 watermarks would start from the fresh records alone; each input's is first moved to its greatest
-backlog event time by one carrier row (``carrier_source``, tag 0, dropped before the operator),
+backlog event time by one carrier row (``carrier``, tag 0, dropped before the operator),
 so that the modes agree on when timers fire and what is late.
 
 A savepoint keeps each input's position (``{"inputs": [position 1, position 2]}``, each as its source
@@ -32,6 +33,7 @@ from pyspark.sql import functions as F
 
 from ...api.keyed_process import INPUT, SIDES, TIME
 from ...errors import FullWindowError
+from ..base import Composite
 from .carrier import carrier
 
 
@@ -71,13 +73,16 @@ class _Positions:
         return [p.read() for p in self._positions if p.exists()]
 
 
-class ConnectedSource:
+class ConnectedSource(Composite):
     """Two sources with a backlog as one source of tagged rows (see the module docstring)."""
+
+    kind = "connected"
+    PARTS_IN_WORDS = "two inputs' ('inputs')"
 
     def __init__(self, detail: dict, schema, inputs: list):
         self.schema = schema
-        self.inputs = inputs  # each input's source (``sources.source_for``)
-        self.keys = [list(k) for _, _, k in detail["inputs"]]
+        self.inputs = inputs  # each input's source (``registry.source_for``)
+        self.keys = [list(k) for _, _, k in detail[self.PARTS]]
         self.key_names = self.keys[0]
         self.event_time = detail["event_time"]
         self.delay_ms = None  # its frames carry their watermarks: each input's, applied before the union
@@ -92,8 +97,18 @@ class ConnectedSource:
     def _each(self, root: str):
         return [(i, s, self._root(root, i)) for i, s in enumerate(self.inputs)]
 
+    @classmethod
+    def detail_of(cls, inputs: list[tuple], event_time: str | None, labels: list[str], input_names: list[str],
+                  schema, broadcast: bool = False) -> dict:
+        """The detail of a two-input step: ``inputs``, each input's (step detail, schema, key columns)."""
+        detail = {"source": cls.kind, "streaming": True, "event_time": event_time, "label": "+".join(labels),
+                  "input_names": input_names, "schema": schema, cls.PARTS: inputs}
+        if broadcast:  # the second input's rows go to every subtask (partition_probes)
+            detail["broadcast"] = True
+        return detail
+
     def describe(self) -> dict:
-        return {"kind": "connected", "inputs": [s.describe() for s in self.inputs], "keys": self.keys}
+        return {"kind": self.kind, self.PARTS: [s.describe() for s in self.inputs], "keys": self.keys}
 
     def manifest(self, root: str) -> _Positions:
         return _Positions([s.manifest(r) for _, s, r in self._each(root)])
@@ -115,21 +130,7 @@ class ConnectedSource:
 
     def inputs_at(self, root: str, position: dict | None = None) -> list[tuple]:
         """Each input as (its source, its folder in the job's, its part of ``position``)."""
-        return [(s, sub, None if position is None else position["inputs"][i]) for i, s, sub in self._each(root)]
-
-    @staticmethod
-    def joined(parts: list[dict]) -> dict:
-        return {"inputs": parts}
-
-    def position_fields(self, position: dict) -> dict:
-        return {}  # each input's position says what was read
-
-    def same_place(self, position: dict) -> str | None:
-        for number, (source, _, own) in enumerate(self.inputs_at("", position), start=1):
-            elsewhere = source.same_place(own)
-            if elsewhere is not None:
-                return f"input {number}: {elsewhere}"
-        return None
+        return [(s, sub, None if position is None else position[self.PARTS][i]) for i, s, sub in self._each(root)]
 
     # -- frames: each input's, tagged, then the union ------------------------------------------------
 

@@ -27,7 +27,7 @@ import warnings
 from ....api.co_process import BroadcastOperator
 from ....api.keyed_process import KeyedOperatorSpec
 from ....api.process_function import OPERATOR
-from ....connectors.sources import kinds_of, source_change, source_of, without_backlog
+from ....connectors.registry import source_change, source_of
 from ....datastream.content import job_content
 from ....errors import FullWindowError, ResumeError
 from ....failover import restart_strategy
@@ -70,9 +70,9 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
     savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
     source = source_of(stateful)
     mode, why = effective_mode(mode, source, stateful.spec)
-    if max_files is not None and "table" in kinds_of(source):
-        raise FullWindowError(f"max_files_per_trigger {max_files} caps the files of a micro-batch; a table "
-                              "source's micro-batch reads every new row (leave it None)")
+    if max_files is not None and (uncapped := source.why_no_max_files()) is not None:
+        raise FullWindowError(f"max_files_per_trigger {max_files} caps the files of a micro-batch; {uncapped} "
+                              "(leave it None)")
     name = default_name(stateful) if job_name is None else job_name
     log = JobLog(safe_job_path(job_directory(default_job_dir() if job_dir is None else job_dir), name), name)
     content = job_content(stateful)
@@ -102,7 +102,7 @@ def effective_mode(mode: Mode, source, spec=None) -> tuple[Mode, str | None]:
     "batch" has nothing to run for either and is refused in one line."""
     if mode is Mode.STREAM:
         return mode, None
-    lacking = without_backlog(source)
+    lacking = source.without_backlog()
     if lacking:
         named = " and ".join(repr(n) for n in lacking)
         why = (f"{named} has no backlog (backlog=False): an operator with an input without a backlog runs as a "

@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
 from ....api.process_function import OperatorSpec
-from ....connectors.files.datasource import SUBTASK
+from ....connectors.base import SUBTASK
 from ....values.convert import RowWriter
 from ....values.records import record_type
 from ..keyed.changelog import KIND, SEQ, STATE, changelog_schema

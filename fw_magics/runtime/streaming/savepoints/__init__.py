@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from ....connectors.files.datasource import SUBTASK
-from ....connectors.sources import source_change
+from ....connectors.base import SUBTASK
+from ....connectors.registry import source_change
 from ....connectors.two_inputs.carrier import is_carrier_offset
 from ....connectors.two_inputs.source import carried_tops
 from ....errors import FullWindowError, ResumeError

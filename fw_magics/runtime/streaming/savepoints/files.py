@@ -54,7 +54,7 @@ import uuid
 from dataclasses import dataclass
 
 from .... import hooks
-from ....connectors.sources import check_saved_position
+from ....connectors import registry as sources
 from ....errors import FullWindowError
 from ....graph import JobGraph
 from ....recovery.events import SOURCE
@@ -140,19 +140,12 @@ class Savepoint:
 
     def __repr__(self) -> str:
         doc = self.document
-        read = "; ".join(_what_was_read(p) for p in self.manifest.get("inputs", [self.manifest]))
+        read = sources.position_in_words(doc["source"], self.manifest)
         keys = doc.get("key_names") or []
         keyed = f"keyed state by {', '.join(map(str, keys))}, " if keys else ""
         return (f"Savepoint({os.path.basename(self.path)} of job {doc.get('job')!r}: after micro-batch "
                 f"{doc.get('batch')}, parallelism {self.parallelism}, {read}, {keyed}operator state of "
                 f"{', '.join(self.operator_state) or 'none'})")
-
-
-def _what_was_read(position: dict) -> str:
-    """A source's position in words: a folder's files read, or how far a table was read."""
-    if "files" in position:
-        return f"{position.get('backlog')} of {len(position['files'])} files read"
-    return f"table {position.get('table')!r} read through {position.get('through')}"
 
 
 def _by_key(table, keys: list) -> dict:
@@ -345,14 +338,9 @@ def load_savepoint(path) -> Savepoint:
         operators = parse_operator_state(_read_json(paths[OPERATOR_STATE], "operator state"))
     except FullWindowError as error:
         raise SavepointError(f"savepoint {directory}: {error}") from None
-    manifest = check_saved_position(_read_json(paths[MANIFEST], "source manifest"), doc["source"],
-                                    f"of savepoint {directory}", SavepointError)
-    if doc.get("read_through", manifest.get("through")) != manifest.get("through"):
-        raise SavepointError(f"savepoint {directory}: field 'read_through' is {doc['read_through']!r:.30}, but its "
-                             f"source position says {manifest.get('through')!r:.30}; the savepoint is damaged")
-    if "backlog" in manifest and doc.get("read_files", manifest["backlog"]) != manifest["backlog"]:
-        raise SavepointError(f"savepoint {directory}: field 'read_files' is {doc['read_files']!r:.30}, but its "
-                             f"manifest says {manifest['backlog']} files were read; the savepoint is damaged")
+    manifest = sources.check_saved_position(_read_json(paths[MANIFEST], "source manifest"), doc["source"],
+                                            f"of savepoint {directory}", SavepointError)
+    sources.check_position_fields(doc, manifest, f"savepoint {directory}", SavepointError)
     if doc.get("kind") != "operator":
         _check_states(paths[KEYED], directory)
     return Savepoint(directory, doc, operators, manifest, paths[KEYED], paths.get(LATEST), keyed_types, tuple(base))
@@ -372,9 +360,8 @@ _FIELDS = {
     "job": ("a job name", lambda v: _is_text(v, 200)),
     "graph": ("the job graph as JSON text", lambda v: _is_text(v, _MAX_JSON)),
     "parallelism": (f"an integer from 1 to {MAX_PARALLELISM}", lambda v: type(v) is int and 1 <= v <= MAX_PARALLELISM),
-    "source": ("an object describing the source, with its 'path' or 'table', or two inputs' ('inputs')",
-               lambda v: SOURCE.problem(v) is None
-               and all(_is_text(d.get("path") or d.get("table"), 4096) for d in v.get("inputs", [v]))),
+    "source": (sources.DESCRIBED,
+               lambda v: SOURCE.problem(v) is None and all(_is_text(place, 4096) for place in sources.places(v))),
     "watermark": ("null or epoch milliseconds of the years 1 to 9999", valid_watermark),
     "key_names": ("a list of distinct column names",
                   lambda v: isinstance(v, list) and len(v) <= 64 and all(_is_text(k, 1024) for k in v)
@@ -382,8 +369,7 @@ _FIELDS = {
     "kind": ("reduce, aggregate, process, co_process or operator",
              lambda v: v in ("reduce", "aggregate", "process", "co_process", "operator")),
     "batch": ("a micro-batch id, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
-    "read_files": ("a number of files, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
-    "read_through": ("null or the greatest order_by read, an integer", lambda v: v is None or type(v) is int),
+    **sources.position_document_fields(),  # how far the source read: each kind's own (read_files, read_through)
     "tops": ("each input's greatest event time read, {'1': ms, '2': ms}",
              lambda v: isinstance(v, dict) and 0 < len(v) <= 2 and all(k in ("1", "2") and type(x) is int
                                                                        and valid_watermark(x) for k, x in v.items())),
