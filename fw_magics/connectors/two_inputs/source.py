@@ -30,8 +30,8 @@ import os
 
 from pyspark.sql import functions as F
 
-from ...api.keyed_process import INPUT, SIDES, TIME
 from ...errors import FullWindowError
+from ...operators.spec import INPUT, SIDES, TIME
 from .carrier import carrier
 
 
