@@ -8,9 +8,11 @@
 from typing import TYPE_CHECKING
 
 from . import verbs
+from .api.checkpointed import CheckpointedFunction
 from .api.co_process import KeyedBroadcastProcessFunction, KeyedCoProcessFunction, ProcessJoinFunction
-from .api.keyed_process import KeyedProcessFunction, ListStateDescriptor, ValueStateDescriptor
+from .api.keyed_process import KeyedProcessFunction
 from .api.process_function import ProcessFunction
+from .api.state import ListStateDescriptor, ValueStateDescriptor
 from .errors import (
     FullWindowError,
     FwMagicsError,
@@ -25,7 +27,6 @@ from .errors import (
     SparkUnavailableError,
 )
 from .options import options
-from .state import CheckpointedFunction
 
 #: The public names that need pyarrow or pyspark, and the module each comes from: imported on
 #: first use (``fw.from_records``...), so ``import fw_magics`` and its pure subpackages
@@ -71,7 +72,9 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    """The public names (``__all__``) and the module's dunders: not the submodules importing them set as
+    attributes (``api``, ``errors``...), nor the helpers the facade keeps for itself."""
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__") and name.endswith("__")})
 
 
 __version__ = "0.1.0"

@@ -46,8 +46,8 @@ ALLOWED_LATE = {
     ("fw_magics.runtime.batch.job_result", "JobResult.show_graph", "fw_magics.widgets"),
 }
 
-#: Pure Python models and the recovery machinery: no Spark (they are tested without starting one).
-NO_SPARK = ("fw_magics.graph", "fw_magics.state", "fw_magics.failover", "fw_magics.recovery")
+#: Pure Python models, the user API and the recovery machinery: no Spark (they are tested without starting one).
+NO_SPARK = ("fw_magics.graph", "fw_magics.state", "fw_magics.api", "fw_magics.failover", "fw_magics.recovery")
 
 
 def module_files() -> dict[str, pathlib.Path]:

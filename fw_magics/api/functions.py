@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import datetime as _dt
-import decimal
+import abc
 import enum
 
-from pyspark.sql import types as T
-
 from ..errors import FullWindowError
-from ..values.records import Record
+from .function import Function, check_function
 
 
 class Order(str, enum.Enum):
@@ -32,7 +29,7 @@ class Order(str, enum.Enum):
         )
 
 
-class AggregateFunction:
+class AggregateFunction(Function):
     """Incremental aggregation over a full window, as Flink's AggregateFunction.
 
     Override ``create_accumulator``, ``add`` (or the vectorized ``add_batch``),
@@ -57,13 +54,17 @@ class AggregateFunction:
     columns: tuple[str, ...] | None = None
     accumulator_schema: str | None = None
     add_batch = None  # define ``add_batch(self, batch, accumulator)`` for the vectorized path
+    _instead = {"add": "add_batch"}  # a full window's aggregate may define add_batch alone
 
+    @abc.abstractmethod
     def create_accumulator(self):
         raise NotImplementedError
 
+    @abc.abstractmethod
     def add(self, value, accumulator):
         raise NotImplementedError
 
+    @abc.abstractmethod
     def get_result(self, accumulator):
         raise NotImplementedError
 
@@ -72,60 +73,6 @@ class AggregateFunction:
 
 
 def as_aggregate_function(agg) -> AggregateFunction:
-    """Accept an AggregateFunction instance or subclass; check it is usable."""
-    if isinstance(agg, type) and issubclass(agg, AggregateFunction):
-        agg = agg()
-    if not isinstance(agg, AggregateFunction):
-        raise FullWindowError(
-            f"aggregate takes an fw.AggregateFunction or Spark aggregate Columns (F.sum('x'), ...); "
-            f"got {type(agg).__name__} {agg!r:.60}"
-        )
-    cls = type(agg)
-    missing = [
-        name for name in ("create_accumulator", "get_result")
-        if getattr(cls, name) is getattr(AggregateFunction, name)
-    ]
-    if cls.add is AggregateFunction.add and cls.add_batch is None:
-        missing.append("add (or add_batch)")
-    if missing:
-        raise FullWindowError(f"{cls.__name__} must define {', '.join(missing)}")
-    return agg
-
-
-def infer_result_schema(agg: AggregateFunction) -> T.StructType:
-    """The result schema from ``get_result(create_accumulator())`` when it has no None."""
-    sample = agg.get_result(agg.create_accumulator())
-    try:
-        if isinstance(sample, Record):
-            return T.StructType([T.StructField(n, _infer(v)) for n, v in zip(sample._fields, sample)])
-        if isinstance(sample, dict):
-            return T.StructType([T.StructField(str(n), _infer(v)) for n, v in sample.items()])
-        if isinstance(sample, (tuple, list)):
-            return T.StructType([T.StructField(f"_{i + 1}", _infer(v)) for i, v in enumerate(sample)])
-        return T.StructType([T.StructField("value", _infer(sample))])
-    except _CannotInfer as problem:
-        raise FullWindowError(
-            f"cannot infer the result schema of {type(agg).__name__}: get_result(create_accumulator()) "
-            f"gives {sample!r:.60} ({problem}); pass schema='...' to aggregate or set {type(agg).__name__}.schema"
-        ) from None
-
-
-class _CannotInfer(Exception):
-    pass
-
-
-def _infer(value) -> T.DataType:
-    if value is None:
-        raise _CannotInfer("a None has no type")
-    for python, spark in (
-        (bool, T.BooleanType()), (int, T.LongType()), (float, T.DoubleType()), (str, T.StringType()),
-        (bytes, T.BinaryType()), (_dt.datetime, T.TimestampType()), (_dt.date, T.DateType()),
-        (decimal.Decimal, T.DecimalType(38, 18)),
-    ):
-        if isinstance(value, python):
-            return spark
-    if isinstance(value, Record):
-        return T.StructType([T.StructField(n, _infer(v)) for n, v in zip(value._fields, value)])
-    if isinstance(value, (list, tuple)) and value:
-        return T.ArrayType(_infer(value[0]))
-    raise _CannotInfer(f"{type(value).__name__} values have no inferable Spark type")
+    """Accept an AggregateFunction instance or subclass that defines what it must (``check_function``)."""
+    return check_function(agg, AggregateFunction,
+                          "aggregate takes an fw.AggregateFunction or Spark aggregate Columns (F.sum('x'), ...)")[0]

@@ -1,10 +1,10 @@
-"""Flink's (non-keyed) ProcessFunction for fw-magics streams, and what the runtime is given to run one.
+"""Flink's (non-keyed) ProcessFunction for fw-magics streams, and the context it sees.
 
 A non-keyed operator runs as ``p`` parallel subtasks; each record goes to one of them (the
 subtask of the source that read it). Its state is *operator state* (FLIP-8): one store per
 subtask, with list, union list and broadcast state, which a savepoint keeps and a restore at
 another parallelism redistributes. A function gets that state by also being a
-:class:`fw_magics.state.CheckpointedFunction`, as in Flink (the classic ``BufferingSink``)::
+:class:`fw_magics.api.checkpointed.CheckpointedFunction`, as in Flink (the classic ``BufferingSink``)::
 
     class BufferingSink(fw.ProcessFunction, fw.CheckpointedFunction):
         schema = "flushed array<long>"                    # what it emits
@@ -35,15 +35,12 @@ runtime calls each method is in docs/state.md ("A user's operator state").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import abc
 
-from ..errors import FullWindowError
-
-#: ``OperatorSpec.kind``: what ``fw_magics.runtime.streaming`` runs as a non-keyed operator job.
-OPERATOR = "operator"
+from .function import Function, check_function
 
 
-class ProcessFunction:
+class ProcessFunction(Function):
     """A function of a (non-keyed) stream, called once per record (Flink's ``ProcessFunction``).
 
     Override ``process_element``; set ``schema`` (a DDL string of the output columns) on the
@@ -53,7 +50,9 @@ class ProcessFunction:
     """
 
     schema: str | None = None
+    may_keep_operator_state = True
 
+    @abc.abstractmethod
     def process_element(self, record, ctx):
         raise NotImplementedError
 
@@ -75,54 +74,7 @@ class ProcessContext:
         return f"ProcessContext(subtask {self.subtask_index} of {self.parallelism})"
 
 
-def is_checkpointed(function) -> bool:
-    """Whether ``function`` keeps operator state (defines both ``initialize_state`` and ``snapshot_state``)."""
-    return all(callable(getattr(function, m, None)) for m in ("initialize_state", "snapshot_state"))
-
-
-def check_process_function(function) -> str:
-    """Refuse in one line anything but a ProcessFunction instance (with both CheckpointedFunction
-    methods or neither); returns its name."""
-    if not isinstance(function, ProcessFunction):
-        raise FullWindowError(
-            f"process takes an fw.ProcessFunction (process_element(record, ctx); with fw.CheckpointedFunction "
-            f"for operator state); got {type(function).__name__} {function!r:.60}"
-        )
-    name = type(function).__name__
-    if type(function).process_element is ProcessFunction.process_element:
-        raise FullWindowError(f"{name} must define process_element(record, ctx)")
-    check_both_or_neither(function, name)
-    return name
-
-
-def check_both_or_neither(function, name: str) -> None:
-    """Refuse in one line a function with one of ``initialize_state`` and ``snapshot_state`` but not the other."""
-    present = [m for m in ("initialize_state", "snapshot_state") if callable(getattr(function, m, None))]
-    if len(present) == 1:
-        missing = ({"initialize_state", "snapshot_state"} - set(present)).pop()
-        raise FullWindowError(f"{name} defines {present[0]} but not {missing}; accepted: both (operator state, "
-                              "as fw.CheckpointedFunction) or neither")
-
-
-@dataclass(frozen=True)
-class OperatorSpec:
-    """Everything the runtime needs to run a non-keyed operator; built by ``DataStream.process``.
-
-    ``function``: the user's ProcessFunction; ``record``: the input records' type; ``result``:
-    the output columns' type (``keyed_process.StateType`` both).
-    """
-
-    function: object
-    label: str
-    record: object
-    result: object
-    kind: str = OPERATOR
-    event_time: str | None = None  # a non-keyed operator has no timers
-
-    @property
-    def key_names(self) -> tuple[str, ...]:
-        return ()
-
-    @property
-    def checkpointed(self) -> bool:
-        return is_checkpointed(self.function)
+def check_process_function(fn) -> str:
+    """The one check (``check_function``) of what ``DataStream.process`` takes; returns the function's name."""
+    return check_function(fn, ProcessFunction, "process takes an fw.ProcessFunction (process_element(record, ctx); "
+                          "with fw.CheckpointedFunction for operator state)")[1]

@@ -8,15 +8,18 @@ as one line.
 
 from __future__ import annotations
 
+import datetime as _dt
+import decimal
 import inspect
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..api.functions import Order, infer_result_schema
+from ..api.functions import AggregateFunction, Order
 from ..errors import FullWindowError
 from ..values.convert import RowWriter
+from ..values.records import Record
 from ..values.schema import arrow_schema, nullable, parse_schema, require_orderable, resolve_field
 from . import workers
 
@@ -28,8 +31,9 @@ def writer_for(schema: T.StructType, context: str, declared: T.StructType | None
     return RowWriter(arrow_schema(schema), [f.dataType for f in schema.fields], context, nulls)
 
 
-#: How each operation calls its function, for the arity check and its message.
+#: How each operation calls its function, for the arity check and its message, and with how many arguments.
 CALLS = {"map_partition": "fn(records)", "reduce": "fn(a, b) with two records"}
+ARITY = {"map_partition": 1, "reduce": 2}
 
 
 def check_batches(batches) -> bool:
@@ -52,7 +56,7 @@ def check_callable(fn, what: str) -> None:
     except (TypeError, ValueError):  # no signature to read (some builtins, C callables): let it run
         return
     try:
-        signature.bind(*[None] * (2 if what == "reduce" else 1))
+        signature.bind(*[None] * ARITY[what])
     except TypeError:
         raise FullWindowError(
             f"{what} function {function_name(fn)!r:.60} takes {str(signature)[:60]}; {what} calls it as {call}"
@@ -137,3 +141,42 @@ def analysed(make_frame, what: str):
         text = str(error).strip()
         first = text.splitlines()[0] if text else type(error).__name__
         raise FullWindowError(f"{what}: {first}") from None
+
+
+def infer_result_schema(agg: AggregateFunction) -> T.StructType:
+    """The result schema from ``get_result(create_accumulator())`` when it has no None."""
+    sample = agg.get_result(agg.create_accumulator())
+    try:
+        if isinstance(sample, Record):
+            return T.StructType([T.StructField(n, _infer(v)) for n, v in zip(sample._fields, sample)])
+        if isinstance(sample, dict):
+            return T.StructType([T.StructField(str(n), _infer(v)) for n, v in sample.items()])
+        if isinstance(sample, (tuple, list)):
+            return T.StructType([T.StructField(f"_{i + 1}", _infer(v)) for i, v in enumerate(sample)])
+        return T.StructType([T.StructField("value", _infer(sample))])
+    except _CannotInfer as problem:
+        raise FullWindowError(
+            f"cannot infer the result schema of {type(agg).__name__}: get_result(create_accumulator()) "
+            f"gives {sample!r:.60} ({problem}); pass schema='...' to aggregate or set {type(agg).__name__}.schema"
+        ) from None
+
+
+class _CannotInfer(Exception):
+    pass
+
+
+def _infer(value) -> T.DataType:
+    if value is None:
+        raise _CannotInfer("a None has no type")
+    for python, spark in (
+        (bool, T.BooleanType()), (int, T.LongType()), (float, T.DoubleType()), (str, T.StringType()),
+        (bytes, T.BinaryType()), (_dt.datetime, T.TimestampType()), (_dt.date, T.DateType()),
+        (decimal.Decimal, T.DecimalType(38, 18)),
+    ):
+        if isinstance(value, python):
+            return spark
+    if isinstance(value, Record):
+        return T.StructType([T.StructField(n, _infer(v)) for n, v in zip(value._fields, value)])
+    if isinstance(value, (list, tuple)) and value:
+        return T.ArrayType(_infer(value[0]))
+    raise _CannotInfer(f"{type(value).__name__} values have no inferable Spark type")

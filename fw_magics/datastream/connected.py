@@ -3,11 +3,11 @@
 ``a.connect(b)`` gives :class:`ConnectedStreams`; ``.key_by(key_a, key_b)`` keys each input by its
 own column(s) (of the same types), and ``.process(fn)`` runs an ``fw.KeyedCoProcessFunction`` over
 both. ``a.key_by(k).interval_join(b.key_by(k)).between(lower, upper).process(join)`` is Flink's
-interval join, a built-in co-process function (``fw_magics.api.co_process``).
+interval join, a built-in co-process function (``fw_magics.operators.co_process``).
 
 Both give a ``StatefulStream`` whose input is a :class:`TaggedStream`: the two inputs seen as one
 stream of tagged rows (the key, the input, the event time, each input's record as a struct;
-``fw_magics.api.co_process`` says why), so the streaming runtime runs it as it runs one input: the
+``fw_magics.operators.spec`` says why), so the streaming runtime runs it as it runs one input: the
 backlog engine, the handover, the stream, every mode. Each input must be a source with a backlog
 (``fw.from_files`` or ``fw.from_table``) read as it is.
 """
@@ -16,22 +16,14 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from ..api.co_process import (
-    INPUT,
-    SIDES,
-    TIME,
-    BroadcastOperator,
-    IntervalJoinOperator,
-    KeyedBroadcastProcessFunction,
-    KeyedCoProcessFunction,
-    ProcessJoinFunction,
-    check_bound,
-)
-from ..api.keyed_process import KeyedOperatorSpec, StateType
-from ..api.process_function import check_both_or_neither
+from ..api.co_process import KeyedBroadcastProcessFunction, KeyedCoProcessFunction, ProcessJoinFunction
+from ..api.function import check_function, required_methods, signature
 from ..connectors.registry import is_backlog_source
 from ..connectors.two_inputs.source import ConnectedSource
 from ..errors import FullWindowError
+from ..operators import CO_PROCESS
+from ..operators.co_process import BroadcastOperator, IntervalJoinOperator, check_bound
+from ..operators.spec import INPUT, SIDES, TIME, StateType
 from ..values.schema import nullable
 from .lineage import Step
 
@@ -107,8 +99,7 @@ class BroadcastConnectedStream:
 
     def process(self, fn, schema=None):
         """Run an ``fw.KeyedBroadcastProcessFunction``: the keyed records per key, the broadcast ones everywhere."""
-        fn, name = _checked_function(fn, KeyedBroadcastProcessFunction, ("process_element", "process_broadcast_element"),
-                                     "keyed.connect(other.broadcast()).process")
+        fn, name = _checked_function(fn, KeyedBroadcastProcessFunction, "keyed.connect(other.broadcast()).process")
         return co_process(self._pair, BroadcastOperator(fn), name, schema, schema_owner=name)
 
 
@@ -122,19 +113,10 @@ def _same_timing(first, second, what: str) -> None:
             "event_time='<column>' (the operator's watermark is the smaller of theirs) or neither")
 
 
-def _checked_function(fn, base: type, methods: tuple, what: str):
-    """``fn`` (a ``base`` instance, or its class) defining ``methods``, and its name; one line otherwise."""
-    if isinstance(fn, type) and issubclass(fn, base):
-        fn = fn()
-    if not isinstance(fn, base):
-        wanted = ", ".join(f"{m}(record, ctx)" for m in methods)
-        raise FullWindowError(f"{what} takes an fw.{base.__name__} ({wanted}); got {type(fn).__name__} {fn!r:.60}")
-    name = type(fn).__name__
-    for method in methods:
-        if getattr(type(fn), method) is getattr(base, method):
-            raise FullWindowError(f"{name} must define {method}(record, ctx)")
-    check_both_or_neither(fn, name)
-    return fn, name
+def _checked_function(fn, base: type, what: str):
+    """``fn`` (a ``base`` instance, or its class) defining what ``base`` requires, and its name; one line otherwise."""
+    wanted = ", ".join(signature(base, method) for method in required_methods(base))
+    return check_function(fn, base, f"{what} takes an fw.{base.__name__} ({wanted})")
 
 
 def _source(stream, what: str):
@@ -192,8 +174,7 @@ class ConnectedKeyedStreams:
 
     def process(self, fn, schema=None):
         """Run an ``fw.KeyedCoProcessFunction`` per key over both inputs; emits the key, then its rows."""
-        fn, name = _checked_function(fn, KeyedCoProcessFunction, ("process_element1", "process_element2"),
-                                     "connect(...).key_by(...).process")
+        fn, name = _checked_function(fn, KeyedCoProcessFunction, "connect(...).key_by(...).process")
         return co_process(self._pair, fn, name, schema)
 
 
@@ -225,19 +206,15 @@ class IntervalJoined:
 
     def process(self, join, schema=None):
         """``join``: an ``fw.ProcessJoinFunction`` or ``fn(left, right)``; returns the rows of each pair."""
-        if isinstance(join, type) and issubclass(join, ProcessJoinFunction):
-            join = join()
-        if isinstance(join, ProcessJoinFunction):
-            if type(join).process_element is ProcessJoinFunction.process_element:
-                raise FullWindowError(f"{type(join).__name__} must define process_element(left, right, ctx)")
-            name = type(join).__name__
+        takes = "interval_join(...).process takes an fw.ProcessJoinFunction or fn(left, right)"
+        if isinstance(join, ProcessJoinFunction) or (isinstance(join, type) and issubclass(join, ProcessJoinFunction)):
+            join, name = check_function(join, ProcessJoinFunction, takes)
         elif callable(join):
             from .arguments import function_name
 
             name = function_name(join)
         else:
-            raise FullWindowError(f"interval_join(...).process takes an fw.ProcessJoinFunction or fn(left, right); "
-                                  f"got {type(join).__name__} {join!r:.60}")
+            raise FullWindowError(f"{takes}; got {type(join).__name__} {join!r:.60}")
         from .stateful import struct_state_type
 
         ddls = [s.schema.simpleString()[len("struct<"):-1] for s in self._pair.stream.inputs]
@@ -257,8 +234,8 @@ def co_process(pair: _KeyedPair, fn, label: str, schema, states=None, schema_own
 
     result, out, learned = function_parts(pair, fn, schema_owner or label, schema, states is None)
     first, second = pair.stream.inputs
-    spec = KeyedOperatorSpec(
-        kind="co_process", function=fn, label=label, record=struct_state_type(pair.stream.schema, "record"),
-        key=key_type(pair), event_time=pair.stream.step.detail["event_time"], result=result,
-        states=learned if states is None else states, inputs=(tuple(first.schema.names), tuple(second.schema.names)))
+    spec = CO_PROCESS.spec(
+        function=fn, label=label, record=struct_state_type(pair.stream.schema, "record"), key=key_type(pair),
+        event_time=pair.stream.step.detail["event_time"], result=result, states=learned if states is None else states,
+        inputs=(tuple(first.schema.names), tuple(second.schema.names)))
     return StatefulStream(pair, spec, out)

@@ -14,9 +14,11 @@ from __future__ import annotations
 from pyspark.sql import types as T
 
 from .. import verbs
-from ..api.process_function import OperatorSpec, check_process_function
+from ..api.process_function import check_process_function
 from ..connectors.registry import is_backlog_source
 from ..errors import FullWindowError
+from ..operators import OPERATOR
+from ..operators.spec import OperatorSpec
 from ..values.schema import nullable, parse_schema
 from .lineage import Step
 from .stateful import struct_state_type
@@ -43,8 +45,8 @@ def process(stream, fn, schema=None) -> OperatorStream:
             "columns) or pass schema='...' to process"
         )
     result = nullable(parse_schema(declared, stream.spark, what=f"{name}.schema"))
-    spec = OperatorSpec(function=fn, label=name, record=struct_state_type(stream.schema, "record"),
-                        result=struct_state_type(result, "result"))
+    spec = OPERATOR.spec(function=fn, label=name, record=struct_state_type(stream.schema, "record"),
+                         result=struct_state_type(result, "result"))
     return OperatorStream(stream, spec, result)
 
 
@@ -62,7 +64,7 @@ class OperatorStream:
         self.spec = spec
         self.schema = schema
         self.parallelism = int(stream.step.detail["partitions"])
-        self.step = Step(name=f"process({spec.label})", kind="process", parallelism=self.parallelism,
+        self.step = Step(name=spec.kind.step_name(spec), kind=spec.kind.graph_kind, parallelism=self.parallelism,
                          parent=stream.step,
                          detail={"schema": schema, "streaming": True, "identity": {"function": spec.function}})
 

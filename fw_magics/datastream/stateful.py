@@ -15,10 +15,12 @@ import copy
 from pyspark.sql import types as T
 
 from .. import verbs
+from ..api.function import check_function
 from ..api.functions import AggregateFunction, as_aggregate_function
-from ..api.keyed_process import DescriptorProbe, KeyedOperatorSpec, KeyedProcessFunction, StateType, is_field_list
-from ..api.process_function import check_both_or_neither
+from ..api.keyed_process import KeyedProcessFunction
 from ..errors import FullWindowError
+from ..operators import AGGREGATE, PROCESS, REDUCE
+from ..operators.spec import DescriptorProbe, KeyedOperatorSpec, StateType, is_field_list
 from ..values.schema import arrow_schema, nullable, parse_schema
 from .arguments import check_callable, function_name, result_schema
 from .lineage import Step
@@ -54,8 +56,8 @@ class StatefulStream:
         self.schema = schema
         source = keyed.stream.step
         self.step = Step(
-            name=f"{spec.kind}({function_name(spec.function) if spec.kind == 'reduce' else spec.label})",
-            kind=spec.kind, parallelism=keyed.parallelism, parent=source, keyed_by=tuple(keyed.names),
+            name=spec.kind.step_name(spec), kind=spec.kind.graph_kind, parallelism=keyed.parallelism, parent=source,
+            keyed_by=tuple(keyed.names),
             # what a job's content fingerprint covers (streams.content): its function's code and closure
             detail={"schema": schema, "streaming": True, "identity": {"function": spec.function}},
         )
@@ -160,8 +162,8 @@ def _output(key: StateType, keyed, result: T.StructType, what: str) -> T.StructT
 def reduce(keyed, fn) -> StatefulStream:
     check_callable(fn, "reduce")
     key = key_type(keyed)
-    spec = KeyedOperatorSpec(kind="reduce", function=fn, label=function_name(fn), record=_record_type(keyed),
-                             key=key, event_time=_event_time(keyed))
+    spec = REDUCE.spec(function=fn, label=function_name(fn), record=_record_type(keyed), key=key,
+                       event_time=_event_time(keyed))
     return StatefulStream(keyed, spec, nullable(keyed.stream.schema))
 
 
@@ -189,27 +191,17 @@ def aggregate(keyed, agg, schema=None) -> StatefulStream:
                                   f"got {agg.accumulator_schema!r:.60}")
         accumulator = parse_state_type(spark, agg.accumulator_schema, "accumulator",
                                        f"{name}.accumulator_schema")
-    spec = KeyedOperatorSpec(kind="aggregate", function=agg, label=name, record=_record_type(keyed), key=key,
-                             event_time=_event_time(keyed), result=struct_state_type(result, "result"),
-                             accumulator=accumulator)
+    spec = AGGREGATE.spec(function=agg, label=name, record=_record_type(keyed), key=key, event_time=_event_time(keyed),
+                          result=struct_state_type(result, "result"), accumulator=accumulator)
     return StatefulStream(keyed, spec, out)
 
 
 def process(keyed, fn, schema=None) -> StatefulStream:
-    if isinstance(fn, type) and issubclass(fn, KeyedProcessFunction):
-        fn = fn()
-    if not isinstance(fn, KeyedProcessFunction):
-        raise FullWindowError(
-            f"process takes an fw.KeyedProcessFunction (process_element(record, ctx), on_timer(ts, ctx)); "
-            f"got {type(fn).__name__} {fn!r:.60}"
-        )
-    name = type(fn).__name__
-    if type(fn).process_element is KeyedProcessFunction.process_element:
-        raise FullWindowError(f"{name} must define process_element(record, ctx)")
-    check_both_or_neither(fn, name)
+    fn, name = check_function(fn, KeyedProcessFunction, "process takes an fw.KeyedProcessFunction "
+                              "(process_element(record, ctx), on_timer(ts, ctx))")
     result, out, states = function_parts(keyed, fn, name, schema)
-    spec = KeyedOperatorSpec(kind="process", function=fn, label=name, record=_record_type(keyed),
-                             key=key_type(keyed), event_time=_event_time(keyed), result=result, states=states)
+    spec = PROCESS.spec(function=fn, label=name, record=_record_type(keyed), key=key_type(keyed),
+                        event_time=_event_time(keyed), result=result, states=states)
     return StatefulStream(keyed, spec, out)
 
 

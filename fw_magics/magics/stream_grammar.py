@@ -10,6 +10,7 @@ before anything runs. The option values follow the streaming API's own rules: th
     line      := operation fn=FN key=COL[,COL...] [option ...] [';']     options may stand anywhere
     operation := reduce | aggregate | process                      one input
                | co_process | interval_join                        two inputs (the cell gives both)
+                 (the operator kinds' operations: ``fw_magics.operators``, in its registry's order)
     option    := --mode mixed|stream|batch | --job NAME | --job-dir DIR | --trigger T
                | --max-files N | --parallelism N | --from-savepoint NAME | -o NAME | --show N
                | --graph | --no-wait | --reset | --in NAME[,NAME]
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from IPython.core.error import UsageError
 
 from ..errors import FullWindowError
+from ..operators import operations
 from ..recovery.paths import safe_job_path
 from ..runtime.streaming.driver.phases import MODES, Mode
 from ..runtime.streaming.driver.plan import AVAILABLE_NOW, MAX_PARALLELISM, Trigger
@@ -46,16 +48,27 @@ from .words import (
     whole_number,
 )
 
+#: each operation by its word: what builds it, what its fn= is, its inputs (``fw_magics.operators.Operation``)
+OPERATION = {op.name: op for op in operations()}
+OPERATIONS = tuple(OPERATION)
 #: the operations of two inputs: ``a.connect(b).key_by(k, k2).process(FN)``, ``a.key_by(k).interval_join(...)``
-TWO_INPUTS = ("co_process", "interval_join")
-OPERATIONS = ("reduce", "aggregate", "process", *TWO_INPUTS)
+TWO_INPUTS = tuple(name for name, op in OPERATION.items() if op.inputs == 2)
+#: those that take ``--between``: an interval join's bounds
+INTERVALS = tuple(name for name, op in OPERATION.items() if op.interval)
 DEFAULT_MODE = Mode.MIXED.value
 DEFAULT_SHOW = 5  # keys whose latest values the status shows
 #: what each operation's fn= is
-FN_KINDS = {"reduce": "FN(a, b) -> record", "aggregate": "an fw.AggregateFunction instance or class",
-            "process": "an fw.KeyedProcessFunction instance or class",
-            "co_process": "an fw.KeyedCoProcessFunction instance or class",
-            "interval_join": "an fw.ProcessJoinFunction instance or class"}
+FN_KINDS = {name: op.fn for name, op in OPERATION.items()}
+
+
+def operation_help(inputs: int, indent: str) -> str:
+    """The help's lines for the operations of ``inputs`` inputs: "reduce fn=FN        FN(a, b) -> record..."."""
+    lines = []
+    for op in operations():
+        if op.inputs == inputs:
+            head = f"{op.name} fn=FN"
+            lines += [indent + f"{head:<19} {op.help[0]}", *(indent + " " * 20 + more for more in op.help[1:])]
+    return "\n".join(lines)
 
 
 def mode(text: str) -> str:
@@ -222,11 +235,11 @@ def _check_inputs(operation: str, options: dict) -> None:
         if option in options and not two:
             raise UsageError(f"{option} is for an operation of two inputs ({', '.join(TWO_INPUTS)}); {operation} "
                              "has one")
-    if operation == "interval_join" and "--between" not in options:
-        raise UsageError("interval_join needs --between LOWER,UPPER: the right records joined with a left one at t "
+    if operation in INTERVALS and "--between" not in options:
+        raise UsageError(f"{operation} needs --between LOWER,UPPER: the right records joined with a left one at t "
                          "are those from t+LOWER to t+UPPER (milliseconds, inclusive), e.g. --between -600000,0")
-    if operation == "co_process" and "--between" in options:
-        raise UsageError("--between is for interval_join; co_process has no interval")
+    if two and operation not in INTERVALS and "--between" in options:
+        raise UsageError(f"--between is for {', '.join(INTERVALS)}; {operation} has no interval")
     names = options.get("--in")
     if names is not None and len(names) != (2 if two else 1):
         takes = "two inputs, --in FIRST,SECOND" if two else "one input, --in NAME"
@@ -251,6 +264,6 @@ def _operation(words: list[str]) -> tuple[str, Function]:
         fn = function(value)
     if fn is None:
         raise UsageError(f"{head} needs fn=FN ({FN_KINDS[head]})")
-    if fn.is_lambda and head != "reduce":
+    if fn.is_lambda and not OPERATION[head].lambdas:
         raise UsageError(f"{head} fn={shortened(fn)}: a lambda cannot be {FN_KINDS[head]}; define a class in the cell")
     return head, fn

@@ -40,16 +40,11 @@ class StreamMagics(Magics):
 
         Operations (one per cell, per key):
 
-            reduce fn=FN        FN(a, b) -> record: a running reduce, its result a whole record
-            aggregate fn=FN     FN: an fw.AggregateFunction instance or class (a running aggregate)
-            process fn=FN       FN: an fw.KeyedProcessFunction instance or class (state and timers)
+<one input>
 
         Two inputs (the cell's last expression is both, FIRST, SECOND; the line form's --in FIRST,SECOND):
 
-            co_process fn=FN    FN: an fw.KeyedCoProcessFunction instance or class
-                                (a.connect(b).key_by(key, key2).process(FN))
-            interval_join fn=FN FN: an fw.ProcessJoinFunction instance or class, with --between
-                                (a.key_by(key).interval_join(b.key_by(key2)).between(LOWER, UPPER).process(FN))
+<two inputs>
 
         Options:
 
@@ -177,6 +172,11 @@ class StreamMagics(Magics):
                 raise
         return job
 
+    # the operations' lines come from the operator kinds' registry (fw_magics.operators): a new kind's
+    # operation is in the help as it is in the grammar
+    fwstream.__doc__ = fwstream.__doc__.replace("<one input>", stream_grammar.operation_help(1, " " * 12)).replace(
+        "<two inputs>", stream_grammar.operation_help(2, " " * 12))
+
 
 #: What the input of a cell is, for one input and for two.
 _INPUT = {False: "the input: a DataStream over files (fw.from_files(...)) or a table (fw.from_table(...))",
@@ -196,10 +196,12 @@ def _streams(command, value) -> tuple:
 
 
 def _operator(command, streams: tuple, fn):
-    """The running keyed operator the command asks for, over its stream(s) (the Python API's calls)."""
+    """The running keyed operator the command asks for, over its stream(s) (the Python API's calls, as its
+    operation makes them: ``fw_magics.operators.Operation.build``)."""
     key = list(command.key)
+    operation = stream_grammar.OPERATION[command.operation]
     if not command.two_inputs:
-        return getattr(streams[0].key_by(key), command.operation)(fn)
+        return operation.build(streams[0], None, key, None, fn, None)
     from ..errors import FullWindowError
 
     first, second = streams
@@ -209,9 +211,7 @@ def _operator(command, streams: tuple, fn):
             second.key_by(key2)
         except FullWindowError as error:
             raise UsageError(f"the second input: {error}; name its key columns with --key2 COL[,COL...]") from None
-    if command.operation == "co_process":
-        return first.connect(second).key_by(key, key2).process(fn)
-    return first.key_by(key).interval_join(second.key_by(key2)).between(*command.between).process(fn)
+    return operation.build(first, second, key, key2, fn, command.between)
 
 
 def savepoint_path(shell, name: str):

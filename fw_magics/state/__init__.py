@@ -8,8 +8,8 @@ standard library, never Spark or Arrow.
   (:mod:`fw_magics.state.repartition`).
 - :class:`OperatorStateStore` with :class:`ListState`, :class:`UnionListState`,
   :class:`BroadcastState` (:mod:`fw_magics.state.operator_state`).
-- :class:`CheckpointedFunction`, :class:`FunctionInitializationContext`,
-  :class:`FunctionSnapshotContext` (:mod:`fw_magics.state.checkpointed`).
+- What a user function implements to keep this state (``CheckpointedFunction`` and its two
+  contexts) is the user API's: :mod:`fw_magics.api.checkpointed`.
 - :func:`snapshot_subtask` / :func:`restore_subtasks` / :func:`redistribute_snapshots` /
   :func:`restore_subtask`: JSON snapshots of a subtask, restoring many at another
   parallelism, and one in place (:mod:`fw_magics.state.snapshots`).
@@ -25,13 +25,6 @@ standard library, never Spark or Arrow.
 """
 
 from ..errors.state import StateError
-from .checkpointed import (
-    CheckpointedFunction,
-    FunctionInitializationContext,
-    FunctionSnapshotContext,
-    initialize_function,
-    snapshot_function,
-)
 from .document import (
     OPERATOR_STATE_FORMAT,
     OPERATOR_STATE_VERSION,
@@ -50,9 +43,8 @@ from .snapshots import (
 )
 
 __all__ = [
-    "MODES", "OPERATOR_STATE_FORMAT", "OPERATOR_STATE_VERSION", "BroadcastState", "CheckpointedFunction",
-    "FunctionInitializationContext", "FunctionSnapshotContext", "ListState", "OperatorStateStore",
-    "StateError", "UnionListState", "assignment", "initialize_function", "operator_state_document",
-    "parse_operator_state", "redistribute", "redistribute_snapshots", "restore_subtask", "restore_subtasks", "snapshot_function", "snapshot_subtask",
-    "validate_operator_state", "validate_subtask_snapshot",
+    "MODES", "OPERATOR_STATE_FORMAT", "OPERATOR_STATE_VERSION", "BroadcastState", "ListState", "OperatorStateStore",
+    "StateError", "UnionListState", "assignment", "operator_state_document", "parse_operator_state", "redistribute",
+    "redistribute_snapshots", "restore_subtask", "restore_subtasks", "snapshot_subtask", "validate_operator_state",
+    "validate_subtask_snapshot",
 ]

@@ -33,7 +33,8 @@ from ..values.json_values import check_key, check_value, json_copy
 
 
 class ListState:
-    """A list of units that is split over the new subtasks on a rescale (Flink's ``ListState``).
+    """A list of units that is split over the new subtasks on a rescale (Flink's ``ListState``; a
+    ``fw_magics.api.state.ListState``, as keyed list state is: the user API registers it).
 
     ``get()`` returns the units (a new list); ``add(unit)``, ``add_all(units)`` and
     ``update(units)`` (replace all) check that every unit is a JSON value before changing

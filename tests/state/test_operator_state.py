@@ -7,20 +7,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fw_magics.errors import FullWindowError
-from fw_magics.state import (
-    BroadcastState,
+from fw_magics.api.checkpointed import (
     CheckpointedFunction,
     FunctionInitializationContext,
     FunctionSnapshotContext,
+    initialize_function,
+    snapshot_function,
+)
+from fw_magics.errors import FullWindowError
+from fw_magics.state import (
+    BroadcastState,
     ListState,
     OperatorStateStore,
     StateError,
     UnionListState,
-    initialize_function,
     redistribute,
     restore_subtasks,
-    snapshot_function,
     snapshot_subtask,
 )
 

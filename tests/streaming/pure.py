@@ -9,8 +9,9 @@ import datetime as dt
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from fw_magics.api.keyed_process import KeyedOperatorSpec, StateType
 from fw_magics.datastream.stateful import struct_state_type
+from fw_magics.operators import AGGREGATE, PROCESS, REDUCE
+from fw_magics.operators.spec import StateType
 from fw_magics.runtime.streaming.keyed.core import KeyedCore
 from fw_magics.values.event_time import MIN_WATERMARK
 from fw_magics.values.records import make_record
@@ -36,18 +37,19 @@ def spec(kind, fn=None):
     record_type = struct_state_type(RECORD, "record")
     key = struct_state_type(KEY, "key")
     if kind == "reduce":
-        return KeyedOperatorSpec("reduce", fn or functions.add, "add", record_type, key, "ts")
+        return REDUCE.spec(function=fn or functions.add, label="add", record=record_type, key=key, event_time="ts")
     if kind == "aggregate":
         agg = fn or functions.CountSum()
         result = struct_state_type(T.StructType([T.StructField("n", T.LongType()),
                                                  T.StructField("total", T.LongType())]), "result")
-        return KeyedOperatorSpec("aggregate", agg, type(agg).__name__, record_type, key, "ts", result=result)
+        return AGGREGATE.spec(function=agg, label=type(agg).__name__, record=record_type, key=key, event_time="ts",
+                              result=result)
     result = struct_state_type(T.StructType([T.StructField("what", T.StringType()), T.StructField("n", T.LongType()),
                                              T.StructField("at", T.LongType())]), "result")
     states = {"count": ("value", long_state("count")), "total": ("value", StateType(None)),
               "seen": ("list", StateType(None))}
-    return KeyedOperatorSpec("process", fn or functions.Sessions(), "Sessions", record_type, key, "ts",
-                             result=result, states=states)
+    return PROCESS.spec(function=fn or functions.Sessions(), label="Sessions", record=record_type, key=key,
+                        event_time="ts", result=result, states=states)
 
 
 class CoreDriver:

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 import fw_magics as fw
-from fw_magics.api.co_process import BroadcastOperator, ReadOnlyBroadcastState
+from fw_magics.api.checkpointed import initialize_function
+from fw_magics.api.co_process import ReadOnlyBroadcastState
+from fw_magics.operators.co_process import BroadcastOperator
 from fw_magics.runtime.streaming.keyed.operator_state import placeholder
-from fw_magics.state import OperatorStateStore, initialize_function, snapshot_subtask
+from fw_magics.state import OperatorStateStore, snapshot_subtask
 from fw_magics.values.records import record_type
 from tests.streaming.operator_functions import Limits
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 import fw_magics as fw
-from fw_magics.api.keyed_process import StateType
 from fw_magics.datastream.stateful import struct_state_type
+from fw_magics.operators.spec import StateType
 from fw_magics.runtime.streaming.keyed.core import KeyedCore
 from fw_magics.runtime.streaming.keyed.timers import TimerQueue
 from fw_magics.values.codecs import JsonCodec, TypedCodec

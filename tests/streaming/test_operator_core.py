@@ -16,9 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
-from fw_magics.api.process_function import OperatorSpec, check_process_function
+from fw_magics.api.process_function import check_process_function
 from fw_magics.datastream.stateful import struct_state_type
 from fw_magics.errors import FullWindowError
+from fw_magics.operators import OPERATOR
+from fw_magics.operators.spec import OperatorSpec
 from fw_magics.runtime.streaming.operator.core import run_subtask
 from fw_magics.state import StateError, redistribute_snapshots
 from fw_magics.values.records import make_record
@@ -30,8 +32,8 @@ RECORD = T.StructType([T.StructField("k", T.LongType()), T.StructField("v", T.Lo
 
 def spec(function) -> OperatorSpec:
     result = T.StructType([T.StructField("x", T.LongType())])  # the core does not look at it
-    return OperatorSpec(function=function, label=type(function).__name__, record=struct_state_type(RECORD, "record"),
-                        result=struct_state_type(result, "result"))
+    return OPERATOR.spec(function=function, label=type(function).__name__, record=struct_state_type(RECORD, "record"),
+                         result=struct_state_type(result, "result"))
 
 
 class Job:

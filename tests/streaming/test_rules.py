@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fw_magics as fw
-from fw_magics.api.keyed_process import is_field_list
+from fw_magics.operators.spec import is_field_list
 from fw_magics.recovery import events, replay
 from fw_magics.runtime.streaming.driver.phases import PHASES, TRANSITIONS, Mode, can_change, resume_phase
 from fw_magics.values.event_time import (

@@ -31,8 +31,8 @@ import os
 
 from pyspark.sql import functions as F
 
-from ...api.keyed_process import INPUT, SIDES, TIME
 from ...errors import FullWindowError
+from ...operators.spec import INPUT, SIDES, TIME
 from ..base import Composite
 from .carrier import carrier
 

@@ -24,14 +24,13 @@ import os
 import re
 import warnings
 
-from ....api.co_process import BroadcastOperator
-from ....api.keyed_process import KeyedOperatorSpec
-from ....api.process_function import OPERATOR
 from ....connectors.registry import source_change, source_of
 from ....datastream.content import job_content
 from ....errors import FullWindowError, ResumeError
 from ....failover import restart_strategy
 from ....graph import JobGraph
+from ....operators.co_process import BroadcastOperator
+from ....operators.spec import KeyedOperatorSpec
 from ....recovery import JobLog, events, replay, safe_job_path
 from ....recovery.content import compare
 from ....recovery.paths import STREAM_RECORDS, WATERMARK, job_directory
@@ -91,7 +90,7 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
 def default_name(stateful) -> str:
     """A job name from the source and the operator: "orders-reduce-add"."""
     step = stateful.source.step.lineage()[0]
-    label = f"{step.detail.get('label', 'stream')}-{stateful.spec.kind}-{stateful.spec.label}"
+    label = f"{step.detail.get('label', 'stream')}-{stateful.spec.kind.name}-{stateful.spec.label}"
     return re.sub(r"[^A-Za-z0-9_.\- ]+", "_", label).strip(" .")[:200] or "stream"
 
 
@@ -141,7 +140,7 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     plan = Plan(mode=mode, trigger=trigger, sink=sink, max_files=max_files, parallelism=chosen,
                 handover=handovers.choose(mode, kind, restored, log.storage), flavour=flavour, restart=restart,
                 why=why)
-    job = (OperatorJob if kind == OPERATOR else StreamingJob)(stateful, source, log, plan, graph)
+    job = (StreamingJob if kind.keyed else OperatorJob)(stateful, source, log, plan, graph)
     job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
     job.skips_noted = set(state.skipped)
     if mode.has_backlog:

@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from ....api.keyed_process import INPUT, KeyedOperatorSpec
 from ....datastream.arrow_calls import map_in_arrow
+from ....operators.spec import INPUT, KeyedOperatorSpec
 from ....spark import progress
 from ....spark.actions import run_action
 from ....values.records import batch_records

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from ....api.keyed_process import KeyedOperatorSpec
+from ....operators.spec import KeyedOperatorSpec
 from ....values.convert import RowWriter
 
 KIND, SEQ, ROW, STATE, BATCH = "__fw_kind", "__fw_seq", "__fw_row", "__fw_state", "__fw_batch"
@@ -43,13 +43,10 @@ class ChangelogWriter:
         from ....values.schema import arrow_schema
 
         self.spec = spec
-        self.reduce = spec.kind == "reduce"
+        self.records = spec.kind.emits_records  # its outputs are whole records (a reduce's), key columns among them
         key, result = spec.key, spec.output
         self.key_writer = RowWriter(key.arrow_schema, list(key.spark_types), "the key")
-        context = {"reduce": f"reduce function {spec.label!r}", "aggregate": f"{spec.label}.get_result",
-                   "process": f"process function {spec.label!r}",
-                   "co_process": f"co-process function {spec.label!r}"}[spec.kind]
-        self.result_writer = RowWriter(result.arrow_schema, list(result.spark_types), context)
+        self.result_writer = RowWriter(result.arrow_schema, list(result.spark_types), spec.kind.emitter(spec))
         self.changelog = arrow_schema(changelog_schema(output))
         self.backlog = arrow_schema(backlog_schema(output))
         names = list(output.names)
@@ -58,7 +55,7 @@ class ChangelogWriter:
 
     def _columns(self, outputs) -> list[pa.Array]:
         values = self.result_writer.batch([value for _, _, value in outputs]).columns
-        if self.reduce:
+        if self.records:
             return list(values)
         keys = self.key_writer.batch([key for _, key, _ in outputs]).columns
         return list(keys) + list(values)

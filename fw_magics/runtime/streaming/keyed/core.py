@@ -1,4 +1,4 @@
-"""The per-key core: one Python implementation of keyed reduce, aggregate and process functions.
+"""The per-key core: one Python implementation of every keyed operator kind, reduce to co-process.
 
 The backlog's batch engine and Spark's ``transformWithState`` both drive this code, which is
 what makes the modes agree: it applies a key's records to the key's state, keeps the key's
@@ -11,9 +11,12 @@ one key at a time::
     result = core.end()                        # new state text, outputs, timer changes
 
 A key's state is one JSON document (``{"v": {value states}, "l": {list states}, "t": [timers]}``),
-never pickled; :mod:`codecs` says how typed values are written into it. Reduce and aggregate
-emit one output per key per ``begin``/``end`` (their running result after the run: an upsert
-changelog); a process function emits whatever ``process_element`` and ``on_timer`` return.
+never pickled; :mod:`codecs` says how typed values are written into it. What differs by kind is
+the kind's part (``spec.kind.per_key(core)``, ``fw_magics.operators``): reduce and aggregate emit
+one output per key per ``begin``/``end`` (their running result after the run: an upsert
+changelog); a process function emits whatever ``process_element`` and ``on_timer`` return. The
+context, timer service and state handles a function sees implement the user API's types
+(``fw_magics.api.context``, ``fw_magics.api.state``).
 
 Pure Python (pyarrow for typed values), no Spark session: tested against a reference model.
 """
@@ -24,23 +27,15 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from ....api.co_process import BroadcastOperator, ReadOnlyBroadcastState
-from ....api.keyed_process import (
-    INPUT,
-    SIDES,
-    KeyedOperatorSpec,
-    ListStateDescriptor,
-    StateType,
-    ValueStateDescriptor,
-    emitted,
-)
+from ....api import context as api_context
+from ....api import state as api_state
+from ....api.co_process import ReadOnlyBroadcastState
+from ....api.state import ListStateDescriptor, ValueStateDescriptor
 from ....errors import FullWindowError
-from ....values.codecs import JsonCodec, TypedCodec
+from ....operators.co_process import BroadcastOperator
+from ....operators.spec import KeyedOperatorSpec, codec_for
 from ....values.event_time import MIN_WATERMARK
-from ....values.records import Record, record_type
 from .timers import TimerQueue, check_time
-
-ELEMENT, TIMER = "element", "timer"
 
 
 @dataclass
@@ -54,13 +49,6 @@ class KeyResult:
     timers_removed: list = field(default_factory=list)  # timers it held that are gone (fired or deleted)
     records: int = 0
     timers_fired: int = 0
-
-
-def codec_for(state_type: StateType | None, label: str):
-    """The codec of a declared type, or the JSON codec when none was declared."""
-    if state_type is None or state_type.ddl is None:
-        return JsonCodec(label)
-    return TypedCodec(label, state_type.arrow_schema, list(state_type.spark_types), state_type.record)
 
 
 class KeyedCore:
@@ -78,17 +66,8 @@ class KeyedCore:
         self.timers = TimerQueue()
         self._outputs: list = []
         self.context = Context(self)
-        if spec.kind == "reduce":
-            self.operator = _Reduce(self)
-        elif spec.kind == "aggregate":
-            self.operator = _Aggregate(self)
-        elif spec.kind == "process":
-            self.operator = _Process(self)
-        elif spec.kind == "co_process":
-            self.operator = _CoProcess(self)
-        else:
-            raise FullWindowError(f"unknown keyed operator kind {spec.kind!r}; accepted: reduce, aggregate, process, "
-                                  "co_process")
+        self.runtime_context = RuntimeContext(self)  # what a function's open() is given
+        self.operator = spec.kind.per_key(self)  # the kind's part: what it does with a record, a timer, a key's end
 
     # -- one key -----------------------------------------------------------------------------
 
@@ -177,7 +156,7 @@ class KeyedCore:
 # -- the context a function sees --------------------------------------------------------------------
 
 
-class TimerService:
+class TimerService(api_context.TimerService):
     """``ctx.timer_service``: event-time timers of the current key (also callable, as PyFlink's method)."""
 
     __slots__ = ("_core",)
@@ -209,7 +188,7 @@ class TimerService:
     delete_processing_time_timer = register_processing_time_timer
 
 
-class Context:
+class Context(api_context.Context):
     """``ctx`` of ``process_element`` and ``on_timer``."""
 
     __slots__ = ("_core", "timer_service")
@@ -235,7 +214,7 @@ class Context:
         return ReadOnlyBroadcastState(operator.store.get_broadcast_state(name))
 
 
-class RuntimeContext:
+class RuntimeContext(api_context.RuntimeContext):
     """``ctx`` of ``open()``: state handles bound to whichever key is current."""
 
     def __init__(self, core: KeyedCore):
@@ -265,7 +244,7 @@ class RuntimeContext:
         return self._core.subtask
 
 
-class ValueState:
+class ValueState(api_state.ValueState):
     """One value per key (Flink's ValueState): ``value()`` is None until ``update``."""
 
     __slots__ = ("_core", "_name", "_codec")
@@ -290,7 +269,7 @@ class ValueState:
         self._core.values.pop(self._name, None)
 
 
-class ListState:
+class ListState(api_state.ListState):
     """A list of values per key (Flink's ListState): ``get()`` is [] until something is added."""
 
     __slots__ = ("_core", "_name", "_codec")
@@ -366,131 +345,3 @@ class ListState:
     def _check_element(self, value) -> None:
         if value is None:
             raise FullWindowError(f"list state {self._name!r} cannot hold None (Flink's ListState refuses it too)")
-
-
-# -- the three operators ------------------------------------------------------------------------------
-
-
-class _Process:
-    """A user's KeyedProcessFunction: its outputs as it emits them."""
-
-    def __init__(self, core: KeyedCore):
-        self.core = core
-        self.fn = core.spec.function
-        self.fn.open(RuntimeContext(core))
-
-    def begin(self) -> None:
-        pass
-
-    def element(self, record) -> None:
-        for value in emitted(self.fn.process_element(record, self.core.context)):
-            self.core.emit(ELEMENT, value)
-
-    def timer(self, timestamp: int) -> None:
-        for value in emitted(self.fn.on_timer(timestamp, self.core.context)):
-            self.core.emit(TIMER, value)
-
-    def end(self) -> None:
-        pass
-
-
-class _CoProcess(_Process):
-    """A KeyedCoProcessFunction over tagged rows (``fw_magics.api.co_process``): each record goes to
-    ``process_element1`` or ``process_element2`` by its input, as that input's own record."""
-
-    def __init__(self, core: KeyedCore):
-        super().__init__(core)
-        names = core.spec.record.names
-        self.tag = names.index(INPUT)
-        self.sides = tuple(names.index(side) for side in SIDES)
-        self.classes = tuple(record_type(tuple(columns)) for columns in core.spec.inputs)
-        self.methods = (self.fn.process_element1, self.fn.process_element2)
-
-    def element(self, record) -> None:
-        side = record[self.tag] - 1
-        for row in emitted(self.methods[side](self.value(record, side), self.core.context)):
-            self.core.emit(ELEMENT, row)
-
-    def value(self, record, side: int):
-        """The record of input ``side`` (0 or 1) a tagged row carries, as that input's record class."""
-        value, cls = record[self.sides[side]], self.classes[side]
-        if type(value) is not cls:  # a dict or Row (the stream), a record of the struct's class (the backlog)
-            value = tuple.__new__(cls, [value[n] for n in cls._fields] if isinstance(value, dict) else value)
-        return value
-
-
-class _Running:
-    """Reduce and aggregate: the running value lives decoded for a key's run, written once at its end."""
-
-    STATE = "running"
-
-    def __init__(self, core: KeyedCore, state_type: StateType | None, label: str):
-        self.core = core
-        self.codec = codec_for(state_type, label)
-        self.current = None
-        self.touched = False
-
-    def begin(self) -> None:
-        stored = self.core.values.get(self.STATE)
-        self.current = None if stored is None else self.codec.decode(stored)
-        self.touched = False
-
-    def timer(self, timestamp: int) -> None:  # reduce and aggregate register none
-        pass
-
-    def end(self) -> None:
-        if not self.touched:
-            return
-        if self.current is None:
-            self.core.values.pop(self.STATE, None)
-        else:
-            self.core.values[self.STATE] = self.codec.encode(self.current)
-        self.core.emit(ELEMENT, self.result())
-
-
-class _Reduce(_Running):
-    """Flink's running reduce: the first record, then ``fn(accumulated, record)``; emits the record."""
-
-    def __init__(self, core: KeyedCore):
-        spec = core.spec
-        super().__init__(core, spec.record, f"reduce function {spec.label!r}")
-        self.fn = spec.function
-        self.cls = record_type(spec.record.names)
-        self.width = len(spec.record.names)
-
-    def element(self, record) -> None:
-        self.touched = True
-        self.current = record if self.current is None else self._as_record(self.fn(self.current, record))
-
-    def _as_record(self, value) -> Record:
-        if type(value) is self.cls:
-            return value
-        if isinstance(value, (tuple, list)) and len(value) == self.width:
-            return tuple.__new__(self.cls, value)
-        if isinstance(value, dict) and set(value) == set(self.cls._fields):
-            return tuple.__new__(self.cls, [value[n] for n in self.cls._fields])
-        raise FullWindowError(
-            f"reduce function {self.core.spec.label!r} returned {type(value).__name__} {value!r:.60}; expected a "
-            f"record, tuple or dict with the input's {self.width} columns: {', '.join(self.cls._fields)}"
-        )
-
-    def result(self):
-        return self.current
-
-
-class _Aggregate(_Running):
-    """Flink's running aggregate: ``add`` per record, ``get_result`` after each run of the key."""
-
-    def __init__(self, core: KeyedCore):
-        spec = core.spec
-        super().__init__(core, spec.accumulator, f"accumulator of {type(spec.function).__name__}")
-        self.agg = spec.function
-
-    def element(self, record) -> None:
-        if not self.touched and self.current is None:
-            self.current = self.agg.create_accumulator()
-        self.touched = True
-        self.current = self.agg.add(record, self.current)
-
-    def result(self):
-        return self.agg.get_result(self.current)

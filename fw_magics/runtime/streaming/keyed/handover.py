@@ -28,7 +28,6 @@ file (``hand_over``).
 
 from __future__ import annotations
 
-from ....api.keyed_process import TIMED_KINDS
 from ....recovery.paths import HANDOVER, RESTORED_KEYED
 from ..driver.phases import Mode
 from . import seed, state_files
@@ -100,14 +99,15 @@ class _InitialState(Handover):
 NONE, LAZY, HELD, INITIAL_STATE = Handover(), _Lazy(), _Held(), _InitialState()
 
 
-def choose(mode: Mode, kind: str, restored: bool, storage) -> Handover:
-    """The handover of a job in ``mode`` running ``kind`` ("reduce", "aggregate", "process",
-    "co_process" or "operator"); ``restored``: started from a savepoint (its state's files exist before the query);
-    ``storage``: the job's folder (a job restored by an earlier fw-magics has no handover file)."""
-    if not mode.has_stream or kind == "operator" or (mode is Mode.STREAM and not restored):
+def choose(mode: Mode, kind, restored: bool, storage) -> Handover:
+    """The handover of a job in ``mode`` running an operator of ``kind`` (``fw_magics.operators``: what is
+    read is whether it is keyed and timed); ``restored``: started from a savepoint (its state's files exist
+    before the query); ``storage``: the job's folder (a job restored by an earlier fw-magics has no handover
+    file)."""
+    if not mode.has_stream or not kind.keyed or (mode is Mode.STREAM and not restored):
         return NONE
     if restored and storage.present_inside(RESTORED_KEYED) and not storage.present_inside(HANDOVER):
         return INITIAL_STATE
-    if restored or kind in TIMED_KINDS:
+    if restored or kind.timed:
         return LAZY
     return HELD

@@ -26,8 +26,8 @@ import json
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 
-from ....api.co_process import BroadcastOperator
-from ....api.keyed_process import INPUT, KeyedOperatorSpec
+from ....operators.co_process import BroadcastOperator
+from ....operators.spec import INPUT, KeyedOperatorSpec
 from ....values.event_time import effective_watermark
 from ....values.records import record_type
 from .changelog import STATE, TOMBSTONE, ChangelogWriter, changelog_schema

@@ -21,9 +21,11 @@ from __future__ import annotations
 import copy
 import json
 
-from ....api.process_function import OperatorSpec, ProcessContext, is_checkpointed
-from ....state import OperatorStateStore, initialize_function, restore_subtask, snapshot_function, snapshot_subtask
-from ..keyed.core import emitted
+from ....api.checkpointed import initialize_function, is_checkpointed, snapshot_function
+from ....api.process_function import ProcessContext
+from ....operators.base import emitted
+from ....operators.spec import OperatorSpec
+from ....state import OperatorStateStore, restore_subtask, snapshot_subtask
 
 
 class SubtaskState:

@@ -23,8 +23,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
-from ....api.process_function import OperatorSpec
 from ....connectors.base import SUBTASK
+from ....operators.spec import OperatorSpec
 from ....values.convert import RowWriter
 from ....values.records import record_type
 from ..keyed.changelog import KIND, SEQ, STATE, changelog_schema

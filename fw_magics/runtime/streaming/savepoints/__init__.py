@@ -300,7 +300,7 @@ def take(job) -> str:
     document = {
         "job": job.job_name, "batch": batch, "parallelism": job.parallelism, "graph": job.graph.to_json(),
         "source": job.source.describe(), "watermark": watermark,
-        "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind,
+        "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind.name,
         **job.source.position_fields(position),
     }
     if tops and None not in tops:  # two inputs: each one's time, carried into a restored job's stream

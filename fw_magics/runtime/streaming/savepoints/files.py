@@ -57,6 +57,7 @@ from .... import hooks
 from ....connectors import registry as sources
 from ....errors import FullWindowError
 from ....graph import JobGraph
+from ....operators import kind_named, names
 from ....recovery.events import SOURCE
 from ....recovery.paths import SAVEPOINTS
 from ....state import parse_operator_state
@@ -341,7 +342,7 @@ def load_savepoint(path) -> Savepoint:
     manifest = sources.check_saved_position(_read_json(paths[MANIFEST], "source manifest"), doc["source"],
                                             f"of savepoint {directory}", SavepointError)
     sources.check_position_fields(doc, manifest, f"savepoint {directory}", SavepointError)
-    if doc.get("kind") != "operator":
+    if _keyed(doc):
         _check_states(paths[KEYED], directory)
     return Savepoint(directory, doc, operators, manifest, paths[KEYED], paths.get(LATEST), keyed_types, tuple(base))
 
@@ -366,8 +367,7 @@ _FIELDS = {
     "key_names": ("a list of distinct column names",
                   lambda v: isinstance(v, list) and len(v) <= 64 and all(_is_text(k, 1024) for k in v)
                   and len(set(v)) == len(v)),
-    "kind": ("reduce, aggregate, process, co_process or operator",
-             lambda v: v in ("reduce", "aggregate", "process", "co_process", "operator")),
+    "kind": (f"{', '.join(names()[:-1])} or {names()[-1]}", lambda v: isinstance(v, str) and v in names()),
     "batch": ("a micro-batch id, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
     **sources.position_document_fields(),  # how far the source read: each kind's own (read_files, read_through)
     "tops": ("each input's greatest event time read, {'1': ms, '2': ms}",
@@ -375,6 +375,12 @@ _FIELDS = {
                                                                        and valid_watermark(x) for k, x in v.items())),
 }
 _REQUIRED = ("job", "graph", "parallelism", "source", "watermark", "key_names", "files")
+
+
+def _keyed(doc: dict) -> bool:
+    """Whether the savepoint's operator kind (checked by ``_check_fields``; none recorded: an older keyed
+    job's) keeps keyed state."""
+    return "kind" not in doc or kind_named(doc["kind"]).keyed
 
 
 def _check_fields(doc: dict, directory: str) -> None:
@@ -389,7 +395,7 @@ def _check_fields(doc: dict, directory: str) -> None:
         JobGraph.from_json(doc["graph"])
     except FullWindowError as error:
         raise SavepointError(f"savepoint {directory}: field 'graph' is not a job graph ({error})") from None
-    if doc.get("kind") == "operator" and doc["key_names"]:
+    if not _keyed(doc) and doc["key_names"]:
         raise SavepointError(f"savepoint {directory}: field 'key_names' is {doc['key_names']!r:.60}; accepted: [] "
                              "for a non-keyed operator's savepoint")
 
@@ -418,7 +424,7 @@ def _check_tables(doc: dict, paths: dict, directory: str):
 
     files, keys = doc["files"], list(doc["key_names"])
     keyed = _table_schema(paths[KEYED], KEYED, files[KEYED].get("rows"), directory)
-    operator = doc.get("kind") == "operator"
+    operator = not _keyed(doc)
     want = [] if operator else keys + [STATE]
     if keyed.names != want or (not operator and not pa.types.is_string(keyed.field(STATE).type)
                                and not pa.types.is_large_string(keyed.field(STATE).type)):
@@ -440,14 +446,14 @@ def _check_base(doc: dict, directory: str, key_types: list) -> list:
     import pyarrow as pa
 
     records = doc.get("base", [])
-    if doc["version"] < 3 or (doc.get("kind") == "operator" and not records):
+    if doc["version"] < 3 or (not _keyed(doc) and not records):
         return []
     if not isinstance(records, list) or len(records) > MAX_PARALLELISM or not all(
             isinstance(r, dict) and r.get("name") == base_name(i) and type(r.get("size")) is int
             and isinstance(r.get("sha256"), str) and len(r["sha256"]) == 64 for i, r in enumerate(records)):
         raise SavepointError(f"savepoint {directory}: field 'base' is {records!r:.100}; accepted: a list of "
                              f"{{name: {base_name(0)!r}, size, sha256}}, one per partition in order")
-    if records and doc.get("kind") == "operator":
+    if records and not _keyed(doc):
         raise SavepointError(f"savepoint {directory}: field 'base' lists files; accepted: [] for a non-keyed "
                              "operator's savepoint")
     if records and os.path.islink(os.path.join(directory, BASE)):

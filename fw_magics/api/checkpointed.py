@@ -1,4 +1,4 @@
-"""Stateful user functions: Flink's ``CheckpointedFunction`` with its two contexts, in plain Python.
+"""Operator state of a user function: Flink's ``CheckpointedFunction`` with its two contexts, in plain Python.
 
 A function that keeps operator state implements two methods::
 
@@ -17,15 +17,19 @@ A function that keeps operator state implements two methods::
 restore (possibly at another parallelism, with the units already redistributed);
 ``snapshot_state`` runs at every checkpoint or savepoint, just before the store is saved
 with :func:`~fw_magics.state.snapshot_subtask`. :func:`initialize_function` and
-:func:`snapshot_function` make the contexts and call them.
+:func:`snapshot_function` make the contexts and call them. The states themselves (list, union
+list, broadcast) and their redistribution are the pure model in :mod:`fw_magics.state`.
 """
 
 import abc
 import time
 
+from ..errors import FullWindowError
 from ..errors.state import StateError, show, type_name
-from .operator_state import OperatorStateStore
-from .snapshots import snapshot_subtask
+from ..state.operator_state import OperatorStateStore
+from ..state.snapshots import snapshot_subtask
+
+METHODS = ("initialize_state", "snapshot_state")
 
 
 class FunctionInitializationContext:
@@ -144,8 +148,22 @@ def snapshot_function(function, store: OperatorStateStore, checkpoint_id: int, t
 
 
 def _check_function(function):
-    if not all(callable(getattr(function, method, None)) for method in ("initialize_state", "snapshot_state")):
+    if not is_checkpointed(function):
         raise StateError(
             f"function is a {type_name(function)}; accepted: a CheckpointedFunction "
             "(with initialize_state(context) and snapshot_state(context))"
         )
+
+
+def is_checkpointed(function) -> bool:
+    """Whether ``function`` keeps operator state (defines both ``initialize_state`` and ``snapshot_state``)."""
+    return all(callable(getattr(function, m, None)) for m in METHODS)
+
+
+def check_both_or_neither(function, name: str) -> None:
+    """Refuse in one line a function with one of ``initialize_state`` and ``snapshot_state`` but not the other."""
+    present = [m for m in METHODS if callable(getattr(function, m, None))]
+    if len(present) == 1:
+        missing = (set(METHODS) - set(present)).pop()
+        raise FullWindowError(f"{name} defines {present[0]} but not {missing}; accepted: both (operator state, "
+                              "as fw.CheckpointedFunction) or neither")
