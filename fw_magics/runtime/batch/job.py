@@ -46,7 +46,7 @@ from ...failover import (
     restart_strategy,
 )
 from ...graph import JobGraph, subtask_inputs
-from ...recovery import JobLock, decide_resume, events, replay, safe_job_path, subtask_attempts
+from ...recovery import JobLock, decide_resume, events, replay, safe_job_path
 from ...recovery.content import affected_vertices, compare
 from ...recovery.filesystem import UnsafeFile
 from ...recovery.integrity import file_intact
@@ -157,7 +157,7 @@ class _Run:
                 "run with resume='auto' to start it"
             )
         state = replay(previous) if previous else None
-        self.subtask_attempts = subtask_attempts(previous)
+        self.subtask_attempts = dict(state.attempts_ended) if state is not None else {}
         self.content = job_content(self.stream)
         resubmit = False
         if state is not None:
@@ -249,19 +249,17 @@ class _Run:
     def _misfit(self, state) -> str | None:
         """Why the records that survive do not fit this stream's graph, or None when they all do."""
         vertices = {v.name: v for v in self.graph.job_vertices()}
-        for event in state.timeline:
-            kind, name = event["type"], event.get("vertex")
-            if kind == "vertex_initialized":
-                v = vertices.get(name)
-                if v is None:
-                    return f"it has no job vertex {name!r:.40}"
-                if v.parallelism != event["parallelism"] or list(v.inputs) != event["inputs"]:
-                    return (f"{name} was recorded with parallelism {event['parallelism']} reading "
-                            f"{event['inputs']!r:.60}; this stream's has {v.parallelism} reading {list(v.inputs)}")
-            elif kind in ("subtask_finished", "subtask_reset"):
-                v = vertices.get(name)
-                if v is None or event["subtask"] >= v.parallelism:
-                    return f"it has no subtask {name!r:.40}[{event['subtask']}]"
+        for name, parallelism in state.parallelism.items():
+            v, inputs = vertices.get(name), state.inputs[name]
+            if v is None:
+                return f"it has no job vertex {name!r:.40}"
+            if v.parallelism != parallelism or list(v.inputs) != inputs:
+                return (f"{name} was recorded with parallelism {parallelism} reading "
+                        f"{inputs!r:.60}; this stream's has {v.parallelism} reading {list(v.inputs)}")
+        for name, subtask in state.named:
+            v = vertices.get(name)
+            if v is None or subtask >= v.parallelism:
+                return f"it has no subtask {name!r:.40}[{subtask}]"
         return None
 
     def _check_content(self, state, resume: str) -> str:
