@@ -59,7 +59,7 @@ class RecoveryPanel(W.VBox):
     """
 
     def __init__(self, job_dir: str | None = None, namespace: dict | None = None, elsewhere: bool | None = None):
-        from fw_magics.runtime.batch.job import default_job_dir
+        from fw_magics.recovery.paths import default_job_dir
 
         self.elsewhere = job_dir is None if elsewhere is None else elsewhere
         self.job_dir = job_dir or default_job_dir()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import os
 import time
 import warnings
 
@@ -51,7 +50,7 @@ from ...recovery.content import affected_vertices, compare
 from ...recovery.filesystem import UnsafeFile
 from ...recovery.integrity import file_intact
 from ...recovery.job_log import JobLog
-from ...recovery.paths import EVENTS, RESULTS, default_job_name, job_directory
+from ...recovery.paths import EVENTS, RESULTS, default_job_dir, default_job_name, job_directory
 from ...spark import progress
 from ...spark.actions import run_action
 from ...spark.flavour import flavour_of
@@ -65,11 +64,6 @@ RESUME_MODES = ("auto", "never", "require", "repair")
 FAILOVER_MODES = ("region", "full")
 #: What the lock's first write fails with in a folder this process cannot write.
 _CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
-
-
-def default_job_dir() -> str:
-    """``$FW_JOB_DIR``, else ``.fw-jobs`` in the working directory (next to the notebook)."""
-    return os.environ.get("FW_JOB_DIR") or os.path.join(os.getcwd(), ".fw-jobs")
 
 
 def execute(stream, job_dir=None, job_name=None, failover="region", restart=None, resume="auto") -> JobResult:

@@ -21,7 +21,6 @@ session's flavour, the handover of backlog state (``handover.choose``) and the r
 from __future__ import annotations
 
 import os
-import re
 import warnings
 
 from ....api.co_process import BroadcastOperator
@@ -34,9 +33,8 @@ from ....failover import restart_strategy
 from ....graph import JobGraph
 from ....recovery import JobLog, events, replay, safe_job_path
 from ....recovery.content import compare
-from ....recovery.paths import STREAM_RECORDS, WATERMARK, job_directory
+from ....recovery.paths import STREAM_RECORDS, WATERMARK, default_job_dir, default_job_name, job_directory
 from ....spark.flavour import flavour_of
-from ...batch.job import default_job_dir
 from ..keyed import handover as handovers
 from ..keyed.query import STATE_STORE
 from ..savepoints import check_restorable, graph_at, prepare_restore
@@ -89,10 +87,11 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
 
 
 def default_name(stateful) -> str:
-    """A job name from the source and the operator: "orders-reduce-add"."""
+    """``execute()``'s rule (``recovery.paths.default_job_name``) over the source, the operator and the
+    stream's own graph (whatever ``parallelism`` start() is given): "orders-reduce-add-1a2b3c4d"."""
     step = stateful.source.step.lineage()[0]
     label = f"{step.detail.get('label', 'stream')}-{stateful.spec.kind}-{stateful.spec.label}"
-    return re.sub(r"[^A-Za-z0-9_.\- ]+", "_", label).strip(" .")[:200] or "stream"
+    return default_job_name(label, stateful.job_graph().fingerprint())
 
 
 def effective_mode(mode: Mode, source, spec=None) -> tuple[Mode, str | None]:
