@@ -236,7 +236,7 @@ class GraphView(W.VBox):
     # -- states -----------------------------------------------------------------------------
 
     def show_events(self, events, recovered=(), running=None, tasks=None) -> None:
-        """Colour operators by the state the events leave them in (see model.vertex_states)."""
+        """Colour operators by the state the events (or their ``JobState``) leave them in (see model.vertex_states)."""
         self.canvas.states = operator_states(self.graph, vertex_states(self.graph, events, recovered, running, tasks))
 
     def show_stream(self, status: dict, graph=None) -> None:

@@ -12,11 +12,19 @@ import warnings
 import weakref
 
 from fw_magics import hooks
+from fw_magics.recovery import events as E
+from fw_magics.recovery.replay import JobState, replay
 
 _views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # view -> its graph's fingerprint
 _hooks: list = []  # the handles of the one set of hooks all views share
-_runs: dict[int, dict] = {}  # id(store) -> {"fingerprint", "events", "recovered", "running", "tasks", "store"}
-_streams: dict[int, dict] = {}  # id(job's store) -> {"fingerprint", "events", "tasks", "store", "graph"}
+#: Each run's events are taken into its ``JobState`` as they are written (``job``), once each.
+_runs: dict[int, dict] = {}  # id(store) -> {"fingerprint", "job", "recovered", "running", "tasks", "store"}
+_streams: dict[int, dict] = {}  # id(job's store) -> {"fingerprint", "job", "tasks", "store", "graph"}
+#: The events after which a view is drawn again: a streaming job's, a run of execute()'s, and those
+#: after which no job vertex of a run of execute() is running any more.
+_STREAM_REDRAWN = (E.SUBTASK_FINISHED, E.SUBTASK_RESET, E.SWITCH)
+_RUN_REDRAWN = (E.SUBTASK_FINISHED, E.SUBTASK_RESET, E.REGION_FAILED, *E.LAST_WORDS)
+_RUN_HALTED = (*E.LAST_WORDS, E.REGION_FAILED)
 
 
 def watch(view) -> None:
@@ -36,14 +44,14 @@ def _refresh(run: dict) -> None:
             continue
         if fingerprint == run["fingerprint"]:
             try:
-                view.show_events(run["events"], run["recovered"], run["running"], run["tasks"])
+                view.show_events(run["job"], run["recovered"], run["running"], run["tasks"])
             except Exception as error:  # a drawing problem must never fail the job
                 warnings.warn(f"graph view not updated: {type(error).__name__}: {error}")
 
 
 def _on_job(run, recovered) -> None:
     _runs.clear()  # one run at a time per kernel (the job lock sees to that per job)
-    state = {"fingerprint": run.graph.fingerprint(), "events": [], "recovered": set(recovered),
+    state = {"fingerprint": run.graph.fingerprint(), "job": JobState(), "recovered": set(recovered),
              "running": None, "tasks": None, "store": run.store}
     _runs[id(run.store)] = state
     _refresh(state)
@@ -65,18 +73,17 @@ def _on_progress(vertex_name, done, total) -> None:
 def _on_event(store, event) -> None:
     stream = _streams.get(id(store))
     if stream is not None and stream["store"] is store:
-        stream["events"].append(event)
-        if event["type"] in ("subtask_finished", "subtask_reset", "switch"):
+        stream["job"].take(event)
+        if event["type"] in _STREAM_REDRAWN:
             _refresh_stream(stream)
         return
     state = _runs.get(id(store))
     if state is None or state["store"] is not store:
         return
-    state["events"].append(event)
-    if event["type"] in ("job_finished", "job_failed", "job_cancelled", "region_failed"):
+    state["job"].take(event)
+    if event["type"] in _RUN_HALTED:
         state["running"], state["tasks"] = None, None
-    if event["type"] in ("subtask_finished", "subtask_reset", "region_failed", "job_finished", "job_failed",
-                         "job_cancelled"):
+    if event["type"] in _RUN_REDRAWN:
         _refresh(state)
 
 
@@ -86,7 +93,7 @@ def _on_event(store, event) -> None:
 def _refresh_stream(state: dict, redraw: bool = False) -> None:
     from .stream_status import stream_status
 
-    status = stream_status(state["events"], state["tasks"])
+    status = stream_status(state["job"], state["tasks"])
     for view, fingerprint in list(_views.items()):
         if getattr(view, "comm", None) is None:
             _views.pop(view, None)
@@ -103,7 +110,7 @@ def _stream_state(job) -> dict:
     if state is None or state["store"] is not job.store:
         for key in [k for k, v in _streams.items() if v["fingerprint"] == job.graph.fingerprint()]:
             del _streams[key]  # a new start of the same job: follow this one
-        state = {"fingerprint": job.graph.fingerprint(), "events": list(job.events()), "tasks": None,
+        state = {"fingerprint": job.graph.fingerprint(), "job": replay(job.events()), "tasks": None,
                  "store": job.store, "graph": None}
         _streams[id(job.store)] = state
     return state
@@ -111,8 +118,8 @@ def _stream_state(job) -> dict:
 
 def _on_phase(job, phase, detail) -> None:
     state = _stream_state(job)
-    if not any(e.get("type") == "phase_changed" and e.get("phase") == phase for e in state["events"][-1:]):
-        state["events"].append({"type": "phase_changed", "phase": phase, **detail})
+    if not any(e["type"] == E.PHASE_CHANGED and e.get("phase") == phase for e in state["job"].timeline[-1:]):
+        state["job"].take({"type": E.PHASE_CHANGED, "phase": phase, **detail})
     if phase != "backlog":
         state["tasks"] = None
     state["graph"] = job.job_graph()  # the graph's notes: backlog status, phase, W
@@ -127,6 +134,6 @@ def _on_backlog(job, done, total) -> None:
 
 def _on_micro_batch(job, info) -> None:
     state = _stream_state(job)
-    if not any(e.get("type") == "micro_batch" and e.get("batch") == info["batch"] for e in state["events"][-8:]):
-        state["events"].append({"type": "micro_batch", **info})
+    if not any(e["type"] == E.MICRO_BATCH and e.get("batch") == info["batch"] for e in state["job"].timeline[-8:]):
+        state["job"].take({"type": E.MICRO_BATCH, **info})
     _refresh_stream(state)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from fw_magics.errors import FullWindowError
 from fw_magics.failover import RestartAllStrategy, RestartPipelinedRegionStrategy
 from fw_magics.graph.render import counted, node_ids, region_span
+from fw_magics.recovery import events as E
+from fw_magics.recovery.replay import JobState, replay
 
 STATES = ("pending", "running", "finished", "failed", "recovered")
 
@@ -108,7 +110,8 @@ class VertexState:
 
 
 def vertex_states(graph, events, recovered=(), running=None, tasks=None) -> dict[str, VertexState]:
-    """Each job vertex (``graph.job_vertices()``: "v0", "v1", ...) after ``events``.
+    """Each job vertex (``graph.job_vertices()``: "v0", "v1", ...) after ``events`` (a list of events, or
+    the ``JobState`` they fold into: ``fw_magics.recovery.replay``).
 
     ``recovered``: (vertex, subtask) kept from an earlier run; ``running``: the vertex a live
     run has just started, if known. Without it, the first unfinished vertex whose upstream
@@ -116,26 +119,14 @@ def vertex_states(graph, events, recovered=(), running=None, tasks=None) -> dict
     (done, total) tasks of the running vertex's Spark job, when known.
     """
     states = {v.name: VertexState(v.name, v.operators, v.parallelism) for v in graph.job_vertices()}
-    ended = None
-    for event in events:
-        kind, state = event["type"], states.get(event.get("vertex") or event.get("region"))
-        if kind == "subtask_finished" and state is not None:
-            state.finished.add(event["subtask"])
-            state.outputs[event["subtask"]] = int(event.get("records_out") or 0)
-            if state.state == "failed":  # it runs again (a restart or a resume): the failure is history
-                state.state = "pending"
-        elif kind == "subtask_reset" and state is not None:
-            state.finished.discard(event["subtask"])
-            state.outputs.pop(event["subtask"], None)
-            state.state = "pending"
-        elif kind == "region_failed" and state is not None:
-            state.state = "failed"
-        elif kind == "region_restarted" and state is not None:
-            state.state = "pending"
-        elif kind in ("job_finished", "job_failed", "job_cancelled"):
-            ended = kind
-        elif kind == "job_submitted":
-            ended = None
+    job = events if isinstance(events, JobState) else replay(events)
+    for (vertex, subtask), event in job.finished.items():
+        if vertex in states:
+            states[vertex].finished.add(subtask)
+            states[vertex].outputs[subtask] = int(event.get("records_out") or 0)
+    for vertex in job.failed_vertices & set(states):
+        states[vertex].state = "failed"
+    ended = job.last_word
     for vertex, subtask in recovered:  # kept from an earlier run: finished there, not here
         if vertex in states:
             states[vertex].finished.discard(subtask)
@@ -146,7 +137,7 @@ def vertex_states(graph, events, recovered=(), running=None, tasks=None) -> dict
     if running in states and states[running].state == "pending":
         states[running].state = "running"
         states[running].tasks = tasks
-    elif running is None and ended is None and events:
+    elif running is None and ended is None and job.timeline:
         for state in states.values():
             if state.state in ("finished", "recovered"):
                 continue
@@ -172,25 +163,25 @@ def describe_event(event: dict) -> str:
     when = datetime.datetime.fromtimestamp(event.get("time", 0)).strftime("%H:%M:%S.%f")[:-3]
     kind = event["type"]
     about = {
-        "job_submitted": lambda e: f"job {e['job']!r}",
-        "vertex_initialized": lambda e: f"{e['vertex']}, parallelism {e['parallelism']}"
+        E.JOB_SUBMITTED: lambda e: f"job {e['job']!r}",
+        E.VERTEX_INITIALIZED: lambda e: f"{e['vertex']}, parallelism {e['parallelism']}"
                                         + (f", reads {', '.join(e['inputs'])}" if e["inputs"] else ""),
-        "subtask_finished": lambda e: f"{e['vertex']}[{e['subtask']}] attempt {e['attempt']}, "
+        E.SUBTASK_FINISHED: lambda e: f"{e['vertex']}[{e['subtask']}] attempt {e['attempt']}, "
                                       f"{counted(e.get('records_out') or 0, 'record')}, "
                                       f"{counted(e.get('bytes') or 0, 'byte')}",
-        "subtask_reset": lambda e: f"{e['vertex']}[{e['subtask']}]: {e['reason']}",
-        "region_failed": lambda e: f"{e['region']} {', '.join(e['vertices']) or '(its streaming query)'}: {e['cause']}",
-        "region_restarted": lambda e: f"{e['region']}, restarting {', '.join(e['vertices']) or 'its streaming query'}",
-        "job_finished": lambda e: "",
-        "job_failed": lambda e: e["cause"],
-        "stream_started": lambda e: f"{e['mode']} mode, start {e['run']}",
-        "backlog_recorded": lambda e: _backlog_size(e.get("position") or {}),
-        "phase_changed": lambda e: e["phase"] + (f" ({e['cause']})" if e.get("cause") else ""),
-        "switch": lambda e: f"W = {_moment(e['watermark'])}, {counted(e.get('state_writes') or 0, 'state write')} "
+        E.SUBTASK_RESET: lambda e: f"{e['vertex']}[{e['subtask']}]: {e['reason']}",
+        E.REGION_FAILED: lambda e: f"{e['region']} {', '.join(e['vertices']) or '(its streaming query)'}: {e['cause']}",
+        E.REGION_RESTARTED: lambda e: f"{e['region']}, restarting {', '.join(e['vertices']) or 'its streaming query'}",
+        E.JOB_FINISHED: lambda e: "",
+        E.JOB_FAILED: lambda e: e["cause"],
+        E.STREAM_STARTED: lambda e: f"{e['mode']} mode, start {e['run']}",
+        E.BACKLOG_RECORDED: lambda e: _backlog_size(e.get("position") or {}),
+        E.PHASE_CHANGED: lambda e: e["phase"] + (f" ({e['cause']})" if e.get("cause") else ""),
+        E.SWITCH: lambda e: f"W = {_moment(e['watermark'])}, {counted(e.get('state_writes') or 0, 'state write')} "
                             "in backlog",
-        "micro_batch": lambda e: f"batch {e['batch']}, {counted(e['input_rows'], 'input row')}, "
+        E.MICRO_BATCH: lambda e: f"batch {e['batch']}, {counted(e['input_rows'], 'input row')}, "
                                  f"{counted(e['state_rows_updated'], 'state row')}",
-        "job_cancelled": lambda e: e["cause"],
+        E.JOB_CANCELLED: lambda e: e["cause"],
     }.get(kind, lambda e: "")(event)
     return f"{when}  {kind.replace('_', ' ')}" + (f": {about}" if about else "")
 

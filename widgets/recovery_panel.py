@@ -59,7 +59,7 @@ class RecoveryPanel(W.VBox):
     """
 
     def __init__(self, job_dir: str | None = None, namespace: dict | None = None, elsewhere: bool | None = None):
-        from fw_magics.runtime.batch.job import default_job_dir
+        from fw_magics.recovery.paths import default_job_dir
 
         self.elsewhere = job_dir is None if elsewhere is None else elsewhere
         self.job_dir = job_dir or default_job_dir()
@@ -201,10 +201,10 @@ class RecoveryPanel(W.VBox):
             "damaged": f"damaged: {job.problem}",
         }[job.status]
         stream = ""
-        if any(e.get("type") == "stream_started" for e in job.events):
+        if job.streaming:
             from .stream_status import moment, stream_status
 
-            s = stream_status(job.events)
+            s = stream_status(job.state)
             switch = "" if s["watermark"] is None else f", switched at W = {moment(s['watermark'])}"
             stream = (f"<div class='fw-stream-summary'>streaming job, {html.escape(str(s['mode']))} mode: "
                       f"phase {html.escape(str(s['phase']))}{html.escape(switch)}, "
@@ -252,7 +252,7 @@ class RecoveryPanel(W.VBox):
         events = self.job.events[:k]
         if self.graph_view is not None:
             self.graph_view.show_events(events)
-            if any(e.get("type") == "stream_started" for e in self.job.events):  # a streaming job: its phases
+            if self.job.streaming:  # a streaming job: its phases
                 from .stream_status import stream_status
 
                 self.graph_view.show_stream(stream_status(events))

@@ -10,12 +10,14 @@ from __future__ import annotations
 import datetime as dt
 import html
 
+from fw_magics.recovery.replay import JobState, replay
+
 #: how many of the latest micro-batches the panel lists
 SHOWN_BATCHES = 5
 
 
 def stream_status(events, tasks=None) -> dict:
-    """The state a streaming job's events leave it in.
+    """The state a streaming job's events (or their ``JobState``, ``fw_magics.recovery.replay``) leave it in.
 
     ``tasks``: the backlog batch job's Spark tasks ``(done, total)`` while it runs (the
     ``backlog_progress`` hook), which the events do not carry. Keys: ``job``, ``mode``, ``phase``,
@@ -23,42 +25,14 @@ def stream_status(events, tasks=None) -> dict:
     ``watermark`` (W, epoch ms), ``state_writes``, ``batches`` (the micro-batch events), ``cause``,
     ``restarts`` (by the job's restart strategy, this start) and ``failure`` (the last one restarted from).
     """
-    status = {"job": None, "mode": None, "phase": None, "runs": 0, "backlog_files": None, "backlog_rows": None,
-              "backlog_done": 0, "subtasks": None, "tasks": tasks, "watermark": None, "state_writes": None, "batches": [],
-              "cause": None, "restarts": 0, "failure": None}
-    done: set = set()
-    for event in events:
-        kind = event.get("type")
-        if kind == "job_submitted":
-            status["job"] = event.get("job")
-        elif kind == "stream_started":
-            status["mode"], status["runs"] = event.get("mode"), event.get("run") or status["runs"] + 1
-            status["subtasks"] = event.get("parallelism")
-            status["restarts"] = 0
-        elif kind == "region_failed":
-            status["failure"] = event.get("cause")
-        elif kind == "region_restarted":
-            status["restarts"] += 1
-        elif kind == "backlog_recorded":
-            position = event.get("position") or {}
-            status["backlog_files"], status["backlog_rows"] = position.get("files"), position.get("rows")
-        elif kind == "subtask_finished":
-            done.add(event.get("subtask"))
-        elif kind == "subtask_reset":
-            done.discard(event.get("subtask"))
-        elif kind == "switch":
-            status["watermark"], status["state_writes"] = event.get("watermark"), event.get("state_writes")
-        elif kind == "phase_changed":
-            status["phase"] = event.get("phase")
-            status["cause"] = event.get("cause")
-            if event.get("watermark") is not None:
-                status["watermark"] = event["watermark"]
-        elif kind == "micro_batch":
-            status["batches"].append(event)
-    status["backlog_done"] = len(done)
-    if status["phase"] != "backlog":
-        status["tasks"] = None
-    return status
+    job = events if isinstance(events, JobState) else replay(events)
+    position = job.backlog or {}
+    return {"job": job.job, "mode": job.mode, "phase": job.phase, "runs": job.runs,
+            "backlog_files": position.get("files"), "backlog_rows": position.get("rows"),
+            "backlog_done": len({subtask for _, subtask in job.finished}), "subtasks": job.stream_parallelism,
+            "tasks": tasks if job.phase == "backlog" else None, "watermark": job.latest_watermark,
+            "state_writes": job.state_writes, "batches": list(job.batches.values()), "cause": job.phase_cause,
+            "restarts": job.restarts, "failure": job.failure}
 
 
 def moment(ms) -> str:

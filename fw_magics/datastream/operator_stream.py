@@ -96,7 +96,7 @@ class OperatorStream:
         return build_operator_graph(self)
 
     def start(self, job_dir=None, job_name=None, sink=None, trigger=None, max_files_per_trigger=None,
-              from_savepoint=None, parallelism=None, reset=False, restart=None):
+              from_savepoint=None, parallelism=None, reset=False, restart=None, resume="auto"):
         """Run as a streaming job in ``job_dir/job_name`` (default ``.fw-jobs/<name>``); see docs/state.md.
 
         Every file of the source is read by the stream (those present at the first start in its
@@ -108,11 +108,12 @@ class OperatorStream:
         path ``job.savepoint()`` returned: a new job (new job name) starts from its operator
         state and source positions, at ``parallelism`` (1 to 1024; default the savepoint's).
         ``restart``: what a failure does, as in ``execute()`` (default ``FixedDelayRestart()``).
+        ``resume``: as in ``execute()``, "auto", "never" (``reset=True``) or "require".
         """
         return verbs.call("start", self, job_dir=job_dir, job_name=job_name, mode="stream", sink=sink,
                           trigger=trigger, max_files_per_trigger=max_files_per_trigger,
                           from_savepoint=from_savepoint, parallelism=parallelism, reset=reset,
-                          restart=restart)
+                          restart=restart, resume=resume)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)

@@ -94,7 +94,7 @@ class StatefulStream:
         return build_streaming_graph(self)
 
     def start(self, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None, max_files_per_trigger=None,
-              from_savepoint=None, parallelism=None, reset=False, restart=None):
+              from_savepoint=None, parallelism=None, reset=False, restart=None, resume="auto"):
         """Run as a streaming job in ``job_dir/job_name`` (default ``.fw-jobs/<name>``); see fw_magics.runtime.streaming.
 
         ``mode``: "mixed" (the backlog as a batch job, then the stream), "stream" (Spark's
@@ -109,12 +109,14 @@ class StatefulStream:
         default the savepoint's), in mode "mixed" or "stream" (a savepoint of either; the
         same run: what it had read is not read again). ``restart``: what a failure does, as in ``execute()`` (default
         ``FixedDelayRestart()``: one restart after 1 s, the backlog's committed subtasks and the
-        query's checkpoint kept). See docs/streaming.md and docs/state.md.
+        query's checkpoint kept). ``resume``: as in ``execute()``, "auto" (continue the job, or start it),
+        "never" (start afresh: what ``reset=True`` asks) or "require" (refuse when nothing was recorded).
+        See docs/streaming.md and docs/state.md.
         """
         return verbs.call("start", self, job_dir=job_dir, job_name=job_name, mode=mode, sink=sink,
                           trigger=trigger, max_files_per_trigger=max_files_per_trigger,
                           from_savepoint=from_savepoint, parallelism=parallelism, reset=reset,
-                          restart=restart)
+                          restart=restart, resume=resume)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)

@@ -11,9 +11,19 @@ Pure Python, no Spark::
 """
 
 from .job_vertices import JobVertex, SubtaskInputs, subtask_inputs, vertex_index, vertex_name
-from .model import MAX_PARALLELISM, MODES, PATTERNS, RESULTS, Edge, JobGraph, Operator, OperatorAttributes
+from .model import (
+    MAX_PARALLELISM,
+    MAX_STATE_PARTITIONS,
+    MODES,
+    PATTERNS,
+    RESULTS,
+    Edge,
+    JobGraph,
+    Operator,
+    OperatorAttributes,
+)
 
 __all__ = [
-    "MAX_PARALLELISM", "MODES", "PATTERNS", "RESULTS", "Edge", "JobGraph", "JobVertex", "Operator",
-    "OperatorAttributes", "SubtaskInputs", "subtask_inputs", "vertex_index", "vertex_name",
+    "MAX_PARALLELISM", "MAX_STATE_PARTITIONS", "MODES", "PATTERNS", "RESULTS", "Edge", "JobGraph", "JobVertex",
+    "Operator", "OperatorAttributes", "SubtaskInputs", "subtask_inputs", "vertex_index", "vertex_name",
 ]

@@ -28,8 +28,14 @@ from .job_vertices import JobVertex, job_vertices
 MODES = ("batch", "streaming")
 PATTERNS = ("pointwise", "all_to_all")
 RESULTS = ("pipelined", "blocking")
-#: The most subtasks an operator may have: Flink's upper bound of max parallelism (2^15).
+#: The parallelism bounds, both here. MAX_PARALLELISM: the most subtasks an operator of a job graph may
+#: have, Flink's upper bound of max parallelism (2^15); ``execute()`` runs any graph within it.
 MAX_PARALLELISM = 1 << 15
+#: MAX_STATE_PARTITIONS: the most a streaming job's parallelism (its state partitions) may be, within
+#: MAX_PARALLELISM: each is a Spark task in every micro-batch and a backlog subtask with a committed
+#: file, so a slip of a digit (32768) would start tens of thousands of tasks; Flink's own default
+#: maximum parallelism for a job of this size is 128.
+MAX_STATE_PARTITIONS = 1024
 #: What ``from_json`` reads at most (a graph read back from a job directory is untrusted):
 #: operators, edges, and execution vertices over all operators.
 MAX_JSON_OPERATORS = 1000

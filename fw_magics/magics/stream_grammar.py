@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from IPython.core.error import UsageError
 
 from ..errors import FullWindowError
+from ..graph import MAX_STATE_PARTITIONS
 from ..operators import operations
 from ..recovery.paths import safe_job_path
 from ..runtime.streaming.driver.phases import MODES, Mode
-from ..runtime.streaming.driver.plan import AVAILABLE_NOW, MAX_PARALLELISM, Trigger
+from ..runtime.streaming.driver.plan import AVAILABLE_NOW, Trigger
 from .words import (
     Function,
     Option,
@@ -108,9 +109,9 @@ def directory(text: str) -> str:
 
 
 def parallelism(text: str) -> int:
-    """``--parallelism N``: what ``plan.check_parallelism`` takes, 1 to MAX_PARALLELISM."""
+    """``--parallelism N``: what ``plan.check_parallelism`` takes, 1 to MAX_STATE_PARTITIONS."""
     number = whole_number("--parallelism", least=1)(text)
-    if number > MAX_PARALLELISM:
+    if number > MAX_STATE_PARTITIONS:
         raise Refused
     return number
 
@@ -145,7 +146,7 @@ OPTION_TABLE = (
     Option("--trigger", f'a processing-time interval ("5 seconds") or {AVAILABLE_NOW}', unquoted(trigger)),
     Option("--max-files", "a whole number of files per micro-batch, 1 or more",
            unquoted(whole_number("--max-files", least=1))),
-    Option("--parallelism", f"a whole number of state partitions, 1 to {MAX_PARALLELISM}", unquoted(parallelism)),
+    Option("--parallelism", f"a whole number of state partitions, 1 to {MAX_STATE_PARTITIONS}", unquoted(parallelism)),
     Option("--from-savepoint", "the name of a variable holding a savepoint's path (what %fw_savepoint or "
            "job.savepoint() returned)", unquoted(variable_name)),
     Option("-o", "a Python variable name", unquoted(variable_name)),

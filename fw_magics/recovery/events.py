@@ -6,7 +6,7 @@ against ``SCHEMA``: one entry per event type, mapping each field to the type it 
 (``Optional(...)`` fields may be missing or null, ``Omittable(...)`` ones missing; fields not listed are ignored, so a newer
 writer may add some). ``problem(event)`` says in one phrase what does not fit; the reader
 skips such a record with a warning, as it skips a torn one. To add an event type, add its
-constructor and one ``SCHEMA`` entry.
+name below, its constructor and one ``SCHEMA`` entry.
 """
 
 from __future__ import annotations
@@ -16,6 +16,32 @@ import re
 import time as _time
 
 from .paths import result_file
+
+# -- the event types ----------------------------------------------------------------------------
+# Each event's ``type``, named once here: every other module compares an event's type with these
+# names, never with a string of its own (tests/recovery/test_event_types.py greps for one).
+
+#: ``execute()``'s job and every job's start: the graph, its fingerprint, the content it depends on.
+JOB_SUBMITTED = "job_submitted"
+VERTEX_INITIALIZED = "vertex_initialized"
+SUBTASK_FINISHED = "subtask_finished"
+SUBTASK_RESET = "subtask_reset"
+REGION_FAILED = "region_failed"
+REGION_RESTARTED = "region_restarted"
+JOB_FINISHED = "job_finished"
+JOB_FAILED = "job_failed"
+JOB_CANCELLED = "job_cancelled"
+#: A streaming job's own (``fw_magics.runtime.streaming``).
+STREAM_STARTED = "stream_started"
+BACKLOG_RECORDED = "backlog_recorded"
+PHASE_CHANGED = "phase_changed"
+SWITCH = "switch"
+MICRO_BATCH = "micro_batch"
+FILE_SKIPPED = "file_skipped"
+FILE_RELISTED = "file_relisted"
+
+#: A run's last word (``JobLog.end``): one of these ends it.
+LAST_WORDS = (JOB_FINISHED, JOB_FAILED, JOB_CANCELLED)
 
 # -- field types ------------------------------------------------------------------------------
 
@@ -185,32 +211,32 @@ COMMON = {"type": Text(64), "time": Omittable(TIME)}
 
 #: One entry per event type: field -> the values it accepts.
 SCHEMA: dict[str, dict[str, Field]] = {
-    "job_submitted": {"job": NAME, "graph": TEXT, "fingerprint": Text(128), "cell": Optional(TEXT),
-                      "content": Optional(CONTENT)},
-    "vertex_initialized": {"vertex": NAME, "parallelism": Integer(1, 2**31 - 1), "inputs": ListOf(NAME)},
-    "subtask_finished": {"vertex": NAME, "subtask": INDEX, "attempt": INDEX, "records_in": Optional(COUNT),
-                         "records_out": Optional(COUNT), "bytes": Optional(COUNT), "duration": Optional(SECONDS),
-                         "files": ListOf(FILE, limit=64)},
-    "subtask_reset": {"vertex": NAME, "subtask": INDEX, "reason": TEXT},
-    "region_failed": {"region": NAME, "vertices": ListOf(Text(300)), "cause": TEXT, "attempt": INDEX},
-    "region_restarted": {"region": NAME, "vertices": ListOf(Text(300)), "attempt": INDEX},
-    "job_finished": {},
-    "job_failed": {"cause": TEXT},
-    "job_cancelled": {"cause": TEXT},
+    JOB_SUBMITTED: {"job": NAME, "graph": TEXT, "fingerprint": Text(128), "cell": Optional(TEXT),
+                    "content": Optional(CONTENT)},
+    VERTEX_INITIALIZED: {"vertex": NAME, "parallelism": Integer(1, 2**31 - 1), "inputs": ListOf(NAME)},
+    SUBTASK_FINISHED: {"vertex": NAME, "subtask": INDEX, "attempt": INDEX, "records_in": Optional(COUNT),
+                       "records_out": Optional(COUNT), "bytes": Optional(COUNT), "duration": Optional(SECONDS),
+                       "files": ListOf(FILE, limit=64)},
+    SUBTASK_RESET: {"vertex": NAME, "subtask": INDEX, "reason": TEXT},
+    REGION_FAILED: {"region": NAME, "vertices": ListOf(Text(300)), "cause": TEXT, "attempt": INDEX},
+    REGION_RESTARTED: {"region": NAME, "vertices": ListOf(Text(300)), "attempt": INDEX},
+    JOB_FINISHED: {},
+    JOB_FAILED: {"cause": TEXT},
+    JOB_CANCELLED: {"cause": TEXT},
     # streaming jobs (fw_magics.runtime.streaming): each start, the recorded backlog, phases, the switch, micro-batches
-    "stream_started": {"mode": Text(16, r"mixed|stream|batch", "mixed, stream or batch"), "run": Integer(1, 2**31 - 1),
-                       "source": Optional(SOURCE),
-                       "parallelism": Optional(Integer(1, 2**31 - 1))},
-    "backlog_recorded": {"position": MapOf(Text(64), Either(COUNT, ListOf(POSITION, 2)), limit=64)},
-    "phase_changed": {"phase": Text(16, r"backlog|switching|stream|finished|stopped|failed", "a streaming phase"),
-                      "watermark": Optional(MILLIS), "cause": Optional(TEXT)},
-    "switch": {"watermark": Optional(MILLIS), "state_writes": Optional(COUNT), "records": Optional(COUNT),
-               "keys": Optional(COUNT), "restored_from": Optional(Text(4096))},
-    "micro_batch": {"batch": COUNT, "input_rows": COUNT, "state_rows_updated": COUNT, "watermark": Optional(MILLIS),
-                    "dropped_by_watermark": Optional(COUNT), "duration_ms": Optional(COUNT),
-                    "late": Optional(COUNT), "undated": Optional(COUNT)},
-    "file_skipped": {"file": Text(1024), "reason": TEXT},
-    "file_relisted": {"file": Text(1024), "size": COUNT},
+    STREAM_STARTED: {"mode": Text(16, r"mixed|stream|batch", "mixed, stream or batch"), "run": Integer(1, 2**31 - 1),
+                     "source": Optional(SOURCE),
+                     "parallelism": Optional(Integer(1, 2**31 - 1))},
+    BACKLOG_RECORDED: {"position": MapOf(Text(64), Either(COUNT, ListOf(POSITION, 2)), limit=64)},
+    PHASE_CHANGED: {"phase": Text(16, r"backlog|switching|stream|finished|stopped|failed", "a streaming phase"),
+                    "watermark": Optional(MILLIS), "cause": Optional(TEXT)},
+    SWITCH: {"watermark": Optional(MILLIS), "state_writes": Optional(COUNT), "records": Optional(COUNT),
+             "keys": Optional(COUNT), "restored_from": Optional(Text(4096))},
+    MICRO_BATCH: {"batch": COUNT, "input_rows": COUNT, "state_rows_updated": COUNT, "watermark": Optional(MILLIS),
+                  "dropped_by_watermark": Optional(COUNT), "duration_ms": Optional(COUNT),
+                  "late": Optional(COUNT), "undated": Optional(COUNT)},
+    FILE_SKIPPED: {"file": Text(1024), "reason": TEXT},
+    FILE_RELISTED: {"file": Text(1024), "size": COUNT},
 }
 
 #: The fields each event type must have (the rest are optional).
@@ -229,77 +255,77 @@ def job_submitted(job, graph_json, fingerprint, cell=None, content=None):
     extra = {} if cell is None else {"cell": cell}
     if content is not None:
         extra["content"] = content
-    return _event("job_submitted", job=job, graph=graph_json, fingerprint=fingerprint, **extra)
+    return _event(JOB_SUBMITTED, job=job, graph=graph_json, fingerprint=fingerprint, **extra)
 
 
 def vertex_initialized(vertex, parallelism, inputs):
-    return _event("vertex_initialized", vertex=vertex, parallelism=parallelism, inputs=list(inputs))
+    return _event(VERTEX_INITIALIZED, vertex=vertex, parallelism=parallelism, inputs=list(inputs))
 
 
 def subtask_finished(vertex, subtask, attempt, records_in, records_out, bytes, duration, files):
-    return _event("subtask_finished", vertex=vertex, subtask=subtask, attempt=attempt, records_in=records_in,
+    return _event(SUBTASK_FINISHED, vertex=vertex, subtask=subtask, attempt=attempt, records_in=records_in,
                   records_out=records_out, bytes=bytes, duration=duration, files=list(files))
 
 
 def subtask_reset(vertex, subtask, reason):
-    return _event("subtask_reset", vertex=vertex, subtask=subtask, reason=reason)
+    return _event(SUBTASK_RESET, vertex=vertex, subtask=subtask, reason=reason)
 
 
 def region_failed(region, vertices, cause, attempt):
-    return _event("region_failed", region=region, vertices=list(vertices), cause=cause, attempt=attempt)
+    return _event(REGION_FAILED, region=region, vertices=list(vertices), cause=cause, attempt=attempt)
 
 
 def region_restarted(region, vertices, attempt):
-    return _event("region_restarted", region=region, vertices=list(vertices), attempt=attempt)
+    return _event(REGION_RESTARTED, region=region, vertices=list(vertices), attempt=attempt)
 
 
 def job_finished():
-    return _event("job_finished")
+    return _event(JOB_FINISHED)
 
 
 def job_failed(cause):
-    return _event("job_failed", cause=cause)
+    return _event(JOB_FAILED, cause=cause)
 
 
 def job_cancelled(cause):
     """The user stopped the run (Kernel > Interrupt, a Stop button): Flink's CANCELED. It resumes."""
-    return _event("job_cancelled", cause=cause)
+    return _event(JOB_CANCELLED, cause=cause)
 
 
 def stream_started(mode, run, source=None, parallelism=None):
     """A streaming job (re)started in ``mode`` ("mixed", "stream", "batch"); ``run`` counts starts from 1."""
-    return _event("stream_started", mode=mode, run=run, source=source, parallelism=parallelism)
+    return _event(STREAM_STARTED, mode=mode, run=run, source=source, parallelism=parallelism)
 
 
 def backlog_recorded(position):
     """The backlog a streaming job's source recorded at its first start (JSON: files and bytes)."""
-    return _event("backlog_recorded", position=position)
+    return _event(BACKLOG_RECORDED, position=position)
 
 
 def phase_changed(phase, **detail):
     """A streaming job entered ``phase`` (backlog, switching, stream, finished, stopped, failed)."""
-    return _event("phase_changed", phase=phase, **detail)
+    return _event(PHASE_CHANGED, phase=phase, **detail)
 
 
 def switch(watermark, **detail):
     """FLIP-327's switch: the backlog's greatest watermark W (epoch ms, None without event time)."""
-    return _event("switch", watermark=watermark, **detail)
+    return _event(SWITCH, watermark=watermark, **detail)
 
 
 def micro_batch(batch, input_rows, state_rows_updated, watermark, **detail):
     """One committed micro-batch of a streaming job's query (``watermark``: epoch ms, None if none)."""
-    return _event("micro_batch", batch=batch, input_rows=input_rows, state_rows_updated=state_rows_updated,
+    return _event(MICRO_BATCH, batch=batch, input_rows=input_rows, state_rows_updated=state_rows_updated,
                   watermark=watermark, **detail)
 
 
 def file_skipped(file, reason):
     """A source file the job does not read (``on_bad_file="skip"``, or gone when it started again)."""
-    return _event("file_skipped", file=file, reason=reason)
+    return _event(FILE_SKIPPED, file=file, reason=reason)
 
 
 def file_relisted(file, size):
     """A source file that changed since it was listed, listed anew at a restart (read as it is now)."""
-    return _event("file_relisted", file=file, size=size)
+    return _event(FILE_RELISTED, file=file, size=size)
 
 
 # -- checking a record read back -------------------------------------------------------------------
@@ -320,7 +346,7 @@ def problem(event) -> str | None:
         why = field.problem(event.get(name))
         if why is not None:
             return f"{kind} event whose {name!r} is {event.get(name)!r:.40}, not {why}"
-    if kind == "subtask_finished":
+    if kind == SUBTASK_FINISHED:
         own = result_file(event["vertex"], event["subtask"])
         for record in event["files"]:
             if record["path"] != own:

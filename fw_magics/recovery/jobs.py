@@ -84,8 +84,7 @@ class Job:
     @property
     def cell(self) -> str | None:
         """The notebook cell that submitted the job, if it was submitted from one."""
-        first = next((e for e in self.events if e["type"] == "job_submitted"), None)
-        return None if first is None else first.get("cell")
+        return self.state.cell
 
     @property
     def savepoints(self) -> list[str]:

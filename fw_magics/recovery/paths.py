@@ -1,5 +1,6 @@
-"""Where things live in a job directory: a job's folder (its name can never escape the
-directory) and every name inside it, named once here for both kinds of job.
+"""Where things live in a job directory: the default directory and the default job name, a job's
+folder (its name can never escape the directory) and every name inside it, named once here for
+both kinds of job (``execute()`` and ``start()``).
 
     <job_dir>/<job_name>/LOCK                              the live process running the job (lock.py)
     <job_dir>/<job_name>/events/events.0, events.1, ...   the event log
@@ -54,11 +55,18 @@ def job_directory(job_dir) -> str:
     return job_dir.rstrip("/")
 
 
-def default_job_name(operator: str, fingerprint: str) -> str:
-    """The job name used when none is given: the last operator's name as a slug, and a short hash
-    of the graph ("map_partition-summarize-1a2b3c4d"); the same pipeline gets the same name in
-    any process, a changed graph a new one."""
-    slug = _SLUG.sub("-", operator).strip("-.")[:60].strip("-.") or "job"
+def default_job_dir() -> str:
+    """The job directory used when none is given, by both verbs: ``$FW_JOB_DIR``, else ``.fw-jobs``
+    in the working directory (next to the notebook)."""
+    return os.environ.get("FW_JOB_DIR") or os.path.join(os.getcwd(), ".fw-jobs")
+
+
+def default_job_name(label: str, fingerprint: str) -> str:
+    """The job name used when none is given, by both verbs: what the job does as a slug, and a short
+    hash of its graph. ``execute()``'s label is its last operator's name ("map_partition-summarize-1a2b3c4d"),
+    ``start()``'s its source, operator kind and function ("orders-reduce-add-1a2b3c4d"). The same
+    pipeline gets the same name in any process, a changed graph a new one."""
+    slug = _SLUG.sub("-", label).strip("-.")[:60].strip("-.") or "job"
     return f"{slug}-{fingerprint[:8]}"
 
 

@@ -1,7 +1,9 @@
 """Replaying a job's event log, and deciding what a resumed run must do (FLIP-383). No Spark.
 
 One replay for both kinds of job: ``execute()``'s events and a streaming job's (its starts, its
-backlog, the switch, its micro-batches and phases) fold into one ``JobState``.
+backlog, the switch, its micro-batches and phases) fold into one ``JobState``, the only fold of a
+job's events: the runtimes read it to resume, the widgets (``fw_magics.widgets``) to show a job,
+live or read back. What a view needs of the events is a field here, not a loop of its own.
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from . import events as E
 from .events import problem
+
+_SUBTASK = re.compile(r"(.+)\[(\d+)\]\Z")  # "v1[0]" in region_failed's list
+_ENDED_PHASES = ("finished", "stopped", "failed")
 
 
 @dataclass
@@ -22,9 +28,15 @@ class JobState:
     fingerprint: str | None = None
     graph: str | None = None
     content: dict | None = None  # what the results depend on, per operator; None: not recorded
-    parallelism: dict = field(default_factory=dict)
+    cell: str | None = None  # the notebook cell that first submitted the job, if one did
+    parallelism: dict = field(default_factory=dict)  # job vertex -> its parallelism
+    inputs: dict = field(default_factory=dict)  # job vertex -> the job vertices it reads
     finished: dict = field(default_factory=dict)  # (vertex, subtask) -> its subtask_finished event
+    named: dict = field(default_factory=dict)  # every (vertex, subtask) a finish or a reset named, first first
+    attempts_ended: dict = field(default_factory=dict)  # (vertex, subtask) -> its attempts that ended (see below)
+    failed_vertices: set = field(default_factory=set)  # failed and not yet restarted, reset nor finished again
     status: str = "running"  # running | finished | failed | cancelled | stopped
+    last_word: str | None = None  # the type of the run's last word (LAST_WORDS), None while it runs
     attempts: int = 0
     timeline: list = field(default_factory=list)  # every valid event, in order
     # a streaming job's (fw_magics.runtime.streaming):
@@ -35,11 +47,15 @@ class JobState:
     backlog: dict | None = None  # the recorded backlog position (files: count, bytes)
     switched: bool = False
     watermark: int | None = None  # W, from the switch
+    latest_watermark: int | None = None  # W as the latest switch or phase change gave it (what a view shows)
     state_writes: int | None = None  # the backlog's state writes, from the switch
     restored_from: str | None = None  # the savepoint a restored job started from
     streaming: bool = False  # a micro-batch committed after the switch (or in stream mode)
     batches: dict = field(default_factory=dict)  # batch id -> its micro_batch event
     phase: str | None = None  # the last phase recorded
+    phase_cause: str | None = None  # why, when the last phase change said
+    restarts: int = 0  # by the job's restart strategy, since its last start
+    failure: str | None = None  # the cause of the last failure recorded (region_failed)
     skipped: dict = field(default_factory=dict)  # source file -> why it is not read
 
     @property
@@ -51,63 +67,124 @@ class JobState:
         """Subtask -> its ``subtask_finished`` event, for one job vertex (a streaming job's backlog)."""
         return {i: e for (v, i), e in self.finished.items() if v == vertex}
 
+    @property
+    def dropped(self) -> dict:
+        """Records its micro-batches did not process, counted: ``late`` and ``undated``."""
+        return {kind: sum(b.get(kind) or 0 for b in self.batches.values()) for kind in ("late", "undated")}
 
-_ENDED_PHASES = ("finished", "stopped", "failed")
-
-
-def replay(events: Iterable[dict]) -> JobState:
-    state = JobState()
-    for event in events:
+    def take(self, event, warn: bool = True) -> bool:
+        """Fold in ``event`` if it fits ``events.SCHEMA`` (whether it did); one that does not is skipped
+        (``warn``: with a warning naming why). A live view takes each event as it is written."""
         why = problem(event)
         if why is not None:
-            warnings.warn(f"job event skipped during replay: {why}")
-            continue
-        state.timeline.append(event)
-        kind = event["type"]
-        if kind == "job_submitted":
-            state.job, state.graph, state.fingerprint = event["job"], event["graph"], event["fingerprint"]
-            state.content = event.get("content")
-            state.status = "running"
-        elif kind == "vertex_initialized":
-            state.parallelism[event["vertex"]] = event["parallelism"]
-        elif kind == "subtask_finished":
-            state.finished[(event["vertex"], event["subtask"])] = event
-            state.attempts = max(state.attempts, int(event["attempt"]))
-        elif kind == "subtask_reset":
-            state.finished.pop((event["vertex"], event["subtask"]), None)
-        elif kind == "job_finished":
-            state.status = "finished"
-        elif kind == "job_failed":
-            state.status = "failed"
-        elif kind == "job_cancelled":
-            state.status = "cancelled"
-        elif kind == "stream_started":
-            state.runs += 1
-            state.mode = state.mode or event["mode"]
-            state.source = state.source or event.get("source")
-            state.stream_parallelism = state.stream_parallelism or event.get("parallelism")
-            state.status = "running"
-        elif kind == "backlog_recorded":
-            state.backlog = event["position"]
-        elif kind == "switch":
-            state.switched, state.watermark = True, event["watermark"]
-            state.state_writes = event.get("state_writes")
-            state.restored_from = event.get("restored_from")
-        elif kind == "micro_batch":
-            state.streaming = True
-            state.batches[event["batch"]] = event
-        elif kind == "file_skipped":
-            state.skipped[event["file"]] = event["reason"]
-        elif kind == "phase_changed":
-            state.phase = event["phase"]
-            if event["phase"] == "stream":
-                state.streaming = True
-            if event["phase"] in _ENDED_PHASES and state.status == "running":
-                state.status = event["phase"]
+            if warn:
+                warnings.warn(f"job event skipped during replay: {why}")
+            return False
+        self.timeline.append(event)
+        fold = _FOLDS.get(event["type"])
+        if fold is not None:
+            fold(self, event)
+        return True
+
+    # -- one method per event type that changes the state ------------------------------------------
+
+    def _submitted(self, e: dict) -> None:
+        if self.job is None:
+            self.cell = e.get("cell")
+        self.job, self.graph, self.fingerprint = e["job"], e["graph"], e["fingerprint"]
+        self.content = e.get("content")
+        self.status, self.last_word = "running", None
+
+    def _initialized(self, e: dict) -> None:
+        self.parallelism[e["vertex"]] = e["parallelism"]
+        self.inputs[e["vertex"]] = e["inputs"]
+
+    def _subtask_finished(self, e: dict) -> None:
+        key = (e["vertex"], e["subtask"])
+        self.finished[key] = e
+        self.named.setdefault(key, None)
+        self.attempts = max(self.attempts, int(e["attempt"]))
+        self.attempts_ended[key] = self.attempts_ended.get(key, 0) + 1
+        self.failed_vertices.discard(e["vertex"])
+
+    def _subtask_reset(self, e: dict) -> None:
+        key = (e["vertex"], e["subtask"])
+        self.finished.pop(key, None)
+        self.named.setdefault(key, None)
+        self.failed_vertices.discard(e["vertex"])
+
+    def _region_failed(self, e: dict) -> None:
+        self.failed_vertices.add(e["region"])
+        self.failure = e["cause"]
+        for m in filter(None, map(_SUBTASK.match, e["vertices"])):
+            key = (m[1], int(m[2]))
+            self.attempts_ended[key] = self.attempts_ended.get(key, 0) + 1
+
+    def _region_restarted(self, e: dict) -> None:
+        self.failed_vertices.discard(e["region"])
+        self.restarts += 1
+
+    def _last_word(self, e: dict) -> None:
+        self.last_word = e["type"]
+        self.status = {E.JOB_FINISHED: "finished", E.JOB_FAILED: "failed", E.JOB_CANCELLED: "cancelled"}[e["type"]]
+
+    def _stream_started(self, e: dict) -> None:
+        self.runs += 1
+        self.mode = self.mode or e["mode"]
+        self.source = self.source or e.get("source")
+        self.stream_parallelism = self.stream_parallelism or e.get("parallelism")
+        self.status, self.restarts = "running", 0
+
+    def _backlog_recorded(self, e: dict) -> None:
+        self.backlog = e["position"]
+
+    def _switch(self, e: dict) -> None:
+        self.switched, self.watermark = True, e["watermark"]
+        self.latest_watermark = e["watermark"]
+        self.state_writes = e.get("state_writes")
+        self.restored_from = e.get("restored_from")
+
+    def _micro_batch(self, e: dict) -> None:
+        self.streaming = True
+        self.batches[e["batch"]] = e
+
+    def _file_skipped(self, e: dict) -> None:
+        self.skipped[e["file"]] = e["reason"]
+
+    def _phase_changed(self, e: dict) -> None:
+        self.phase, self.phase_cause = e["phase"], e.get("cause")
+        if e.get("watermark") is not None:
+            self.latest_watermark = e["watermark"]
+        if e["phase"] == "stream":
+            self.streaming = True
+        if e["phase"] in _ENDED_PHASES and self.status == "running":
+            self.status = e["phase"]
+
+
+_FOLDS: dict[str, Callable[[JobState, dict], None]] = {
+    E.JOB_SUBMITTED: JobState._submitted,
+    E.VERTEX_INITIALIZED: JobState._initialized,
+    E.SUBTASK_FINISHED: JobState._subtask_finished,
+    E.SUBTASK_RESET: JobState._subtask_reset,
+    E.REGION_FAILED: JobState._region_failed,
+    E.REGION_RESTARTED: JobState._region_restarted,
+    **dict.fromkeys(E.LAST_WORDS, JobState._last_word),
+    E.STREAM_STARTED: JobState._stream_started,
+    E.BACKLOG_RECORDED: JobState._backlog_recorded,
+    E.SWITCH: JobState._switch,
+    E.MICRO_BATCH: JobState._micro_batch,
+    E.FILE_SKIPPED: JobState._file_skipped,
+    E.PHASE_CHANGED: JobState._phase_changed,
+}
+
+
+def replay(events: Iterable[dict], warn: bool = True) -> JobState:
+    """The state ``events`` leave a job in; an event that does not fit ``events.SCHEMA`` is skipped
+    (``warn``: with a warning naming why)."""
+    state = JobState()
+    for event in events:
+        state.take(event, warn)
     return state
-
-
-_SUBTASK = re.compile(r"(.+)\[(\d+)\]\Z")  # "v1[0]" in region_failed's list
 
 
 def subtask_attempts(events: Iterable[dict]) -> dict[tuple[str, int], int]:
@@ -115,21 +192,10 @@ def subtask_attempts(events: Iterable[dict]) -> dict[tuple[str, int], int]:
 
     An attempt ends in a ``subtask_finished`` event or in a ``region_failed`` event that
     lists the subtask; an attempt cut short by a dead process left no trace and is not
-    counted. A run's next attempt of a subtask is this count plus one.
+    counted. A run's next attempt of a subtask is this count plus one. (``JobState.attempts_ended``;
+    events that do not fit are skipped without a word.)
     """
-    counts: dict[tuple[str, int], int] = {}
-    for event in events:
-        if problem(event) is not None:
-            continue
-        if event["type"] == "subtask_finished":
-            ended = [(event["vertex"], int(event["subtask"]))]
-        elif event["type"] == "region_failed":
-            ended = [(m[1], int(m[2])) for m in map(_SUBTASK.match, event["vertices"]) if m]
-        else:
-            continue
-        for key in ended:
-            counts[key] = counts.get(key, 0) + 1
-    return counts
+    return replay(events, warn=False).attempts_ended
 
 
 @dataclass

@@ -4,10 +4,14 @@ __all__ = ["JobResult", "default_job_dir", "execute"]
 
 
 def __getattr__(name):  # hooks are importable without loading the job machinery
-    if name in ("execute", "default_job_dir"):
-        from .batch import job
+    if name == "execute":
+        from .batch.job import execute
 
-        return getattr(job, name)
+        return execute
+    if name == "default_job_dir":
+        from ..recovery.paths import default_job_dir
+
+        return default_job_dir
     if name == "JobResult":
         from .batch.job_result import JobResult
 

@@ -62,6 +62,29 @@ def test_a_restart_with_changed_code_is_refused_in_one_line_and_reset_starts_afr
     assert {k[0]: row[1] for k, row in latest_rows(afresh).items()} == {k: 13 + 3 for k in range(4)}
     with pytest.raises(fw.FullWindowError, match="reset 'yes'; accepted: False, or True"):
         changed.start(job_dir=area.jobs, job_name="sums", mode="batch", reset="yes")
+    # execute()'s words: resume="never" is reset=True, resume="require" refuses a job that never ran
+    never = first.start(job_dir=area.jobs, job_name="sums", mode="batch", resume="never").process_all_available()
+    assert [e["type"] for e in never.events()].count("stream_started") == 1 and os.path.isdir(kept)
+    assert {k[0]: row[1] for k, row in latest_rows(never).items()} == {k: 13 for k in range(4)}
+    with pytest.raises(fw.ResumeError, match=r"^nothing to resume for job 'none' in .*: no event log; run with "
+                                             r"resume='auto' to start it$"):
+        first.start(job_dir=area.jobs, job_name="none", mode="batch", resume="require")
+
+
+def test_without_a_job_name_or_dir_a_streaming_job_is_named_and_placed_as_execute_names_and_places_its(
+        area, monkeypatch):
+    """execute()'s rule: $FW_JOB_DIR, and a slug of what the job does with 8 hex digits of the stream's own
+    graph, so the same stream finds its job again, whatever parallelism start() is given."""
+    for f in BACKLOG:
+        area.write(f)
+    monkeypatch.setenv("FW_JOB_DIR", area.jobs)
+    op = source(area).key_by("k").reduce(functions.add)
+    job = op.start(mode="batch").process_all_available()
+    assert job.job_name.endswith(f"-reduce-add-{op.job_graph().fingerprint()[:8]}")
+    assert job.root == os.path.join(area.jobs, job.job_name) and job.phase == "finished"
+    assert op.start(mode="batch").phase == "finished"  # found again: nothing left to run
+    with pytest.raises(fw.ResumeError, match=f"job {job.job_name!r} runs at parallelism {job.parallelism};"):
+        op.start(mode="batch", parallelism=job.parallelism + 1)
 
 
 def test_a_streaming_job_and_its_savepoint_are_in_the_index_a_fresh_kernel_reads(area, tmp_path):

@@ -13,14 +13,14 @@ content's (``fw_magics.datastream.content``: the source's rows, plan or files, e
 function's code and closure, keys, sort fields, aggregates, schemas). A content change
 that touches only job vertices with nothing finished is simply run; one that would leave
 stale finished results runs the job afresh when it was finished and ``resume="auto"``,
-and is refused in one line otherwise (``docs/recovery.md``).
+and is refused in one line otherwise (``docs/recovery.md``). That verdict is
+``recovery.verdict``'s, the one ``start()`` asks too.
 """
 
 from __future__ import annotations
 
 import errno
 import functools
-import os
 import time
 import warnings
 
@@ -33,7 +33,6 @@ from ...errors import (
     Interrupted,
     JobLockedError,
     JobStorageError,
-    ResumeError,
     did_you_mean,
     error_summary,
 )
@@ -46,12 +45,13 @@ from ...failover import (
     restart_strategy,
 )
 from ...graph import JobGraph, subtask_inputs
-from ...recovery import JobLock, decide_resume, events, replay, safe_job_path, subtask_attempts
-from ...recovery.content import affected_vertices, compare
+from ...recovery import JobLock, decide_resume, events, replay, safe_job_path
+from ...recovery.content import compare
 from ...recovery.filesystem import UnsafeFile
 from ...recovery.integrity import file_intact
 from ...recovery.job_log import JobLog
-from ...recovery.paths import EVENTS, RESULTS, default_job_name, job_directory
+from ...recovery.paths import EVENTS, RESULTS, default_job_dir, default_job_name, job_directory
+from ...recovery.verdict import AFRESH, EXECUTE, ThisJob, Verdict, nothing_to_resume, resume_mode, same_graph, same_job
 from ...spark import progress
 from ...spark.actions import run_action
 from ...spark.flavour import flavour_of
@@ -61,15 +61,9 @@ from .result_files import META_SCHEMA, committed, folder_in_the_way, read_result
 from .shared_dir import check_shared
 from .vertices import SparkVertex, spark_vertices
 
-RESUME_MODES = ("auto", "never", "require", "repair")
 FAILOVER_MODES = ("region", "full")
 #: What the lock's first write fails with in a folder this process cannot write.
 _CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
-
-
-def default_job_dir() -> str:
-    """``$FW_JOB_DIR``, else ``.fw-jobs`` in the working directory (next to the notebook)."""
-    return os.environ.get("FW_JOB_DIR") or os.path.join(os.getcwd(), ".fw-jobs")
 
 
 def execute(stream, job_dir=None, job_name=None, failover="region", restart=None, resume="auto") -> JobResult:
@@ -80,7 +74,7 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
     (nothing runs, nothing is written); anything that would have to run is refused.
     """
     failover = _mode(failover, FAILOVER_MODES, "failover")
-    resume = _mode(resume, RESUME_MODES, "resume")
+    resume = resume_mode(EXECUTE, resume)
     restart = restart_strategy(restart)
     job_dir = job_directory(default_job_dir() if job_dir is None else job_dir)
     graph = build_graph(stream)
@@ -152,21 +146,18 @@ class _Run:
         if resume == "never":
             self._clear()
         if resume in ("require", "repair") and not previous:
-            raise ResumeError(
-                f"nothing to resume for job {self.job_name!r} in {self.root}: no event log; "
-                "run with resume='auto' to start it"
-            )
+            raise nothing_to_resume(self.job_name, self.root)
         state = replay(previous) if previous else None
-        self.subtask_attempts = subtask_attempts(previous)
+        self.subtask_attempts = dict(state.attempts_ended) if state is not None else {}
         self.content = job_content(self.stream)
         resubmit = False
         if state is not None:
-            resubmit = self._check_graph(state, resume)
-            action = self._check_content(state, resume)
-            if action == "afresh":
+            verdict = self._verdict(state, resume)
+            if verdict.action == AFRESH:
+                self.afresh = verdict.reason
                 self._clear()
                 state = None
-            resubmit = resubmit or action == "resubmit"
+            resubmit = verdict.resubmit
         todo = self._todo(state)
         recovered = {(v, i) for v in self.vertices for i in range(v.parallelism) if i not in todo.get(v.index, set())}
         self.log.begin()
@@ -214,78 +205,14 @@ class _Run:
 
     # -- what a resume may keep ------------------------------------------------------------------
 
-    def _check_graph(self, state, resume: str) -> bool:
-        """Refuse a log recorded for another graph; True when ``resume="repair"`` re-derived it."""
-        unreadable = None
-        if state.graph is None:
-            unreadable = "the job's first record is unreadable"
-        else:
-            try:
-                recorded = JobGraph.from_json(state.graph)
-            except FullWindowError as error:
-                unreadable = f"the job's first record is unreadable (its graph: {error})"
-        if unreadable is not None:
-            misfit = self._misfit(state)
-            count = len(state.timeline)
-            if resume == "repair" and misfit is None:
-                state.graph, state.fingerprint, state.content = self.graph.to_json(), self.graph.fingerprint(), None
-                self.notes.append(f"repaired: the graph was re-derived from this stream ({count} records kept)")
-                return True
-            if misfit is None:
-                hint = (f"this stream's graph fits the {count} surviving records: run with resume='repair' to "
-                        "re-derive the graph from it and keep the finished work, or resume='never' to start afresh")
-            else:
-                hint = (f"this stream's graph does not fit the surviving records ({misfit}): run with "
-                        "resume='never' to start afresh")
-            raise ResumeError(f"{self.where}: {unreadable}; {hint}")
-        changes = recorded.diff(self.graph)
-        if changes:
-            raise ResumeError(
-                f"job {self.job_name!r} in {self.root} was recorded for a different graph "
-                f"({'; '.join(changes)}); run with resume='never' to start afresh"
-            )
-        return False
-
-    def _misfit(self, state) -> str | None:
-        """Why the records that survive do not fit this stream's graph, or None when they all do."""
-        vertices = {v.name: v for v in self.graph.job_vertices()}
-        for event in state.timeline:
-            kind, name = event["type"], event.get("vertex")
-            if kind == "vertex_initialized":
-                v = vertices.get(name)
-                if v is None:
-                    return f"it has no job vertex {name!r:.40}"
-                if v.parallelism != event["parallelism"] or list(v.inputs) != event["inputs"]:
-                    return (f"{name} was recorded with parallelism {event['parallelism']} reading "
-                            f"{event['inputs']!r:.60}; this stream's has {v.parallelism} reading {list(v.inputs)}")
-            elif kind in ("subtask_finished", "subtask_reset"):
-                v = vertices.get(name)
-                if v is None or event["subtask"] >= v.parallelism:
-                    return f"it has no subtask {name!r:.40}[{event['subtask']}]"
-        return None
-
-    def _check_content(self, state, resume: str) -> str:
-        """"keep", "resubmit" (record the current content) or "afresh"; a stale resume is refused."""
-        comparison = compare(state.content, self.content)
-        if comparison.unknown and state.finished:
-            note = "finished results kept without checking " + "; ".join(comparison.unknown[:3])
-            self.notes.append(note)
-            warnings.warn(f"{self.where}: {note}", stacklevel=4)
-        if not comparison.changed:
-            return "resubmit" if state.content != self.content else "keep"
-        affected = affected_vertices(self.graph, comparison.operators)
-        stale = [key for key in state.finished if key[0] in affected]
-        if not stale:
-            return "resubmit"  # the changed vertices have not finished anything: they run anyway
-        what = comparison.summary()
-        complete = all(subtask in state.finished for subtask in self.subtasks)
-        if complete and resume == "auto":
-            self.afresh = f"{what} changed since the recorded run"
-            return "afresh"
-        way_out = ("run with resume='auto' or 'never' to run it afresh" if complete else
-                   "run with resume='never' to start afresh, or undo the change to resume it")
-        raise ResumeError(f"{self.where} changed since its recorded run ({what}): {len(stale)} of its finished "
-                          f"subtasks would be stale; {way_out}")
+    def _verdict(self, state, resume: str) -> Verdict:
+        """Whether the recorded job is this one (``recovery.verdict.same_job``): its notes kept, its warnings
+        given, a refusal raised."""
+        verdict = same_job(state, ThisJob(EXECUTE, self.job_name, self.root, self.graph, self.content), resume)
+        self.notes.extend(verdict.notes)
+        for warning in verdict.warnings:
+            warnings.warn(warning, stacklevel=4)
+        return verdict.check()
 
     def read_back(self, resume: str, error: OSError) -> JobResult:
         """A finished, unchanged job's results from a folder this process cannot write, without the lock."""
@@ -301,7 +228,7 @@ class _Run:
             raise JobLockedError(f"{self.where} is being run by pid {holder.get('pid')} on host "
                                  f"{holder.get('host')}; wait for it")
         state = replay(previous)
-        self._check_graph(state, "auto")
+        same_graph(state, ThisJob(EXECUTE, self.job_name, self.root, self.graph), "auto").check()
         self.content = job_content(self.stream)
         comparison = compare(state.content, self.content)
         if comparison.changed:

@@ -13,15 +13,12 @@ import re
 from dataclasses import dataclass
 
 from ....errors import FullWindowError
+from ....graph import MAX_STATE_PARTITIONS
 from ..keyed.handover import Handover
 from .phases import Mode
 
 AVAILABLE_NOW = "available_now"
 DEFAULT_TRIGGER = "1 second"
-#: The most state partitions a job may have: each is a Spark task in every micro-batch and a
-#: backlog subtask with a committed file, so a slip of a digit (32768) would start tens of
-#: thousands of tasks; Flink's own default maximum parallelism for a job of this size is 128.
-MAX_PARALLELISM = 1024
 #: A processing-time interval Spark accepts: "5 seconds", "200 milliseconds", "1 minute 30 seconds".
 INTERVAL = re.compile(r"(interval\s+)?(\d+(\.\d+)?\s*(microsecond|millisecond|second|minute|hour|day|week)s?\s*)+\Z",
                       re.IGNORECASE)
@@ -58,9 +55,9 @@ class Trigger:
 def check_parallelism(parallelism) -> int | None:
     if parallelism is None:
         return None
-    if isinstance(parallelism, bool) or not isinstance(parallelism, int) or not 1 <= parallelism <= MAX_PARALLELISM:
+    if isinstance(parallelism, bool) or not isinstance(parallelism, int) or not 1 <= parallelism <= MAX_STATE_PARTITIONS:
         raise FullWindowError(f"parallelism {parallelism!r:.60}; accepted: None (the job's) or an integer from 1 to "
-                              f"{MAX_PARALLELISM} (the number of state partitions; each is a Spark task in every "
+                              f"{MAX_STATE_PARTITIONS} (the number of state partitions; each is a Spark task in every "
                               "micro-batch)")
     return parallelism
 

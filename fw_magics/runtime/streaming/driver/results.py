@@ -14,6 +14,7 @@ from ....datastream.job_graph import SINK
 from ....graph import JobGraph
 from ....recovery.event_store import JobEventStore
 from ....recovery.paths import EVENTS
+from ....recovery.replay import JobState, replay
 from .. import savepoints
 from ..keyed.changelog import BATCH, KIND, SEQ
 from .sink import changelog_frame, latest_frame
@@ -47,25 +48,25 @@ class JobResults:
     def dropped(self) -> dict:
         """Records not processed, counted: ``late`` (event time at or before the watermark, W's or
         Spark's) and ``undated`` (no event time), in the backlog and every micro-batch recorded."""
-        totals = {"late": 0, "undated": 0}
+        totals = self.replayed().dropped
         if self.backlog is not None and self.backlog.finished:
             totals["undated"] += self.backlog.counts().get("undated", 0)
-        for event in self.events():
-            if event["type"] == "micro_batch":
-                for kind in totals:
-                    totals[kind] += event.get(kind) or 0
         return totals
 
     @property
     def skipped_files(self) -> list[dict]:
         """The source files the job does not read, ``{"file", "reason"}`` each (``on_bad_file="skip"``,
         or gone when it started again), in the order they were recorded."""
-        return [{"file": e["file"], "reason": e["reason"]} for e in self.events() if e["type"] == "file_skipped"]
+        return [{"file": file, "reason": reason} for file, reason in self.replayed().skipped.items()]
 
     def events(self) -> list[dict]:
         """The job's event log, in write order."""
         self.log.flush()
         return JobEventStore(self.storage.path(EVENTS)).read_events()
+
+    def replayed(self) -> JobState:
+        """What the job's event log says now (``fw_magics.recovery.replay``)."""
+        return replay(self.events())
 
     def changelog_frame(self):
         """Every committed changelog row as a Spark DataFrame (the output columns, kind, seq, batch)."""

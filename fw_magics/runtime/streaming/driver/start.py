@@ -6,9 +6,10 @@ recorded when the process exits under it), and a restart keeps the same promises
 
 * what the job was recorded as must still be what it is: its graph (operators, parallelism),
   its mode, its source (folder, format, schema, event time, watermark delay) and its content
-  fingerprint (each function's code and closure, the key, the schemas: ``streams.content``).
-  A change is refused in one line that names it and says how to go on: under another
-  ``job_name``, or ``start(..., reset=True)``, which discards what the job recorded (its events,
+  fingerprint (each function's code and closure, the key, the schemas: ``datastream.content``),
+  the verdict ``execute()`` asks too (``recovery.verdict.same_job``). A change is refused in one
+  line that names it and says how to go on: under another ``job_name``, or ``start(..., reset=True)``
+  (``resume="never"``, in ``execute()``'s words), which discards what the job recorded (its events,
   backlog results, checkpoint, changelog, manifest; never its savepoints) and starts afresh;
 * a restart continues where the log says the job got to (``phases.resume_phase``).
 
@@ -21,21 +22,19 @@ session's flavour, the handover of backlog state (``handover.choose``) and the r
 from __future__ import annotations
 
 import os
-import re
 import warnings
 
 from ....connectors.registry import source_change, source_of
 from ....datastream.content import job_content
-from ....errors import FullWindowError, ResumeError
+from ....errors import FullWindowError
 from ....failover import restart_strategy
 from ....graph import JobGraph
 from ....operators.co_process import BroadcastOperator
 from ....operators.spec import KeyedOperatorSpec
 from ....recovery import JobLog, events, replay, safe_job_path
-from ....recovery.content import compare
-from ....recovery.paths import STREAM_RECORDS, WATERMARK, job_directory
+from ....recovery.paths import STREAM_RECORDS, WATERMARK, default_job_dir, default_job_name, job_directory
+from ....recovery.verdict import START, ThisJob, Verdict, nothing_to_resume, resume_mode, same_job
 from ....spark.flavour import flavour_of
-from ...batch.job import default_job_dir
 from ..keyed import handover as handovers
 from ..keyed.query import STATE_STORE
 from ..savepoints import check_restorable, graph_at, prepare_restore
@@ -50,8 +49,10 @@ from .sink import check_sink
 
 def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None,
           max_files_per_trigger=None, from_savepoint=None, parallelism=None, reset=False,
-          restart=None) -> StreamingJob:
-    """Start or continue the job of ``stateful`` (a StatefulStream or an OperatorStream); see their ``start``."""
+          restart=None, resume="auto") -> StreamingJob:
+    """Start or continue the job of ``stateful`` (a StatefulStream or an OperatorStream); see their ``start``.
+    ``resume``: execute()'s vocabulary (``recovery.verdict``), "auto", "never" (what ``reset=True`` asks)
+    or "require"."""
     mode = Mode.of(mode)
     parallelism = check_parallelism(parallelism)
     trigger = Trigger.of(trigger)
@@ -59,9 +60,7 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
     check_sink(sink)
     restart = restart_strategy(restart)
     sink = os.fspath(sink) if isinstance(sink, os.PathLike) else sink
-    if not isinstance(reset, bool):
-        raise FullWindowError(f"reset {reset!r:.60}; accepted: False, or True to discard what the job recorded "
-                              "(never its savepoints) and start afresh")
+    resume = resume_mode(START, resume, reset)
     if from_savepoint is not None and not mode.has_stream:
         raise FullWindowError(f"from_savepoint restores a job that goes on as a stream, and mode {mode.value!r} has "
                               "no stream; accepted: mode 'mixed' (the default) or 'stream', whichever mode the "
@@ -77,8 +76,10 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
     content = job_content(stateful)
     log.acquire()
     try:
-        if reset:
+        if resume == "never":
             log.clear(*STREAM_RECORDS)
+        elif resume == "require" and not log.read():
+            raise nothing_to_resume(name, log.root)
         job = _open(stateful, source, log, content, mode, trigger, sink, max_files, parallelism, savepoint, restart,
                     why)
     except BaseException as error:
@@ -88,10 +89,11 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
 
 
 def default_name(stateful) -> str:
-    """A job name from the source and the operator: "orders-reduce-add"."""
+    """``execute()``'s rule (``recovery.paths.default_job_name``) over the source, the operator and the
+    stream's own graph (whatever ``parallelism`` start() is given): "orders-reduce-add-1a2b3c4d"."""
     step = stateful.source.step.lineage()[0]
     label = f"{step.detail.get('label', 'stream')}-{stateful.spec.kind.name}-{stateful.spec.label}"
-    return re.sub(r"[^A-Za-z0-9_.\- ]+", "_", label).strip(" .")[:200] or "stream"
+    return default_job_name(label, stateful.job_graph().fingerprint())
 
 
 def effective_mode(mode: Mode, source, spec=None) -> tuple[Mode, str | None]:
@@ -123,18 +125,14 @@ def effective_mode(mode: Mode, source, spec=None) -> tuple[Mode, str | None]:
 def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Trigger, sink, max_files,
           parallelism, savepoint, restart, why: str | None = None) -> StreamingJob:
     state = replay(log.read())
-    if savepoint is not None and state.started and state.restored_from != savepoint.path:
-        raise ResumeError(f"job {log.job_name!r} in {log.root} already ran; restore a savepoint under a new "
-                          "job_name (a restore starts a new job)")
-    chosen = _parallelism(log, state, stateful, parallelism, savepoint)
+    chosen = _parallelism(state, stateful, parallelism, savepoint)
     flavour = flavour_of(stateful.spark)
     if not state.started:
         _say_if_wide(chosen, flavour.cores(stateful.spark))
     graph = stateful.job_graph()
     if chosen != graph.operators[0].parallelism:
         graph = graph_at(graph, chosen)
-    if state.started:
-        _check_same(log, state, graph, mode, source.describe(), content)
+    verdict = _same_job(log, state, graph, mode, source, content, parallelism, savepoint) if state.started else None
     kind = stateful.spec.kind
     restored = savepoint is not None or state.restored_from is not None
     plan = Plan(mode=mode, trigger=trigger, sink=sink, max_files=max_files, parallelism=chosen,
@@ -168,7 +166,7 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
             log.emit(events.backlog_recorded(summary))
             state.backlog = summary
     else:
-        if state.content is None:  # recorded by an older fw-magics: from now on, with what the job is
+        if verdict.resubmit:  # recorded by an older fw-magics: from now on, with what the job is
             log.submitted(graph, content)
         log.emit(events.stream_started(mode.value, run, source.describe(), chosen))
     for entry in changed:
@@ -182,15 +180,10 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     return job
 
 
-def _parallelism(log: JobLog, state, stateful, parallelism: int | None, savepoint) -> int:
-    """The job's parallelism: the recorded one on a restart (a change is refused: Spark would keep the
-    checkpoint's partitions without a word), else ``parallelism``, the savepoint's, or the stream's."""
+def _parallelism(state, stateful, parallelism: int | None, savepoint) -> int:
+    """The job's parallelism: the recorded one on a restart (another one is refused, ``_same_job``: Spark would
+    keep the checkpoint's partitions without a word), else ``parallelism``, the savepoint's, or the stream's."""
     recorded = state.stream_parallelism if state.started else None
-    if recorded is not None and parallelism is not None and parallelism != recorded:
-        raise ResumeError(
-            f"job {log.job_name!r} runs at parallelism {recorded}; a restart keeps its checkpoint's state "
-            f"partitions (Spark ignores a new spark.sql.shuffle.partitions): take p = job.savepoint() and "
-            f"start(..., from_savepoint=p, parallelism={parallelism}) under a new job_name")
     restored = savepoint.parallelism if savepoint is not None and not state.started else None
     return recorded or parallelism or restored or stateful.parallelism
 
@@ -208,27 +201,17 @@ def _say_if_wide(parallelism: int, cores: int | None) -> None:
                       stacklevel=4)
 
 
-_WAY_OUT = "start it under another job_name, or with reset=True to discard what it recorded and start afresh"
-
-
-def _check_same(log: JobLog, state, graph: JobGraph, mode: Mode, source: dict, content: dict) -> None:
-    """Refuse, in one line, a job whose recorded graph, mode, source or content differs."""
-    where = log.where
-    if state.fingerprint != graph.fingerprint():
-        changes = JobGraph.from_json(state.graph).diff(graph) if state.graph else ["unknown graph"]
-        raise ResumeError(f"{where} was recorded for a different graph ({'; '.join(changes)}); {_WAY_OUT}")
-    if state.mode != mode.value:
-        raise ResumeError(f"{where} was started in mode {state.mode!r}, not {mode.value!r}; start it with "
-                          f"mode={state.mode!r}, or under another job_name")
-    change = source_change(state.source or {}, source)
-    if change is not None:
-        raise ResumeError(f"{where} was recorded for another source: {change}; {_WAY_OUT}")
-    comparison = compare(state.content, content)
-    if comparison.changed:
-        raise ResumeError(f"{where} changed since it was recorded ({comparison.summary()}): its state was built by "
-                          f"the code it had then; {_WAY_OUT}")
-    if comparison.unknown and state.content is not None:
-        warnings.warn(f"{where}: resumed without checking " + "; ".join(comparison.unknown[:3]), stacklevel=4)
+def _same_job(log: JobLog, state, graph: JobGraph, mode: Mode, source, content: dict, parallelism,
+              savepoint) -> Verdict:
+    """Refuse, in one line, a job whose recorded restore, parallelism, graph, mode, source or content differs
+    (``recovery.verdict.same_job``, execute()'s verdict); what was kept without checking gets a warning."""
+    this = ThisJob(START, log.job_name, log.root, graph, content, mode=mode.value, parallelism=parallelism,
+                   source_change=source_change(state.source or {}, source.describe()),
+                   restoring=None if savepoint is None else savepoint.path)
+    verdict = same_job(state, this).check()
+    for warning in verdict.warnings:
+        warnings.warn(warning, stacklevel=4)
+    return verdict
 
 
 def _restore(job: StreamingJob, savepoint, content: dict, run: int) -> None:

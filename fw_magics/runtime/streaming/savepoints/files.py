@@ -56,13 +56,12 @@ from dataclasses import dataclass
 from .... import hooks
 from ....connectors import registry as sources
 from ....errors import FullWindowError
-from ....graph import JobGraph
+from ....graph import MAX_STATE_PARTITIONS, JobGraph
 from ....operators import kind_named, names
 from ....recovery.events import SOURCE
 from ....recovery.paths import SAVEPOINTS
 from ....state import parse_operator_state
 from ....values.event_time import valid_watermark
-from ..driver.plan import MAX_PARALLELISM
 from ..keyed.changelog import KIND, OUT, ROW, SEQ, STATE, STATE_ROW, TOMBSTONE
 from ..keyed.keys import normal
 
@@ -360,7 +359,8 @@ def _is_text(value, limit: int) -> bool:
 _FIELDS = {
     "job": ("a job name", lambda v: _is_text(v, 200)),
     "graph": ("the job graph as JSON text", lambda v: _is_text(v, _MAX_JSON)),
-    "parallelism": (f"an integer from 1 to {MAX_PARALLELISM}", lambda v: type(v) is int and 1 <= v <= MAX_PARALLELISM),
+    "parallelism": (f"an integer from 1 to {MAX_STATE_PARTITIONS}",
+                    lambda v: type(v) is int and 1 <= v <= MAX_STATE_PARTITIONS),
     "source": (sources.DESCRIBED,
                lambda v: SOURCE.problem(v) is None and all(_is_text(place, 4096) for place in sources.places(v))),
     "watermark": ("null or epoch milliseconds of the years 1 to 9999", valid_watermark),
@@ -448,7 +448,7 @@ def _check_base(doc: dict, directory: str, key_types: list) -> list:
     records = doc.get("base", [])
     if doc["version"] < 3 or (not _keyed(doc) and not records):
         return []
-    if not isinstance(records, list) or len(records) > MAX_PARALLELISM or not all(
+    if not isinstance(records, list) or len(records) > MAX_STATE_PARTITIONS or not all(
             isinstance(r, dict) and r.get("name") == base_name(i) and type(r.get("size")) is int
             and isinstance(r.get("sha256"), str) and len(r["sha256"]) == 64 for i, r in enumerate(records)):
         raise SavepointError(f"savepoint {directory}: field 'base' is {records!r:.100}; accepted: a list of "
