@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import json
 from dataclasses import dataclass
 
 from ..errors import FullWindowError
+from . import documents
 from .connections import consumers, producers
 from .job_vertices import JobVertex, job_vertices
 
@@ -36,15 +36,6 @@ MAX_PARALLELISM = 1 << 15
 #: file, so a slip of a digit (32768) would start tens of thousands of tasks; Flink's own default
 #: maximum parallelism for a job of this size is 128.
 MAX_STATE_PARTITIONS = 1024
-#: What ``from_json`` reads at most (a graph read back from a job directory is untrusted):
-#: operators, edges, and execution vertices over all operators.
-MAX_JSON_OPERATORS = 1000
-MAX_JSON_EXECUTION_VERTICES = 1 << 20
-
-_OPERATOR_KEYS = ("name", "parallelism", "kind", "chainable", "output_only_after_end_of_stream",
-                  "internal_sorter_supported")
-_EDGE_KEYS = ("source", "target", "pattern", "result")
-_GRAPH_KEYS = ("mode", "chaining", "operators", "edges")
 
 
 def _one_of(value, accepted, what: str) -> None:
@@ -393,72 +384,24 @@ class JobGraph:
         layout = self.layout()
         return self.regions()[layout.region[layout.offset[name] + index]]
 
-    # -- serialisation and comparison ---------------------------------------------------------------
-
-    def _document(self) -> dict:
-        return {
-            "mode": self._mode,
-            "chaining": self._chaining,
-            "operators": [
-                {"name": o.name, "parallelism": o.parallelism, "kind": o.kind, "chainable": o.chainable,
-                 "output_only_after_end_of_stream": o.attributes.output_only_after_end_of_stream,
-                 "internal_sorter_supported": o.attributes.internal_sorter_supported}
-                for o in self._operators.values()
-            ],
-            "edges": [{"source": e.source, "target": e.target, "pattern": e.pattern, "result": e.result}
-                      for e in self._edges.values()],
-        }
+    # -- serialisation and comparison (documents.py) ----------------------------------------------------
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, no spaces); operators and edges in the order they were added."""
-        return json.dumps(self._document(), sort_keys=True, separators=(",", ":"))
+        return documents.to_json(self)
 
     @classmethod
     def from_json(cls, text: str) -> JobGraph:
-        """The graph ``to_json`` wrote; anything else is refused with a one-line error.
-
-        The text may come from a job directory, so its size is bounded too: at most
-        ``MAX_JSON_OPERATORS`` operators and edges and ``MAX_JSON_EXECUTION_VERTICES``
-        execution vertices, each operator's parallelism at most ``MAX_PARALLELISM``.
-        """
-        try:
-            data = json.loads(text)
-        except RecursionError:
-            raise FullWindowError("job graph JSON is nested too deep; accepted: the text of to_json()") from None
-        except (TypeError, ValueError) as error:
-            raise FullWindowError(f"job graph JSON does not parse ({str(error)[:80]}); "
-                                  "accepted: the text of to_json()") from None
-        _expect_keys(data, _GRAPH_KEYS, "the job graph")
-        if not isinstance(data["operators"], list) or not isinstance(data["edges"], list):
-            raise FullWindowError(
-                "job graph JSON: 'operators' and 'edges' must be lists; accepted: the text of to_json()"
-            )
-        if len(data["operators"]) > MAX_JSON_OPERATORS or len(data["edges"]) > MAX_JSON_OPERATORS:
-            raise FullWindowError(f"job graph JSON with {len(data['operators'])} operators and {len(data['edges'])} "
-                                  f"edges; accepted: at most {MAX_JSON_OPERATORS} of each")
-        total = sum(o.get("parallelism") if isinstance(o, dict) and isinstance(o.get("parallelism"), int) else 0
-                    for o in data["operators"])
-        if total > MAX_JSON_EXECUTION_VERTICES:
-            raise FullWindowError(f"job graph JSON with {total} execution vertices; accepted: at most "
-                                  f"{MAX_JSON_EXECUTION_VERTICES}")
-        graph = cls(mode=data["mode"], chaining=data["chaining"])
-        for k, o in enumerate(data["operators"]):
-            _expect_keys(o, _OPERATOR_KEYS, f"operator {k}")
-            graph.add_operator(
-                o["name"], o["parallelism"], chainable=o["chainable"], kind=o["kind"],
-                attributes=OperatorAttributes(o["output_only_after_end_of_stream"], o["internal_sorter_supported"]),
-            )
-        for k, e in enumerate(data["edges"]):
-            _expect_keys(e, _EDGE_KEYS, f"edge {k}")
-            graph.connect(e["source"], e["target"], e["pattern"], e["result"])
-        return graph
+        """The graph ``to_json`` wrote; anything else is refused with a one-line error (``documents.parse``:
+        the text may come from a job directory, so its size is bounded too)."""
+        return documents.parse(cls, OperatorAttributes, text)
 
     def fingerprint(self) -> str:
         """SHA-256 (hex) of ``to_json()``: equal graphs, in any process, have equal fingerprints."""
         return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, JobGraph) and self._document() == other._document()
+        return isinstance(other, JobGraph) and documents.document(self) == documents.document(other)
 
     __hash__ = None  # mutable
 
@@ -466,29 +409,7 @@ class JobGraph:
         """What changed from this graph to ``other``, one short phrase per change; [] iff equal."""
         if not isinstance(other, JobGraph):
             raise FullWindowError(f"cannot diff a JobGraph with a {type(other).__name__}; accepted: a JobGraph")
-        changes = [f"{what} {_show(getattr(self, what))} -> {_show(getattr(other, what))}"
-                   for what in ("mode", "chaining") if getattr(self, what) != getattr(other, what)]
-        mine, theirs = self._operators, other._operators
-        changes += [f"operator {n!r} removed" for n in mine if n not in theirs]
-        changes += [f"operator {n!r} added" for n in theirs if n not in mine]
-        for n in (n for n in mine if n in theirs):
-            a, b = _operator_fields(mine[n]), _operator_fields(theirs[n])
-            changes += [f"operator {n!r} {k} {_show(a[k])} -> {_show(b[k])}" for k in a if a[k] != b[k]]
-        kept, kept_there = [n for n in mine if n in theirs], [n for n in theirs if n in mine]
-        if kept != kept_there:
-            changes.append(f"operator order {', '.join(kept)} -> {', '.join(kept_there)}")
-        ea, eb = self._edges, other._edges
-        changes += [f"edge {s}->{t} removed" for s, t in ea if (s, t) not in eb]
-        changes += [f"edge {s}->{t} added" for s, t in eb if (s, t) not in ea]
-        for s, t in (key for key in ea if key in eb):
-            for k in ("pattern", "result"):
-                a, b = getattr(ea[(s, t)], k), getattr(eb[(s, t)], k)
-                if a != b:
-                    changes.append(f"edge {s}->{t} {k} {_show(a)} -> {_show(b)}")
-        kept, kept_there = [key for key in ea if key in eb], [key for key in eb if key in ea]
-        if kept != kept_there:
-            changes.append("edge order changed")
-        return changes
+        return documents.diff(self, other)
 
     def __repr__(self) -> str:
         return (f"JobGraph(mode={self._mode!r}, chaining={self._chaining}, "
@@ -512,23 +433,3 @@ class JobGraph:
         from .render import mimebundle
 
         return mimebundle(self, include, exclude)
-
-
-def _expect_keys(obj, keys, where: str) -> None:
-    if not isinstance(obj, dict):
-        raise FullWindowError(f"job graph JSON: {where} is not an object; accepted: the text of to_json()")
-    missing = [k for k in keys if k not in obj]
-    extra = sorted(k for k in obj if k not in keys)
-    if missing or extra:
-        culprit = f"lacks {missing[0]!r}" if missing else f"has unexpected key {extra[0]!r}"
-        raise FullWindowError(f"job graph JSON: {where} {culprit}; accepted keys: {', '.join(keys)}")
-
-
-def _operator_fields(o: Operator) -> dict:
-    return {"parallelism": o.parallelism, "kind": o.kind, "chainable": o.chainable,
-            "output_only_after_end_of_stream": o.attributes.output_only_after_end_of_stream,
-            "internal_sorter_supported": o.attributes.internal_sorter_supported}
-
-
-def _show(value) -> str:
-    return repr(value) if isinstance(value, str) else str(value)
