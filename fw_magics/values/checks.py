@@ -40,164 +40,22 @@ import itertools
 import math
 import numbers
 import struct
-from collections.abc import Sequence
 from operator import itemgetter
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_NONE = type(None)
-ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
-                OverflowError)
-
-_FAMILIES = (
-    (pa.types.is_integer, pa.types.is_floating),
-    (pa.types.is_decimal,),
-    (pa.types.is_timestamp,),
-    (pa.types.is_date,),
-    (pa.types.is_string, pa.types.is_large_string),
-    (pa.types.is_binary, pa.types.is_large_binary),
-)
+from .check_base import Check, key_problems
 
 
-def castable(source: pa.DataType, target: pa.DataType) -> bool:
-    """Whether a column of ``source`` may be cast (safely) to ``target``: the same family, at every depth."""
-    types = pa.types
-    if source.equals(target) or types.is_null(source):
-        return True
-    for family in _FAMILIES:
-        if any(test(source) for test in family) and any(test(target) for test in family):
-            return True
-    if (types.is_list(source) or types.is_large_list(source)) and (types.is_list(target) or types.is_large_list(target)):
-        return castable(source.value_type, target.value_type)
-    if types.is_struct(source) and types.is_struct(target):
-        return [source.field(i).name for i in range(source.num_fields)] == [
-            target.field(i).name for i in range(target.num_fields)] and all(
-            castable(source.field(i).type, target.field(i).type) for i in range(source.num_fields))
-    if types.is_map(source) and types.is_map(target):
-        return castable(source.key_type, target.key_type) and castable(source.item_type, target.item_type)
-    return False
-
-
-def null_refused(array: pa.Array, check: _Check) -> _Check | None:
-    """The check (column or nested field) declared not null that ``array`` has a null for, or None."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if not len(array):
-        return None
-    if array.null_count and not check.nullable:
-        return check
-    if isinstance(check, _Struct):
-        valid = array.filter(array.is_valid()) if array.null_count else array
-        for i, field in enumerate(check.fields):
-            refused = null_refused(valid.field(i), field)
-            if refused is not None:
-                return refused
-    elif isinstance(check, _Array):
-        return null_refused(array.flatten(), check.element)
-    elif isinstance(check, _Map):
-        valid = array.filter(array.is_valid()) if array.null_count else array
-        return null_refused(valid.keys, check.key) or null_refused(valid.items, check.value)
-    return None
-
-
-def inf_count(array: pa.Array) -> int:
-    if not pa.types.is_floating(array.type) or array.null_count == len(array):
-        return 0
-    return int(pc.sum(pc.is_inf(array)).as_py() or 0)
-
-
-def short(value, limit: int = 60) -> str:
-    return cut(repr(value), limit)
-
-
-def cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def key_problems(row: dict, names: Sequence[str]) -> str:
-    extra = sorted(map(str, row.keys() - set(names)))
-    missing = [n for n in names if n not in row]
-    parts = []
-    if extra:
-        parts.append(f"unknown field(s) {', '.join(extra)}")
-    if missing:
-        parts.append(f"missing field(s) {', '.join(missing)}")
-    return " and ".join(parts)
-
-
-# -- value checks --------------------------------------------------------------------------
-
-
-class Misfit(Exception):
-    """One value that does not fit: where, what was expected, and why (empty: a wrong type)."""
-
-    def __init__(self, path: str, expected: str, value, reason: str = ""):
-        super().__init__(path)
-        self.path, self.expected, self.value, self.reason = path, expected, value, reason
-
-
-class _Check:
-    """Checks a list of Python values against one column type (and, nested, its children).
-
-    ``fast``: the exact Python types that need no look at each value (Arrow refuses what is
-    out of range for them, and a refusal is then diagnosed value by value with ``strict``).
-    """
-
-    fast: frozenset = frozenset()
-
-    def __init__(self, expected: str, nullable: bool, path: str):
-        self.expected = expected
-        self.nullable = nullable
-        self.path = path
-        if nullable:
-            self.fast = self.fast | {_NONE}
-
-    def array(self, values: list, arrow_type: pa.DataType) -> pa.Array:
-        self.verify(values)
-        return pa.array(values, type=arrow_type)
-
-    def verify(self, values: list, strict: bool = False) -> None:
-        if strict or not set(map(type, values)) <= self.fast:
-            self.each(values)
-        self.children(values, strict)
-
-    def each(self, values: list) -> None:
-        fits, nullable = self.fits, self.nullable
-        for value in values:
-            if value is None:
-                if not nullable:
-                    raise Misfit(self.path, self.expected + " not null", None)
-                continue
-            reason = fits(value)
-            if reason is not None:
-                raise Misfit(self.path, self.expected, value, reason)
-
-    def fits(self, value) -> str | None:
-        """None when ``value`` fits; '' for a wrong type; else why the value does not fit."""
-        return None
-
-    def children(self, values: list, strict: bool) -> None:
-        pass
-
-    def normalized(self, values: list) -> list:
-        """The values (already checked) in one form Arrow takes, for when it refused values that fit:
-        Arrow reads a struct column as all tuples or all dicts, and refuses some exact decimals."""
-        normal = self.normal
-        return [None if v is None else normal(v) for v in values]
-
-    def normal(self, value):
-        return value
-
-
-class _Anything(_Check):
+class _Anything(Check):
     """Types left to Arrow (variant, geometry, ...)."""
 
     def verify(self, values: list, strict: bool = False) -> None:
         pass
 
 
-class _Boolean(_Check):
+class _Boolean(Check):
     fast = frozenset({bool})
 
     def fits(self, value):
@@ -209,7 +67,7 @@ def _is_bool(value) -> bool:
     return isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"))
 
 
-class _Integer(_Check):
+class _Integer(Check):
     fast = frozenset({int})
 
     def __init__(self, expected: str, nullable: bool, path: str, bits: int):
@@ -243,7 +101,7 @@ class _Integer(_Check):
         return None
 
 
-class _Floating(_Check):
+class _Floating(Check):
     fast = frozenset({float, int})
 
     def __init__(self, expected: str, nullable: bool, path: str, bits: int):
@@ -289,7 +147,7 @@ def _has_inf(array: pa.Array) -> bool:
     return bool(array.null_count < len(array) and pc.any(pc.is_inf(array)).as_py())
 
 
-class _Decimal(_Check):
+class _Decimal(Check):
     fast = frozenset({decimal.Decimal, int})
 
     def __init__(self, expected: str, nullable: bool, path: str, precision: int, scale: int):
@@ -325,7 +183,7 @@ class _Decimal(_Check):
         return value.quantize(self.quantum, context=decimal.Context(prec=self.precision + 2))
 
 
-class _OfTypes(_Check):
+class _OfTypes(Check):
     """Values of one of ``accepted`` (isinstance), nothing else."""
 
     accepted: tuple = ()
@@ -344,7 +202,7 @@ class _Binary(_OfTypes):
     accepted = (bytes, bytearray, memoryview)
 
 
-class _Timestamp(_Check):
+class _Timestamp(Check):
     fast = frozenset({_dt.datetime})
 
     def fits(self, value):
@@ -371,7 +229,7 @@ class _Void(_OfTypes):
     accepted = ()
 
 
-class _Date(_Check):
+class _Date(Check):
     fast = frozenset({_dt.date})
 
     def fits(self, value):
@@ -384,10 +242,10 @@ class _Date(_Check):
         return None if isinstance(value, _dt.date) else ""
 
 
-class _Array(_Check):
+class _Array(Check):
     fast = frozenset({list, tuple})
 
-    def __init__(self, expected: str, nullable: bool, path: str, element: _Check):
+    def __init__(self, expected: str, nullable: bool, path: str, element: Check):
         super().__init__(expected, nullable, path)
         self.element = element
 
@@ -402,10 +260,10 @@ class _Array(_Check):
         return [None if v is None else normal(v) for v in value]
 
 
-class _Map(_Check):
+class _Map(Check):
     fast = frozenset({dict})
 
-    def __init__(self, expected: str, nullable: bool, path: str, key: _Check, value: _Check):
+    def __init__(self, expected: str, nullable: bool, path: str, key: Check, value: Check):
         super().__init__(expected, nullable, path)
         self.key, self.value = key, value
 
@@ -439,7 +297,7 @@ class _Map(_Check):
         return [(key(k), None if v is None else item(v)) for k, v in pairs]
 
 
-class _Struct(_Check):
+class _Struct(Check):
     def __init__(self, expected: str, nullable: bool, path: str, names: list, fields: list):
         super().__init__(expected, nullable, path)
         self.names, self.fields, self.name_set = names, fields, frozenset(names)
@@ -471,7 +329,7 @@ class _Struct(_Check):
         return tuple(None if v is None else field.normal(v) for field, v in zip(self.fields, value))
 
 
-def check_for(spark_type, arrow_type: pa.DataType, nullable: bool, path: str) -> _Check:
+def check_for(spark_type, arrow_type: pa.DataType, nullable: bool, path: str) -> Check:
     """The check for one column (or nested field) of ``arrow_type``, named by ``spark_type``."""
     expected = _type_name(spark_type, arrow_type)
     types = pa.types
@@ -522,3 +380,24 @@ def check_for(spark_type, arrow_type: pa.DataType, nullable: bool, path: str) ->
 def _type_name(spark_type, arrow_type: pa.DataType) -> str:
     simple = getattr(spark_type, "simpleString", None)
     return simple() if simple is not None else str(arrow_type)
+
+def null_refused(array: pa.Array, check: Check) -> Check | None:
+    """The check (column or nested field) declared not null that ``array`` has a null for, or None."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if not len(array):
+        return None
+    if array.null_count and not check.nullable:
+        return check
+    if isinstance(check, _Struct):
+        valid = array.filter(array.is_valid()) if array.null_count else array
+        for i, field in enumerate(check.fields):
+            refused = null_refused(valid.field(i), field)
+            if refused is not None:
+                return refused
+    elif isinstance(check, _Array):
+        return null_refused(array.flatten(), check.element)
+    elif isinstance(check, _Map):
+        valid = array.filter(array.is_valid()) if array.null_count else array
+        return null_refused(valid.keys, check.key) or null_refused(valid.items, check.value)
+    return None

@@ -25,7 +25,8 @@ from operator import itemgetter
 import pyarrow as pa
 
 from ..errors import FullWindowError
-from .checks import ARROW_ERRORS, Misfit, castable, check_for, cut, inf_count, key_problems, null_refused, short
+from .check_base import ARROW_ERRORS, Misfit, castable, cut, inf_count, key_problems, short
+from .checks import check_for, null_refused
 
 #: Records are converted in chunks of this size, so memory stays bounded by a batch.
 CHUNK = 8192
