@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -27,10 +26,7 @@ from .arguments import (
     writer_for,
 )
 from .arrow_calls import apply_in_arrow, map_in_arrow
-from .lineage import Step
-
-if TYPE_CHECKING:  # for the annotations only: a DataStream makes these, not the other way round
-    from .datastream import DataStream
+from .lineage import Step, Stream
 
 
 class KeyedStream:
@@ -43,7 +39,7 @@ class KeyedStream:
     ``spark.sql.shuffle.partitions``.
     """
 
-    def __init__(self, stream: DataStream, key):
+    def __init__(self, stream: Stream, key):
         self.stream = stream  # the input
         schema = stream.schema
         if callable(key) and not isinstance(key, (str, list, tuple)):
@@ -153,7 +149,7 @@ class KeyedPartitionWindowedStream:
         self._keyed = keyed
         self._in = keyed.stream
 
-    def _derive(self, kind: str, label: str, transform, schema, sorter: bool = True, identity=None) -> DataStream:
+    def _derive(self, kind: str, label: str, transform, schema, sorter: bool = True, identity=None) -> Stream:
         """``identity``: what the output depends on besides the graph (fingerprinted by execute())."""
         keyed, parent = self._keyed, self._in
         key = keyed.selector if keyed.selector is not None else tuple(keyed.columns)
@@ -174,7 +170,7 @@ class KeyedPartitionWindowedStream:
 
         return transform
 
-    def map_partition(self, fn, schema=None, batches: bool = False) -> DataStream:
+    def map_partition(self, fn, schema=None, batches: bool = False) -> Stream:
         """Call ``fn(records)`` once per key with that key's records (``batches=True``: with
         that key's ``pyarrow.RecordBatch``es; it yields batches or tables)."""
         check_callable(fn, "map_partition")
@@ -186,7 +182,7 @@ class KeyedPartitionWindowedStream:
         identity = {"function": fn, "declared": declared, **({"batches": True} if batches else {})}
         return self._derive("map_partition", function_name(fn), self._per_key(op, out), out, identity=identity)
 
-    def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
+    def sort_partition(self, field, order=Order.ASCENDING) -> Stream:
         """Each key's records as one contiguous group, sorted within it by ``field``."""
         keyed = self._keyed
         key_order = [F.col(c).asc() for c in keyed.columns]
@@ -213,7 +209,7 @@ class KeyedPartitionWindowedStream:
         return self._derive("sort_partition", describe_sort(field, order), transform, self._in.schema,
                             identity={"sort": (field, order)})
 
-    def aggregate(self, agg, schema=None) -> DataStream:
+    def aggregate(self, agg, schema=None) -> Stream:
         """One record per key: the key columns, then the aggregate's result."""
         keyed = self._keyed
         columns = aggregate_columns(agg)
@@ -244,7 +240,7 @@ class KeyedPartitionWindowedStream:
         return self._derive("aggregate", type(agg).__name__, transform, out,
                             identity={"aggregate": agg, "declared": declared})
 
-    def reduce(self, fn) -> DataStream:
+    def reduce(self, fn) -> Stream:
         """Fold each key's records with ``fn(a, b)``; one record per key."""
         check_callable(fn, "reduce")
         out = nullable(self._in.schema)

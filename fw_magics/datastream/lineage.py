@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,3 +31,30 @@ class Step:
             steps.append(step)
             step = step.parent
         return steps[::-1]
+
+
+class Stream(Protocol):
+    """What a window's or a key's operations (windowed.py, keyed.py) use of the stream they apply to and
+    give back: a DataStream, which makes them (it imports them; they never import it)."""
+
+    spark: Any
+    schema: Any
+    step: Step
+
+    @property
+    def case_sensitive(self) -> bool: ...
+
+    @property
+    def known_partitions(self) -> int | None: ...
+
+    def num_partitions(self) -> int: ...
+
+    def planned_partitions(self) -> int | None: ...
+
+    def placed_dataframe(self) -> Any: ...
+
+    def to_dataframe(self) -> Any: ...
+
+    def require_bounded(self, what: str) -> None: ...
+
+    def derive(self, build, step: Step, schema=None, partitions=None, placed=None) -> Stream: ...

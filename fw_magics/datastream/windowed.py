@@ -7,7 +7,6 @@ partitions, and output partition ``i`` comes only from input partition ``i``.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -32,10 +31,7 @@ from .arguments import (
 )
 from .arrow_calls import map_in_arrow
 from .layout import partition_keys
-from .lineage import Step
-
-if TYPE_CHECKING:  # for the annotations only: a DataStream makes these, not the other way round
-    from .datastream import DataStream
+from .lineage import Step, Stream
 
 
 class PartitionWindowedStream:
@@ -45,11 +41,11 @@ class PartitionWindowedStream:
     its Step), so the runtime can apply it to a materialized input as well.
     """
 
-    def __init__(self, stream: DataStream):
+    def __init__(self, stream: Stream):
         self._in = stream
 
     def _derive(self, kind: str, label: str, transform, schema, sorter: bool = False, identity=None,
-                unplaced=None) -> DataStream:
+                unplaced=None) -> Stream:
         """``identity``: what the output depends on besides the graph (fingerprinted by execute()).
 
         ``unplaced``: a cheaper transform giving the same records in the same order but not
@@ -67,7 +63,7 @@ class PartitionWindowedStream:
         return parent.derive(lambda: unplaced(parent.placed_dataframe(), parent.num_partitions), step, schema,
                              partitions=parent.known_partitions, placed=placed)
 
-    def map_partition(self, fn, schema=None, batches: bool = False) -> DataStream:
+    def map_partition(self, fn, schema=None, batches: bool = False) -> Stream:
         """Call ``fn(records)`` once per partition; it yields tuples, dicts or records.
 
         ``batches=True``: ``fn`` receives the partition's ``pyarrow.RecordBatch``es instead
@@ -84,7 +80,7 @@ class PartitionWindowedStream:
         return self._derive("map_partition", function_name(fn), lambda frame, n: map_in_arrow(frame, op, out), out,
                             identity=identity)
 
-    def sort_partition(self, field, order=Order.ASCENDING) -> DataStream:
+    def sort_partition(self, field, order=Order.ASCENDING) -> Stream:
         """Sort each partition in the JVM (Spark's external sorter; spills, never collects).
 
         ``field``: a 0-based position, a column name ("a.b" for nested), a list of those
@@ -109,7 +105,7 @@ class PartitionWindowedStream:
         return self._derive("sort_partition", label, transform, self._in.schema, sorter=True,
                             identity={"sort": (field, order)})
 
-    def aggregate(self, agg, schema=None) -> DataStream:
+    def aggregate(self, agg, schema=None) -> Stream:
         """One record per partition: an fw.AggregateFunction's result, or Spark aggregate Columns."""
         columns = aggregate_columns(agg)
         if columns is not None:
@@ -127,7 +123,7 @@ class PartitionWindowedStream:
         return self._derive("aggregate", type(agg).__name__, transform, out,
                             identity={"aggregate": agg, "declared": declared})
 
-    def _aggregate_columns(self, columns: list[Column]) -> DataStream:
+    def _aggregate_columns(self, columns: list[Column]) -> Stream:
         pid = F.spark_partition_id().alias(workers.PID_COLUMN)
         present = F.lit(True).alias("__fw_present")
         _, schema = analysed(lambda: self._in.to_dataframe().groupBy(pid).agg(*columns, present), "aggregate")
@@ -168,7 +164,7 @@ class PartitionWindowedStream:
         return self._derive("aggregate", ", ".join(names), transform, out, identity={"aggregate": columns},
                             unplaced=unplaced)
 
-    def reduce(self, fn) -> DataStream:
+    def reduce(self, fn) -> Stream:
         """Fold each partition with ``fn(a, b)``, the first record as the seed; empty -> nothing."""
         check_callable(fn, "reduce")
         out = nullable(self._in.schema)
