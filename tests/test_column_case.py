@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
-from fw_magics.datastream.planned import planned_partitions
+from fw_magics.datastream.physical.planned import planned_partitions
 from fw_magics.errors import FullWindowError, did_you_mean
 from fw_magics.values.schema import resolve_field, resolve_path
 

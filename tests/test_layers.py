@@ -200,7 +200,7 @@ def test_the_walk_sees_late_and_relative_imports():
     # the checker itself: a late import is attributed to its function, relative names resolve
     found = {(imp.function, imp.target) for imp in IMPORTS if imp.module == "fw_magics.datastream.datastream"}
     assert ("DataStream.show_graph", "fw_magics.widgets") in found
-    assert (None, "fw_magics.errors") in found and (None, "fw_magics.datastream.workers") in found
+    assert (None, "fw_magics.errors") in found and (None, "fw_magics.datastream.physical.workers") in found
     assert "fw_magics.widgets.graph_view" in MODULES and "fw_magics.datastream" in MODULES
 
 

@@ -1,7 +1,7 @@
 """The stream API: DataStream and its full-window operations (FLIP-380) on PySpark.
 
 The names load their modules on first use: Spark's Python workers import
-``fw_magics.datastream.workers`` for every task that runs an operator, and need none of the
+``fw_magics.datastream.physical.workers`` for every task that runs an operator, and need none of the
 API (DataStream, the operations, the sources) to do so.
 """
 

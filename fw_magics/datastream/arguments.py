@@ -21,7 +21,7 @@ from ..errors import FullWindowError
 from ..values.convert import RowWriter
 from ..values.records import Record
 from ..values.schema import arrow_schema, nullable, parse_schema, require_orderable, resolve_field
-from . import workers
+from .physical import workers
 
 
 def writer_for(schema: T.StructType, context: str, declared: T.StructType | None = None) -> RowWriter:

@@ -16,9 +16,9 @@ from ..errors import FullWindowError
 from ..spark.actions import run_action
 from ..values.records import Record, batch_records
 from ..values.schema import arrow_schema, nullable
-from . import workers
-from .arrow_calls import map_in_arrow
 from .lineage import Step
+from .physical import workers
+from .physical.arrow_calls import map_in_arrow
 
 _UNREAD = object()  # the plan has not been read yet
 
@@ -80,7 +80,7 @@ class DataStream:
         if self._partitions is not None:
             return self._partitions
         if self._planned is _UNREAD:
-            from .planned import partitions_of
+            from .physical.planned import partitions_of
 
             self._planned = partitions_of(self.placed_dataframe())
         return self._planned

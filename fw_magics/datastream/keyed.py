@@ -10,7 +10,6 @@ from pyspark.sql import types as T
 from ..api.functions import Order, as_aggregate_function
 from ..errors import FullWindowError
 from ..values.schema import nullable, parse_schema, resolve_field, resolve_path
-from . import workers
 from .arguments import (
     aggregate_columns,
     analysed,
@@ -25,8 +24,9 @@ from .arguments import (
     with_key_column,
     writer_for,
 )
-from .arrow_calls import apply_in_arrow, map_in_arrow
 from .lineage import Step, Stream
+from .physical import workers
+from .physical.arrow_calls import apply_in_arrow, map_in_arrow
 
 
 class KeyedStream:

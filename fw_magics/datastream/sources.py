@@ -14,9 +14,9 @@ from ..recovery.fingerprint import rows_digest
 from ..spark.session import get_spark
 from ..values.convert import RowWriter
 from ..values.schema import arrow_schema, parse_schema
-from . import workers
 from .datastream import DataStream
 from .lineage import Step
+from .physical import workers
 
 
 def from_dataframe(df, name: str | None = None) -> DataStream:

@@ -14,7 +14,6 @@ from pyspark.sql import types as T
 
 from ..api.functions import Order, as_aggregate_function
 from ..values.schema import nullable, parse_schema
-from . import workers
 from .arguments import (
     aggregate_columns,
     analysed,
@@ -29,9 +28,10 @@ from .arguments import (
     with_key_column,
     writer_for,
 )
-from .arrow_calls import map_in_arrow
-from .layout import partition_keys
 from .lineage import Step, Stream
+from .physical import workers
+from .physical.arrow_calls import map_in_arrow
+from .physical.layout import partition_keys
 
 
 class PartitionWindowedStream:

@@ -16,7 +16,7 @@ def make(spark):
         # tag each record with its partition and repartition by it with placement keys.
         from pyspark.sql import functions as F
 
-        from fw_magics.datastream.layout import partition_keys
+        from fw_magics.datastream.physical.layout import partition_keys
 
         n = len(partitions)
         tagged = [(i, j, *r) for i, p in enumerate(partitions) for j, r in enumerate(p)]

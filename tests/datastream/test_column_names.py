@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 import fw_magics as fw
-from fw_magics.datastream.arrow_calls import _renamed_reference
+from fw_magics.datastream.physical.arrow_calls import _renamed_reference
 from fw_magics.values.schema import _quote
 
 # PySpark's slip is in the classic DataFrame (its Arrow UDFs take the column "a.b" for a

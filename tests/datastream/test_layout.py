@@ -2,7 +2,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import fw_magics as fw
-from fw_magics.datastream.layout import partition_keys
+from fw_magics.datastream.physical.layout import partition_keys
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 

@@ -25,17 +25,10 @@ import time
 import warnings
 
 from ... import hooks
-from ...datastream.arrow_calls import map_in_arrow
 from ...datastream.content import job_content
 from ...datastream.job_graph import build_graph
-from ...errors import (
-    FullWindowError,
-    Interrupted,
-    JobLockedError,
-    JobStorageError,
-    did_you_mean,
-    error_summary,
-)
+from ...datastream.physical.arrow_calls import map_in_arrow
+from ...errors import FullWindowError, Interrupted, JobLockedError, JobStorageError, did_you_mean, error_summary
 from ...failover import (
     FailoverStrategy,
     RestartAllStrategy,
@@ -51,7 +44,16 @@ from ...recovery.filesystem import UnsafeFile
 from ...recovery.integrity import file_intact
 from ...recovery.job_log import JobLog
 from ...recovery.paths import EVENTS, RESULTS, default_job_dir, default_job_name, job_directory
-from ...recovery.verdict import AFRESH, EXECUTE, ThisJob, Verdict, nothing_to_resume, resume_mode, same_graph, same_job
+from ...recovery.verdict import (
+    AFRESH,
+    EXECUTE,
+    ThisJob,
+    Verdict,
+    nothing_to_resume,
+    resume_mode,
+    same_graph,
+    same_job,
+)
 from ...spark import progress
 from ...spark.actions import run_action
 from ...spark.flavour import flavour_of

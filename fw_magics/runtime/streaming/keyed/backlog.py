@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from ....datastream.arrow_calls import map_in_arrow
+from ....datastream.physical.arrow_calls import map_in_arrow
 from ....operators.spec import INPUT, KeyedOperatorSpec
 from ....spark import progress
 from ....spark.actions import run_action

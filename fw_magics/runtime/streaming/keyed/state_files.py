@@ -22,7 +22,7 @@ import uuid
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ....datastream.arrow_calls import map_in_arrow
+from ....datastream.physical.arrow_calls import map_in_arrow
 from ....spark.actions import run_action
 from ....values.schema import arrow_schema
 from ...batch.result_files import META_SCHEMA, read_results, write_partition

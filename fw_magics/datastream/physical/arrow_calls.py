@@ -16,8 +16,8 @@ import functools
 
 from pyspark.sql import functions as F
 
-from ..spark.cancel_marks import watched_call
-from ..spark.shipping import ship_code
+from ...spark.cancel_marks import watched_call
+from ...spark.shipping import ship_code
 from . import workers
 
 

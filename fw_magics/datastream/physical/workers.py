@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from ..errors import FullWindowError
-from ..values.convert import RowWriter
-from ..values.keycodec import encode_key
-from ..values.records import batch_records, batches_records, record_type
+from ...errors import FullWindowError
+from ...values.convert import RowWriter
+from ...values.keycodec import encode_key
+from ...values.records import batch_records, batches_records, record_type
 
 KEY_COLUMN = "__fw_key"
 PID_COLUMN = "__fw_pid"
