@@ -7,7 +7,6 @@
 
 from typing import TYPE_CHECKING
 
-from . import verbs
 from .api.checkpointed import CheckpointedFunction
 from .api.co_process import KeyedBroadcastProcessFunction, KeyedCoProcessFunction, ProcessJoinFunction
 from .api.keyed_process import KeyedProcessFunction
@@ -91,18 +90,6 @@ def execute(stream, job_dir=None, job_name=None, failover="region", restart=None
 
     return run(stream, job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
 
-
-def _start(operator, **options):
-    """``start()`` of a running keyed operator or an operator with operator state (fw_magics.runtime.streaming)."""
-    from .runtime.streaming.driver.start import start
-
-    return start(operator, **options)
-
-
-# The verbs a stream offers that run it, provided from up here (fw_magics.verbs): the streams
-# layer names them without reaching up to the runtime or the streaming side.
-verbs.provide("execute", execute)
-verbs.provide("start", _start)
 
 __all__ = [
     "AggregateFunction", "CheckpointedFunction", "DataStream", "FullWindowError", "FwMagicsError", "GraphvizNotFound",

@@ -11,7 +11,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import verbs
 from ..errors import FullWindowError
 from ..spark.actions import run_action
 from ..values.records import Record, batch_records
@@ -194,8 +193,9 @@ class DataStream:
 
     def execute(self, job_dir=None, job_name=None, failover="region", restart=None, resume="auto"):
         """Run as a recoverable batch job in ``job_dir`` (default ``.fw-jobs/``); see fw.execute."""
-        return verbs.call("execute", self, job_dir=job_dir, job_name=job_name, failover=failover, restart=restart,
-                          resume=resume)
+        from ..runtime.batch.job import execute  # the runtime, above this layer: a documented late import
+
+        return execute(self, job_dir=job_dir, job_name=job_name, failover=failover, restart=restart, resume=resume)
 
     def require_bounded(self, what: str) -> None:
         """Refuse, in one line, a full-window ``what`` on a streaming (unbounded) source."""

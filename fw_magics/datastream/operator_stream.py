@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from .. import verbs
 from ..api.process_function import check_process_function
 from ..connectors.registry import is_backlog_source
 from ..errors import FullWindowError
@@ -110,10 +109,12 @@ class OperatorStream:
         ``restart``: what a failure does, as in ``execute()`` (default ``FixedDelayRestart()``).
         ``resume``: as in ``execute()``, "auto", "never" (``reset=True``) or "require".
         """
-        return verbs.call("start", self, job_dir=job_dir, job_name=job_name, mode="stream", sink=sink,
-                          trigger=trigger, max_files_per_trigger=max_files_per_trigger,
-                          from_savepoint=from_savepoint, parallelism=parallelism, reset=reset,
-                          restart=restart, resume=resume)
+        from ..runtime.streaming.driver.start import start  # the runtime, above: a documented late import
+
+        return start(self, job_dir=job_dir, job_name=job_name, mode="stream", sink=sink,
+                     trigger=trigger, max_files_per_trigger=max_files_per_trigger,
+                     from_savepoint=from_savepoint, parallelism=parallelism, reset=reset,
+                     restart=restart, resume=resume)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)

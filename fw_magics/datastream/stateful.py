@@ -3,7 +3,7 @@
 ``key_by(...).reduce(fn)``, ``.aggregate(agg)`` and ``.process(fn)`` (no full window) give a
 :class:`StatefulStream`: the operator is checked and described here, before anything runs
 (its state types parsed, its output schema known), and ``start()`` runs it as a job of
-``fw_magics.runtime.streaming`` (through ``fw_magics.verbs``: the streaming side provides it), in
+``fw_magics.runtime.streaming`` (a documented late import: the runtime sits above this layer), in
 mixed, stream or batch mode. Its output is a changelog per key: a reduce emits the reduced record, an
 aggregate and a process function emit the key column(s) followed by their result columns.
 """
@@ -14,7 +14,6 @@ import copy
 
 from pyspark.sql import types as T
 
-from .. import verbs
 from ..api.function import check_function
 from ..api.functions import AggregateFunction, as_aggregate_function
 from ..api.keyed_process import KeyedProcessFunction
@@ -113,10 +112,12 @@ class StatefulStream:
         "never" (start afresh: what ``reset=True`` asks) or "require" (refuse when nothing was recorded).
         See docs/streaming.md and docs/state.md.
         """
-        return verbs.call("start", self, job_dir=job_dir, job_name=job_name, mode=mode, sink=sink,
-                          trigger=trigger, max_files_per_trigger=max_files_per_trigger,
-                          from_savepoint=from_savepoint, parallelism=parallelism, reset=reset,
-                          restart=restart, resume=resume)
+        from ..runtime.streaming.driver.start import start  # the runtime, above: a documented late import
+
+        return start(self, job_dir=job_dir, job_name=job_name, mode=mode, sink=sink,
+                     trigger=trigger, max_files_per_trigger=max_files_per_trigger,
+                     from_savepoint=from_savepoint, parallelism=parallelism, reset=reset,
+                     restart=restart, resume=resume)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)

@@ -1,6 +1,6 @@
 """A non-keyed operator on Spark: its subtasks are the keys of ``transformWithState`` (FLIP-8).
 
-DESIGN.md's "subtask = partition", made checkpointable: the fw_files source tags every row
+docs/architecture.md's "subtask = partition", made checkpointable: the fw_files source tags every row
 with ``__fw_subtask``, the source subtask that read it (the owner of its file), and the rows
 are grouped by it, so each operator subtask is one key of Spark's state store. Its value
 state ``fw_operator`` holds the subtask's operator state as a JSON snapshot, which Spark
