@@ -47,8 +47,8 @@ test: deps
 # the notebook front ends (JupyterLab and Notebook 7 in Chromium, Kernel > Interrupt, a second
 # kernel), every tutorial run top to bottom with its exercises solved, the kill -9 tests of whole
 # driver processes (during execute(); before, during and after a stream's switch; while a savepoint is
-# written), the longest streaming cases; then every core case under Spark Connect (an in-process
-# server, SPARK_REMOTE=local[2]).
+# written), the longest streaming cases; then the core cases whose path differs under Spark Connect (an
+# in-process server, SPARK_REMOTE=local[2]; tests/connect_cases.py names each and why).
 test-extended: test-extended-classic test-extended-connect
 test-extended-classic: deps
 	$(PY) -m pytest -p no:cacheprovider -m extended --durations=10 $(call junit,extended)
