@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.fw-installed
 
-.PHONY: demo test test-extended test-cluster test-all lint tutorials bench bench-flink deps clean
+.PHONY: demo test test-extended test-extended-classic test-extended-connect test-cluster test-all lint tutorials bench bench-flink deps clean
 
 # Bytecode in the pyspark.zip Spark's Python processes import (fw_magics/spark/pyspark_bytecode.py: each starts
 # ~0.6 s sooner; ~6 s once), then Spark's classes in a class-data-sharing archive (fw_magics/spark/jvm_archive.py:
@@ -36,19 +36,24 @@ demo: deps
 # shared out, the longest first); the default, 1, runs it in this process. On the 2-core VM the suite
 # is CPU-bound: two workers took 10.0 minutes, as one process does.
 TEST_WORKERS ?= 1
+# JUNIT_DIR=DIR: each pytest run also writes DIR/<run>.xml (.ci/run reads them for its closing table)
+JUNIT_DIR ?=
+junit = $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/$(1).xml)
 test: deps
 	$(PY) -m ruff check --no-cache .
-	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended" $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS)) --durations=30
+	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended" $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS)) --durations=30 $(call junit,test)
 
 # What make test leaves out to stay under 12 minutes on a 2-core machine (CI runs it after make test):
 # the notebook front ends (JupyterLab and Notebook 7 in Chromium, Kernel > Interrupt, a second
 # kernel), every tutorial run top to bottom with its exercises solved, the kill -9 tests of whole
 # driver processes (during execute(); before, during and after a stream's switch; while a savepoint is
-# written), the longest streaming cases; then every core case under Spark Connect (an in-process
-# server, SPARK_REMOTE=local[2]).
-test-extended: deps
-	$(PY) -m pytest -p no:cacheprovider -m extended --durations=10
-	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m core --durations=10
+# written), the longest streaming cases; then the core cases whose path differs under Spark Connect (an
+# in-process server, SPARK_REMOTE=local[2]; tests/connect_cases.py names each and why).
+test-extended: test-extended-classic test-extended-connect
+test-extended-classic: deps
+	$(PY) -m pytest -p no:cacheprovider -m extended --durations=10 $(call junit,extended)
+test-extended-connect: deps
+	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m connect --durations=10 $(call junit,extended-connect)
 
 # Everything CI runs: make test, then the extended cases and the cluster.
 test-all: test test-extended test-cluster
@@ -57,7 +62,7 @@ test-all: test test-extended test-cluster
 # server on this machine, started and stopped by the tests (scripts/cluster.py); CI runs it
 # after `make test` (docs/cluster.md says what it covers and what it costs).
 test-cluster: deps
-	$(PY) -m pytest -p no:cacheprovider -m cluster tests/cluster --durations=10
+	$(PY) -m pytest -p no:cacheprovider -m cluster tests/cluster --durations=10 $(call junit,cluster)
 
 lint: deps
 	$(PY) -m ruff check --no-cache .

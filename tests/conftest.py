@@ -78,3 +78,21 @@ def postgres():
     server = ScratchPostgres().start()
     yield server
     server.stop()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``connect`` the core cases that tests/connect_cases.py names (make test-extended runs them under
+    Spark Connect); in that run, an entry of the list that names no core case fails the run."""
+    from .connect_cases import CONNECT_CASES, connect_case
+
+    used = set()
+    for item in items:
+        entry = connect_case(item.nodeid) if item.get_closest_marker("core") else None
+        if entry is not None:
+            item.add_marker(pytest.mark.connect)
+            used.add(entry)
+    whole_run = not [a for a in config.args if os.path.abspath(a) != os.path.abspath(str(config.rootpath))]
+    if whole_run and "connect" in (config.getoption("markexpr") or ""):
+        stale = sorted(set(CONNECT_CASES) - used)
+        if stale:
+            raise pytest.UsageError(f"tests/connect_cases.py names no core case: {stale}")

@@ -34,23 +34,44 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(1000)]
 #: the "backends" ones (all of execute() with region failover and the restart strategies; the graph
 #: widget following execute() live) of these paths.
 SELECTED = ["-m", "core or backends"]
-#: On the standalone cluster: what a cluster changes (user modules, job directories), Flink's cases
-#: and placement, execute() and the streaming side. The rest of the core cases (the magic's grammar,
-#: errors, display) do not depend on where Spark runs and take most of the time; `make test` runs all
-#: of them in one process, `make test-extended` again under an in-process Spark Connect server.
-CORE_ON_A_CLUSTER = ["tests/cluster", "tests/datastream/test_flink_cases.py", "tests/datastream/test_partitioning.py",
-                     "tests/runtime", "tests/streaming"]
+#: On the standalone cluster: what a cluster changes, where data, code and files live apart from the driver:
+#: user modules and job directories (tests/cluster), execute() with failover and cancelled workers
+#: (tests/runtime), a subtask's records and partitions on executors, and the streaming cases whose state,
+#: files or data sources are read and written by executors (the modes, the handover's files, savepoints
+#: restored at another parallelism, a table read by the executors' workers, a query stopped and failed).
+#: The other core cases take the same path wherever Spark runs (the grammar, errors, display; the sort
+#: orders of one Flink case; a query's progress, timers and the seam's timing): `make test` runs all of them
+#: on the embedded Spark, `make test-extended` those that differ under Connect (tests/connect_cases.py).
+FLINK, PARTITIONING, STREAMING = "tests/datastream/test_flink_cases.py", "tests/datastream/test_partitioning.py", \
+    "tests/streaming"
+CORE_ON_A_CLUSTER = [
+    "tests/cluster", "tests/runtime",
+    f"{FLINK}::test_map_partition_sees_every_record_of_its_subtask", f"{FLINK}::test_reduce", f"{FLINK}::test_aggregate",
+    f"{FLINK}::test_sort_partition[asc-013-name]",
+    f"{PARTITIONING}::test_map_partition_called_once_per_partition_including_empty",
+    f"{PARTITIONING}::test_map_partition_feeds_lazily_memory_bounded_by_a_batch",
+    f"{PARTITIONING}::test_sort_happens_in_the_jvm",
+    f"{STREAMING}/test_modes.py", f"{STREAMING}/test_rescale.py", f"{STREAMING}/test_handover.py",
+    f"{STREAMING}/test_operator_state.py",
+    f"{STREAMING}/test_partitioned_state.py::test_a_restore_at_another_parallelism_runs_its_stream_at_that_many_state_partitions",
+    f"{STREAMING}/test_partitioned_state.py::test_each_stream_worker_opens_only_its_partition_and_finds_only_keys_with_fresh_records",
+    f"{STREAMING}/test_table_source.py::test_a_table_backlog_then_rows_inserted_during_and_after_the_switch_and_while_stopped[aggregate]",
+    f"{STREAMING}/test_table_source.py::test_a_table_jobs_savepoint_restored_at_1_and_3_equals_the_job_that_never_rescaled",
+    f"{STREAMING}/test_two_inputs.py::test_a_folder_joined_with_a_table_s_history_and_new_rows_in_mixed_mode_then_a_restart",
+    f"{STREAMING}/test_restart.py::test_stop_then_start_again_continues_without_loss_or_duplicates",
+    f"{STREAMING}/test_restart.py::test_a_failed_micro_batch_restarts_the_query_from_its_checkpoint_with_nothing_lost_or_twice",
+    f"{STREAMING}/test_keyed_operator_state.py::test_a_broadcast_input_reaches_every_subtask_and_its_state_is_restored_at_three",
+]
 #: Under the separate Connect server (its executors on the same cluster) what its being a process of its
 #: own changes: user modules shipped as artifacts, job directories and the probe, execute() and Spark's task
 #: progress through it, and the streaming cases whose handover and savepoints depend on the session's
-#: flavour (Flavour.CONNECT assumes nothing of the server's settings). Flink's cases, placement and the
-#: streaming cases that do not (following a query, a restart, the seam, the lifecycle, a table's reader,
-#: the same Python data source under both servers) ran on the cluster above and under the in-process
-#: server: a third run would show nothing new.
+#: flavour (Flavour.CONNECT assumes nothing of the server's settings). The rest ran on the cluster above
+#: and under the in-process server: a third run would show nothing new.
 CORE_UNDER_THE_CONNECT_SERVER = [
     "tests/cluster", "tests/runtime", "tests/widgets/test_with_spark.py::test_a_view_follows_execute_live",
-    *(f"tests/streaming/test_{name}.py" for name in ("handover", "modes", "operator_state", "partitioned_state",
-                                                     "rescale", "warm_start"))]
+    *(f"{STREAMING}/test_{name}.py" for name in ("handover", "modes", "operator_state", "rescale")),
+    f"{STREAMING}/test_partitioned_state.py::test_a_restore_at_another_parallelism_runs_its_stream_at_that_many_state_partitions",
+    f"{STREAMING}/test_partitioned_state.py::test_two_restores_started_back_to_back_each_run_at_their_own_state_partitions"]
 #: And one %%fullwindow case under the Connect server: a real IPython shell whose cell defines the
 #: function the executors run, over a Spark DataFrame and a pandas one.
 MAGIC_UNDER_CONNECT = "tests/magics/test_magic.py::test_spark_and_pandas_dataframes_are_inputs"
@@ -71,7 +92,7 @@ def passed_in(proc, path: str) -> int:
 
 def test_core_cases_cluster_cases_and_execute_with_failover_on_the_standalone_cluster(cluster):
     proc = run_pytest(backend_env(cluster), "-rA", *SELECTED, *CORE_ON_A_CLUSTER)
-    assert passed(proc) >= 45
+    assert passed(proc) >= 40
     assert "FW_TEST_PRIVATE_DIR" not in proc.stdout or cluster["private"] is None  # the unshared-dir case ran
     assert passed_in(proc, "tests/runtime/test_execute.py") >= 12, proc.stdout[-3000:]  # failover included
 

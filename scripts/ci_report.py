@@ -1,0 +1,62 @@
+"""The table `.ci/run` prints at its end: each part's wall time, its tests and their outcome.
+
+    python scripts/ci_report.py REPORT_DIR
+
+REPORT_DIR holds ``parts`` (one line per part `.ci/run` ran: its name, seconds, exit status, written as
+each part ends) and the JUnit XML files pytest wrote (``JUNIT_DIR``, see the Makefile), named after the
+pytest run they hold. Only the standard library: it runs before and after the virtualenv exists.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+import xml.etree.ElementTree as ET
+
+
+def minutes(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def junit(path: pathlib.Path) -> dict:
+    """Counts of one pytest run's JUnit file: passed, failed, skipped, and the time pytest measured."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return {}
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+    for suite in suites:
+        for key in total:
+            total[key] += float(suite.get(key, 0) or 0)
+    return total
+
+
+def table(report: pathlib.Path) -> str:
+    lines = ["| part | result | tests | time |", "|---|---|---|---|"]
+    whole, failed = 0.0, False
+    parts = report / "parts"
+    for line in (parts.read_text().splitlines() if parts.exists() else []):
+        name, seconds, status = line.rsplit(" ", 2)
+        whole += float(seconds)
+        failed |= status != "0"
+        runs = sorted(report.glob(f"{name}*.xml"))
+        counts = [junit(run) for run in runs]
+        if not counts:
+            lines.append(f"| {name} | {'passed' if status == '0' else f'FAILED (exit {status})'} | | {minutes(float(seconds))} |")
+        for run, c in zip(runs, counts):
+            if not c:
+                continue
+            bad = int(c["failures"] + c["errors"])
+            passed = int(c["tests"] - bad - c["skipped"])
+            result = "passed" if bad == 0 and status == "0" else f"**{bad} failed**" if bad else f"FAILED (exit {status})"
+            label = run.stem if len(runs) > 1 else name
+            lines.append(f"| {label} | {result} | {passed} passed, {int(c['skipped'])} skipped | "
+                         f"{minutes(float(seconds) if len(runs) == 1 else c['time'])} (pytest {minutes(c['time'])}) |")
+    lines.append(f"| all of .ci/run | {'**failed**' if failed else 'passed'} | | **{minutes(whole)}** |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table(pathlib.Path(sys.argv[1])))
