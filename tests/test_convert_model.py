@@ -15,6 +15,7 @@ from fw_magics.errors import FullWindowError
 from fw_magics.values.convert import RowWriter
 from fw_magics.values.records import batch_records
 from fw_magics.values.schema import arrow_schema
+from tests.examples import examples
 from tests.value_model import LEAVES, Refused, canonical, spark_types, stored, values
 
 
@@ -30,7 +31,7 @@ def expected_column(rows, field: T.StructField):
 
 
 @pytest.mark.parametrize("types", [st.sampled_from(LEAVES), spark_types], ids=["atomic", "nested"])
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.data())
 def test_one_column_accepts_refuses_and_stores_as_the_model_says(types, data):
     field = T.StructField("a", data.draw(types, "type"), data.draw(st.booleans(), "nullable"))
@@ -48,7 +49,7 @@ def test_one_column_accepts_refuses_and_stores_as_the_model_says(types, data):
         assert canonical(out) == canonical(expected)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.data())
 def test_the_first_column_with_a_misfit_is_named(data):
     fields = [T.StructField(name, data.draw(spark_types), data.draw(st.booleans())) for name in ("x", "y")]
@@ -62,7 +63,7 @@ def test_the_first_column_with_a_misfit_is_named(data):
         w.batch(rows)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.data())
 def test_what_records_hold_is_written_back_unchanged(data):
     """A reduce that returns its input, or map_partition(lambda rs: rs), must never be refused."""

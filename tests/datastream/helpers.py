@@ -9,6 +9,8 @@ import os
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
+
 #: Under Spark Connect (``make test``'s second run, the core cases) the same properties run
 #: again on the same code paths above the engine: a third of the examples there shows the
 #: API behaves the same under Connect, and the classic run carries the breadth.
@@ -16,7 +18,9 @@ CONNECT = bool(os.environ.get("SPARK_REMOTE"))
 
 
 def spark_examples(classic: int) -> int:
-    """How many examples a Spark-backed property runs: ``classic``, or a third of it (>= 2) under Connect."""
+    """How many examples a Spark-backed property runs: ``classic`` (scaled as tests/examples.py says), or a
+    third of it (>= 2) under Connect."""
+    classic = examples(classic)
     return max(2, classic // 3) if CONNECT else classic
 
 

@@ -4,12 +4,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fw_magics.graph import JobGraph
+from tests.examples import examples
 from tests.graph import reference_graph as ref
 
-EXAMPLES = settings(max_examples=300, deadline=None)
+EXAMPLES = settings(max_examples=examples(300), deadline=None)
 
 
-@settings(max_examples=1500, deadline=None)  # cheap, and chains ending in a marked operator are rare
+@settings(max_examples=examples(1500), deadline=None)  # cheap, and chains ending in a marked operator are rare
 @given(ref.job_graphs())
 def test_chains_and_result_types_agree_with_the_reference(g):
     groups, _ = ref.chains(g)
@@ -67,7 +68,7 @@ def test_json_round_trips_exactly_and_the_fingerprint_follows_the_graph(g, data)
     assert f"operator {target.name!r} parallelism {target.parallelism} -> {target.parallelism + 1}" in g.diff(rescaled)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(ref.job_graphs(max_operators=3, max_parallelism=2), ref.job_graphs(max_operators=3, max_parallelism=2))
 def test_diff_is_empty_exactly_when_the_graphs_are_equal(one, two):
     assert (one.diff(two) == []) == (one == two) == (one.fingerprint() == two.fingerprint())

@@ -23,6 +23,7 @@ from fw_magics.magics.grammar import (
     Sort,
     parse,
 )
+from tests.examples import examples
 
 VALID = [
     ("sort field=price desc", Command((Sort((("price", "desc"),)),))),
@@ -130,7 +131,7 @@ lines = st.text(max_size=60) | st.lists(st.sampled_from(VOCABULARY), max_size=14
 ).map(" ".join)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(lines)
 def test_any_line_parses_or_raises_one_usage_error_line(line):
     try:
@@ -168,7 +169,7 @@ commands = st.builds(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(commands)
 def test_every_command_reads_back_from_its_canonical_line(command):
     assert parse(str(command)) == command

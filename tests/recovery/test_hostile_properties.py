@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from fw_magics.errors import FwMagicsError
 from fw_magics.recovery import events, jobs
 from fw_magics.recovery.event_store import encode
+from tests.examples import examples
 from tests.recovery.hostile import OpenWatch, finished_job
 from tests.widgets.graphs import four_operators
 
@@ -241,7 +242,7 @@ def check_panel(tmp_path_factory, written, outside, damage, widget: bool) -> Non
                 assert _inside(os.path.join(root, "job"), path) and stat.S_ISREG(os.lstat(path).st_mode), row
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_panel_model_lists_a_damaged_directory_without_raising_hanging_or_reading_outside(
         tmp_path_factory, written, outside, data):
