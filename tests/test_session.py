@@ -72,6 +72,18 @@ def test_the_test_session_does_not_retry_failing_tasks(spark):
         assert spark.sparkContext.master == "local[*,1]"
 
 
+@pytest.mark.spark
+def test_the_embedded_spark_listens_on_loopback_only(spark):
+    """Issue 47, item 5: the driver's RPC and block manager listened on the host's external address (the UI,
+    off in the test session, on every interface: tests/test_shared_spark.py reads a JVM with its UI)."""
+    from tests.listeners import java_children, listening, off_loopback
+
+    jvms = java_children()
+    assert len(jvms) == 1, jvms
+    assert listening(jvms[0]), "no listener found: /proc not read right"
+    assert off_loopback(jvms[0]) == []
+
+
 @pytest.mark.parametrize("local, inherited, aligned", [
     ("1", {"spark.driver.memory": "4g"}, True),  # get_spark()'s in-process server: no SQL settings inherited
     (None, {"spark.driver.memory": "4g"}, False),  # a remote server: its environment is not ours to see

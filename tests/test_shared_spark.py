@@ -21,6 +21,7 @@ import pytest
 
 from fw_magics.spark import shared
 from tests.kernels import Kernel, process_running
+from tests.listeners import listening, off_loopback
 
 pytestmark = [pytest.mark.slow, pytest.mark.extended]  # a server JVM and two kernels
 
@@ -92,6 +93,23 @@ def _refused(port: int, token: str | None) -> str:
     return done.stderr
 
 
+def _ui_properties(pid: int) -> dict:
+    """The Spark properties the UI of JVM ``pid`` reports (its REST API), found among its listeners."""
+    import http.client
+    import urllib.request
+
+    for _, port in listening(pid):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/applications", timeout=60) as answer:
+                app = json.loads(answer.read())[0]["id"]
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/applications/{app}/environment",
+                                        timeout=60) as answer:
+                return dict(json.loads(answer.read())["sparkProperties"])
+        except (OSError, http.client.HTTPException, ValueError, KeyError, IndexError):
+            continue  # not the UI (gRPC, the driver's RPC, the block manager)
+    raise AssertionError(f"no Spark UI among the listeners of {pid}: {listening(pid)}")
+
+
 def test_a_kernel_restart_finds_the_shared_spark_warm_and_the_idle_server_stops_itself(tmp_path, folder):
     env = {shared.ENV: "1", shared.DIR_ENV: str(folder), shared.IDLE_ENV: "8"}
     kernel = Kernel(tmp_path, env)
@@ -106,7 +124,14 @@ def test_a_kernel_restart_finds_the_shared_spark_warm_and_the_idle_server_stops_
         recorded = json.loads((folder / shared.DISCOVERY).read_text())
         assert stat.S_IMODE(os.stat(folder / shared.DISCOVERY).st_mode) == 0o600
         assert "UNAUTHENTICATED" in _refused(recorded["port"], None)
+        began = time.monotonic()
         assert "UNAUTHENTICATED" in _refused(recorded["port"], "not-the-token")
+        assert time.monotonic() - began < 30  # refused at once (at sc://127.0.0.1 PySpark's TLS retries: docs)
+        # issue 47, item 5: no listener of the server's JVM off loopback (its UI listened on every interface,
+        # its driver and block manager on the host's address), and the UI's kill links are off
+        assert off_loopback(recorded["pid"]) == [], listening(recorded["pid"])
+        ui = _ui_properties(recorded["pid"])
+        assert ui["spark.ui.killEnabled"] == "false" and ui["spark.driver.bindAddress"] == "127.0.0.1"
 
         # a streaming query the kernel leaves running: on a server that outlives kernels it must end with it
         commits = tmp_path / "checkpoint" / "commits"

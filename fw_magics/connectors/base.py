@@ -195,6 +195,17 @@ class OneInput(Source):
     def without_backlog(self) -> list[str]:
         return [] if self.has_backlog else [self.named]
 
+    def reads_in_words(self) -> str:
+        """What it reads, for a notebook's summary of the stream ("the folder /data/orders: parquet files
+        named *.parquet"); never a credential."""
+        return f"{self.kind} {self.named}"
+
+    def there_now(self) -> str | None:
+        """What is there to read now, in words (the backlog a job starting now would take), read cheaply (a
+        folder's listing, a table's bounds), for a notebook's summary; a reading error in words, never
+        raised; None when it cannot be told before a job starts."""
+        return None
+
     @abc.abstractmethod
     def operator_stream(self, spark, root: str, max_files: int | None, parallelism: int) -> DataFrame:
         """The stream of a non-keyed operator job: what comes after the backlog, each row with ``SUBTASK``

@@ -134,7 +134,12 @@ class DataStream:
         return f"DataStream {self.name!r} [{fields}] in {parts} partitions"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        """Notebook display: a preview of each partition from one Spark job (fw_magics.datastream.preview)."""
+        """Notebook display: a preview of each partition from one Spark job (fw_magics.datastream.preview); an
+        unbounded stream, what it reads and how to start it, no job (fw_magics.datastream.unbounded)."""
+        if self.is_streaming:
+            from .unbounded import mimebundle as unbounded
+
+            return unbounded(self)
         from .preview import mimebundle
 
         return mimebundle(self)

@@ -20,7 +20,7 @@ from ..api.co_process import (
 )
 from ..api.state import ListStateDescriptor
 from ..errors import FullWindowError
-from ..values.event_time import MIN_WATERMARK
+from ..values.event_time import MIN_WATERMARK, SPAN_MS, within_span
 from ..values.records import record_type
 from .base import ELEMENT, KeyedKind, Operation, emitted
 from .process import ProcessPerKey
@@ -87,11 +87,16 @@ def check_bound(value, what: str) -> int:
     import datetime as dt
 
     if isinstance(value, dt.timedelta):
-        return value // dt.timedelta(milliseconds=1)
-    if isinstance(value, bool) or not isinstance(value, int):
+        ms = value // dt.timedelta(milliseconds=1)
+    elif isinstance(value, bool) or not isinstance(value, int):
         raise FullWindowError(f"interval_join {what} bound {value!r:.60}; accepted: milliseconds as an int "
                               "(negative: before the left record) or a datetime.timedelta")
-    return value
+    else:
+        ms = value
+    if not -SPAN_MS <= ms <= SPAN_MS:
+        raise FullWindowError(f"interval_join {what} bound {value!r:.60} reaches beyond Spark's timestamps; "
+                              f"{within_span(signed=True)}")
+    return ms
 
 
 class IntervalJoinOperator(KeyedCoProcessFunction):

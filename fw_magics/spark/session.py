@@ -48,7 +48,16 @@ _EMBEDDED_CONF = {
     # over one column, and wide rows stay bounded by bytes.
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     "spark.sql.execution.arrow.maxBytesPerBatch": "8m",
+    # Every listener of a JVM started on this machine on loopback (issue 47, item 5): the driver's RPC and
+    # its block manager (where they bind and the address they give), and no kill links in the UI, which
+    # has no address setting of its own: it listens where SPARK_LOCAL_IP says (prepare_local_jvm). A
+    # cluster's driver needs the opposite (docs/cluster.md).
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.ui.killEnabled": "false",
 }
+#: Where the Spark UI of a JVM started here listens, unless the user's SPARK_LOCAL_IP says otherwise.
+LOOPBACK = "127.0.0.1"
 
 
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
@@ -77,6 +86,7 @@ def _local_server_settings(conf: dict[str, str] | None) -> dict[str, str]:
     returns the SQL settings, for the session's builder."""
     prepare_local_jvm()
     jvm, sql = split_settings(embedded_conf(conf))
+    jvm.setdefault("spark.connect.grpc.binding.address", LOOPBACK)  # Spark's default: every interface
     if "PYSPARK_REMOTE_INIT_CONF_LEN" not in os.environ:
         os.environ["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
         os.environ["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(jvm)
@@ -172,5 +182,7 @@ def prepare_local_jvm() -> None:
     # Spark's Python workers must be this interpreter, or they start a Python without pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # The Spark UI binds to SPARK_LOCAL_IP, else to every interface (Spark's WebUI): loopback, as the rest.
+    os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
     if _ENVIRONMENT_AT_JVM_START is None:
         _ENVIRONMENT_AT_JVM_START = dict(os.environ)

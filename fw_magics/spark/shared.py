@@ -14,7 +14,8 @@ own temporary views and SQL settings). What fw-magics adds:
 * one server **per user and Python environment** (``folder``): the server's Python workers run the
   interpreter of the kernel that started it, so a kernel of another virtualenv gets its own;
 * the embedded session's settings (``session.embedded_conf``: the JVM class archive, quiet logs, the
-  Arrow batch sizes), the JVM's at the server's start, the SQL ones on each kernel's session;
+  Arrow batch sizes, every listener on loopback and the UI's kill links off), the JVM's at the server's
+  start, the SQL ones on each kernel's session;
 * **an idle timeout** (PySpark's server runs until stopped): each kernel that connects leaves a
   lease (its pid and start time) in the folder, and a small watchdog process stops the server once
   no leased process has been alive for ``FW_SPARK_SHARED_IDLE`` seconds (default 1800; each lease

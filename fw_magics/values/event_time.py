@@ -52,6 +52,8 @@ def parse_delay(text) -> int:
         position = match.end()
     if position != len(body) or position == 0:
         raise FullWindowError(f"watermark_delay {text!r}; {accepted}")
+    if total > SPAN_MS:
+        raise FullWindowError(f"watermark_delay {text!r:.60} is longer than Spark's timestamps reach; {within_span()}")
     return int(total)
 
 
@@ -80,6 +82,17 @@ def event_time_ms(value: _dt.datetime) -> int:
 
 #: Event times a watermark may name, in epoch ms: the years 1 to 9999, as Spark's timestamps.
 MILLIS_RANGE = (-62_135_596_800_000, 253_402_300_799_999)
+#: The longest delay or interval bound between two of Spark's timestamps, in ms (about 10,000 years): what a
+#: watermark delay and an interval join's bounds may be, so that an event time moved by one stays a timestamp
+#: Spark can hold (microseconds in a long) and is refused at the call, not a minute into the run.
+SPAN_MS = MILLIS_RANGE[1] - MILLIS_RANGE[0]
+
+
+def within_span(signed: bool = False) -> str:
+    """The accepted range of a delay (``signed``: of an interval bound), in words."""
+    bounds = f"from {-SPAN_MS:_} to {SPAN_MS:_} ms" if signed else f"at most {SPAN_MS:_} ms"
+    return (f"accepted: {bounds} (about 10,000 years: Spark's timestamps run from the year 1 to 9999, "
+            "microseconds in a long)")
 
 
 def valid_watermark(value) -> bool:

@@ -8,7 +8,7 @@ import fw_magics as fw
 from fw_magics.datastream import preview as display
 from tests.conftest import is_connect
 from tests.datastream.helpers import SCHEMA, SPARK_SETTINGS, record, spark_examples
-from tests.magics.conftest import Jobs
+from tests.magics.conftest import Jobs, ok, run
 
 pytestmark = [pytest.mark.spark, pytest.mark.core]
 
@@ -71,3 +71,44 @@ def test_display_runs_one_spark_job(spark, shell):
     jobs = Jobs(spark)
     display.preview(keyed)
     assert jobs.ran == once
+
+
+def test_an_unbounded_stream_as_a_cell_s_value_says_what_it_reads_and_how_to_start_it(spark, shell, tmp_path):
+    """Issue 47, item 8: ``readings`` in a cell after ``readings = fw.from_files(...)`` showed a 14-frame
+    traceback ending in Spark's "Queries with streaming sources must be executed with writeStream.start()".
+    Now: what it reads, its schema, its event time, what is there now (live), how to start it; no Spark job,
+    nothing red, in text and HTML."""
+    from IPython.utils.capture import capture_output
+
+    from tests.streaming.files import Area
+
+    area = Area(tmp_path)
+    for rows in ([(1, 2, 3)], [(2, 3, 4), (5, 6, 7)]):
+        area.write(rows, "readings")
+    shell.user_ns["folder"] = area.source("readings")
+    ok(shell, 'readings = fw.from_files(folder, "parquet", "k long, v long, ts timestamp", event_time="ts", '
+              'watermark_delay="10 seconds")')
+    jobs = Jobs(spark)
+    with capture_output() as shown:
+        result = run(shell, "readings")
+    assert result.success and result.error_in_exec is None
+    seen = shown.stdout + shown.stderr
+    assert "Traceback" not in seen and "writeStream" not in seen and "Error" not in seen, seen
+    assert "DataStream 'files(readings)': unbounded, nothing runs until it is started" in seen
+    assert f"the folder {area.source('readings')}: parquet files named *.parquet" in seen
+    assert "k: bigint, v: bigint, ts: timestamp" in seen and "ts, watermark 10 seconds behind" in seen
+    assert jobs.ran in (0, None)
+    formatted, _ = shell.display_formatter.format(shell.user_ns["readings"])  # what a notebook stores
+    text, page = formatted["text/plain"], formatted["text/html"]
+    assert "2 files" in text and ".start()" in text and "<th" in page and "2 files" in page
+    assert "writeStream.start" not in text + page
+    area.write([(9, 9, 9)], "readings")  # what is there now is read when shown: a third file
+    assert "3 files" in shell.display_formatter.format(shell.user_ns["readings"])[0]["text/plain"]
+
+    # a stream without a backlog, and a streaming DataFrame of Spark's own: also a summary, not a traceback
+    shell.user_ns["plain"] = fw.from_files(area.source("readings"), "parquet", "k long", backlog=False)
+    shell.user_ns["rate"] = fw.from_dataframe(spark.readStream.format("rate").load())
+    for name, said in (("plain", "none (backlog=False)"), ("rate", "writeStream")):
+        with capture_output() as shown:
+            assert run(shell, name).success
+        assert said in shown.stdout and "Traceback" not in shown.stdout + shown.stderr, shown.stdout

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fw_magics as fw
+from fw_magics.operators.co_process import check_bound
 from fw_magics.operators.spec import is_field_list
 from fw_magics.recovery import events, replay
 from fw_magics.runtime.streaming.driver.phases import PHASES, TRANSITIONS, Mode, can_change, resume_phase
@@ -37,6 +38,25 @@ def test_parse_delay_refuses_in_one_line(bad):
     with pytest.raises(fw.FullWindowError) as info:
         parse_delay(bad)
     assert "\n" not in str(info.value) and "watermark_delay" in str(info.value)
+
+
+def test_a_delay_or_an_interval_bound_beyond_spark_s_timestamps_is_one_line_at_the_call():
+    """Issue 47, item 6: "1e30 seconds" ran for a minute, then failed in Java; between(10**30, 10**31) blamed a
+    timer. The span of Spark's timestamps (years 1 to 9999) is accepted (Spark parses it), one ms more is not."""
+    SPAN_MS = 253_402_300_799_999 + 62_135_596_800_000
+    assert parse_delay(f"{SPAN_MS} milliseconds") == SPAN_MS
+    assert check_bound(-SPAN_MS, "lower") == -SPAN_MS and check_bound(dt.timedelta(days=3650), "upper") == 315_360_000_000
+    too_far = [(lambda: parse_delay(f"{10**30} seconds"), "watermark_delay '1000"),
+               (lambda: parse_delay(f"{SPAN_MS + 1} milliseconds"), "watermark_delay"),
+               (lambda: parse_delay("99999999 weeks"), "watermark_delay '99999999 weeks'"),
+               (lambda: check_bound(10**30, "lower"), "lower bound 1000"),
+               (lambda: check_bound(-SPAN_MS - 1, "upper"), "upper bound -315537897600000"),
+               (lambda: check_bound(dt.timedelta(days=10**7), "upper"), "upper bound datetime.timedelta")]
+    for call, culprit in too_far:
+        with pytest.raises(fw.FullWindowError) as info:
+            call()
+        message = str(info.value)
+        assert culprit in message and "315_537_897_599_999 ms" in message and "\n" not in message
 
 
 @given(ts_us=st.integers(0, 10**15), wm=st.integers(0, 10**12))

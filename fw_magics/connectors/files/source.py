@@ -88,6 +88,19 @@ class FilesSource(OneInput):
     def named(self) -> str:
         return os.path.basename(self.directory.rstrip("/"))
 
+    def reads_in_words(self) -> str:
+        return f"the folder {self.directory}: {self.format} files named {self.glob}"
+
+    def there_now(self) -> str:
+        from .manifest import list_files
+
+        try:
+            found = list_files(self.directory, self.glob)
+        except (OSError, FullWindowError) as error:
+            return f"cannot be listed now ({getattr(error, 'strerror', None) or error})"
+        size = sum(f["size"] for f in found)
+        return f"{len(found):,} file{'s' * (len(found) != 1)}, {size:,} bytes"
+
     def manifest(self, root: str) -> Manifest:
         return Manifest(root)
 

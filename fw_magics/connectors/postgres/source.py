@@ -105,6 +105,16 @@ class TableSource(OneInput):
     def named(self) -> str:
         return self.table
 
+    def reads_in_words(self) -> str:
+        return f"the PostgreSQL table {self.table}, in the order of {self.order_by}"  # (not the URL: no secret)
+
+    def there_now(self) -> str:
+        try:
+            low, high, _ = postgres.bounds(self.url, self.table, self.order_by)
+        except Exception as error:  # psycopg's: the server stopped, the table dropped
+            return f"cannot be read now ({postgres.failure(error)})"
+        return "no rows" if high is None else f"rows with {self.order_by} from {low} to {high}"
+
     def why_no_max_files(self) -> str | None:
         return "a table source's micro-batch reads every new row"
 
