@@ -314,7 +314,8 @@ def test_the_panel_lists_damaged_jobs_as_damaged_and_shows_the_rest(tmp_path):
 def test_a_graph_at_the_limit_gives_a_small_panel_table_built_in_seconds(tmp_path):
     # 32 operators x 32,768 subtasks = 2^20 execution vertices, all that from_json accepts: listing
     # every subtask made a 100 MB table; the panel lists 10 subtasks of each of 20 vertices, counts the rest
-    from fw_magics.graph.model import MAX_JSON_EXECUTION_VERTICES, MAX_PARALLELISM
+    from fw_magics.graph.documents import MAX_JSON_EXECUTION_VERTICES
+    from fw_magics.graph.model import MAX_PARALLELISM
     from fw_magics.widgets import RecoveryPanel
     from tests.widgets.graphs import commit_file, write_log
 
