@@ -112,8 +112,11 @@ def test_exercises_ship_blank_with_a_check_that_explains(path):
     assert bool(exercises) == (path.stem in SOLUTIONS)
 
 
-def test_the_readme_says_how_to_open_the_tutorials():
-    assert ".venv/bin/jupyter lab tutorials/" in (ROOT / "README.md").read_text()
+def test_the_readme_says_how_to_open_the_tutorials_and_how_many_there_are():
+    readme = (ROOT / "README.md").read_text()
+    assert ".venv/bin/jupyter lab tutorials/" in readme
+    words = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen".split()
+    assert f"{words[len(TUTORIALS)].capitalize()} teaching notebooks in `tutorials/`" in readme
 
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=[p.stem for p in TUTORIALS])

@@ -11,6 +11,7 @@ import ipywidgets as W
 from fw_magics.datastream.datastream import DataStream
 from fw_magics.datastream.job_graph import build_graph
 from fw_magics.errors import Interrupted, JobLockedError, ResumeError, error_summary
+from fw_magics.graph.render import counted
 from fw_magics.recovery.jobs import Job, discard, find_jobs, read_job
 from fw_magics.spark.actions import Scope
 
@@ -208,7 +209,7 @@ class RecoveryPanel(W.VBox):
             switch = "" if s["watermark"] is None else f", switched at W = {moment(s['watermark'])}"
             stream = (f"<div class='fw-stream-summary'>streaming job, {html.escape(str(s['mode']))} mode: "
                       f"phase {html.escape(str(s['phase']))}{html.escape(switch)}, "
-                      f"{len(s['batches']):,} micro-batches</div>")
+                      f"{counted(len(s['batches']), 'micro-batch', 'micro-batches')}</div>")
         return (f"<span class='fw-status' data-status='{job.status}'><b>{html.escape(job.name)}</b>: "
                 f"{html.escape(words)}</span> ({len(job.events)} events in {html.escape(job.root)}){stream}")
 

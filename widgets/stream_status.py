@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 
+from fw_magics.graph.render import counted
 from fw_magics.recovery.replay import JobState, replay
 
 #: how many of the latest micro-batches the panel lists
@@ -124,5 +125,5 @@ def panel_html(status) -> str:
             for b in batches)
         lines.append("<table class='fw-stream-batches'><tr><th>micro-batch</th><th>input rows</th>"
                      f"<th>state rows</th><th>watermark</th><th>ms</th></tr>{rows}</table>"
-                     f"<small>{len(status['batches']):,} micro-batches in all</small>")
+                     f"<small>{counted(len(status['batches']), 'micro-batch', 'micro-batches')} in all</small>")
     return "<div class='fw-stream'>" + "<br>".join(lines) + "</div>"

@@ -76,9 +76,9 @@ def region_span(numbers) -> str:
     return f"regions {text}"
 
 
-def counted(n: int, word: str) -> str:
-    """A counted word: 1 chain, 3 chains, 100,000 subtasks."""
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """A counted word: 1 chain, 3 chains, 100,000 subtasks; 1 micro-batch, 2 micro-batches."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
 
 
 def _colours(graph) -> tuple[dict, dict]:

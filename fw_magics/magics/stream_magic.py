@@ -9,6 +9,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 
+from ..graph.render import counted
 from . import stream_grammar
 from .build import lookup
 from .cells import cell_number, magic_input, user_errors, variable
@@ -233,7 +234,7 @@ def status_bundle(job, show: int) -> dict[str, str]:
         facts.append(f"switched at W = {moment(job.watermark)}")
     if job.backlog_state_writes:
         facts.append(f"{job.backlog_state_writes:,} state writes in backlog")
-    facts.append(f"{len(status['batches']):,} micro-batches")
+    facts.append(counted(len(status['batches']), 'micro-batch', 'micro-batches'))
     head = f"streaming job {job.job_name!r}: " + ", ".join(facts)
     text, markup = [head], [f"<b>{html.escape(head)}</b>"]
     if show and job.phase not in ("backlog", "failed"):

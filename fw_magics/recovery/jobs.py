@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import FwMagicsError, JobLockedError, error_summary
 from ..graph import JobGraph, subtask_inputs
+from ..graph.render import counted
 from . import index
 from .event_store import JobEventStore
 from .filesystem import Storage, relative_parts
@@ -110,7 +111,7 @@ class Job:
         if self.streaming:
             state = self.state
             text = (f"{self.name}: {self.status}, streaming job in mode {state.mode}, phase {state.phase}, "
-                    f"{len(state.batches)} micro-batches{skipped}")
+                    f"{counted(len(state.batches), 'micro-batch', 'micro-batches')}{skipped}")
         else:
             total = sum(v.parallelism for v in graph.job_vertices())
             text = f"{self.name}: {self.status}, {len(self.state.finished)}/{total} subtasks finished{skipped}"

@@ -36,6 +36,8 @@ def main() -> None:
     from fw_magics.spark.flavour import flavour_of
 
     started = time.time()
+    print("Starting Spark (the first start on a machine also writes Java's class archive: a minute or two more)",
+          flush=True)
     spark = fw.get_spark()
     print(f"Spark {spark.version} ({flavour_of(spark).name}) ready in {time.time() - started:.1f}s")
 

@@ -152,6 +152,7 @@ def test_a_plain_stream_has_no_backlog_and_a_failure_shows_its_cause():
     assert {s["state"] for s in states.values()} == {"failed"}
     shown = text(panel_html(status))
     assert "ValueError: bad" in shown and "backlog" not in shown and "switch" not in shown
+    assert "1 micro-batch in all" in " ".join(shown.split())  # not "1 micro-batches" (issue 47, item 11)
 
 
 def test_a_restart_by_the_strategy_shows_how_often_and_after_what():
