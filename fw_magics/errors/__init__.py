@@ -88,14 +88,24 @@ class JobStorageError(FwMagicsError, RuntimeError):
 
 
 class JobFailedError(FwMagicsError, RuntimeError):
-    """A running job failed; the message says why in one line, and the failure itself is chained to it."""
+    """A running job failed; the message says why in one line, and the failure itself is chained to it.
+
+    In IPython: when the failure is the user's function raising in a Spark worker, the user's frames of
+    the worker's traceback (the failing line of their function), then this one line, as a ``%%fullwindow``
+    cell shows it; any other failure keeps IPython's whole traceback, its cause chained."""
 
     def _render_traceback_(self) -> list[str]:
         from IPython import get_ipython
 
+        from .tracebacks import worker_lines
+
         shell = get_ipython()
         if shell is None:
             return [f"{type(self).__name__}: {self}"]
+        lines = worker_lines(self.__cause__, shell)
+        if lines:
+            frames = lines[:1] + [line for line in lines[1:] if line.startswith("  ")]
+            return frames + [f"{type(self).__name__}: {self}"]
         return shell.InteractiveTB.structured_traceback(type(self), self, self.__traceback__)
 
 

@@ -18,23 +18,28 @@ import re
 from .frames import is_user_file, user_traceback
 
 _WORKER_TRACEBACK = "Traceback (most recent call last):"
+#: Where the error's own lines end in PySpark's text: the JVM's stack, a streaming query's description.
+_AFTER_MESSAGE = ("JVM stacktrace", "=== Streaming Query ===")
 _FRAME = re.compile(r'^  File "(?P<file>.*)", line (?P<line>\d+), in (?P<name>.*)$')
 
 
 def trim(error: BaseException, shell) -> bool:
     """Show ``error`` with the user's frames only, if it came from user code; say whether it did."""
-    lines = _worker_lines(error, shell) or user_traceback(error, shell)
+    lines = worker_lines(error, shell) or user_traceback(error, shell)
     if lines is None:
         return False
     error._render_traceback_ = lambda: lines
     return True
 
 
-def _worker_lines(error: BaseException, shell=None) -> list[str] | None:
-    """A Spark worker's traceback (text inside PythonException), cut to the user's frames."""
-    from pyspark.errors import PythonException
+def worker_lines(error: BaseException | None, shell=None) -> list[str] | None:
+    """A Spark worker's traceback, cut to the user's frames: a header line, the user's frames, then the
+    error's own lines; None when ``error`` carries no worker traceback with a frame of the user's. The
+    traceback is text inside PySpark's ``PythonException``, or inside the ``StreamingQueryException`` of a
+    streaming query whose micro-batch it failed (its query's description after it is left out)."""
+    from pyspark.errors import PythonException, StreamingQueryException
 
-    if not isinstance(error, PythonException):
+    if not isinstance(error, (PythonException, StreamingQueryException)):
         return None
     text = str(error)
     start = text.rfind(_WORKER_TRACEBACK)
@@ -54,7 +59,7 @@ def _worker_lines(error: BaseException, shell=None) -> list[str] | None:
     if not user:
         return None
     message = [line for line in body[index:] if line.strip()]
-    message = message[: next((i for i, line in enumerate(message) if line.startswith("JVM stacktrace")), len(message))]
+    message = message[: next((i for i, line in enumerate(message) if line.startswith(_AFTER_MESSAGE)), len(message))]
     if message:
         message[-1] = re.sub(r"\s*SQLSTATE: \w+$", "", message[-1])
     out = ["Traceback (most recent call last), from a Spark worker running your function:"]

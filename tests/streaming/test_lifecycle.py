@@ -177,7 +177,8 @@ def test_a_failed_job_raised_again_is_a_fresh_one_line_error_with_only_its_own_f
             job.process_all_available()
         raised.append(failed.value)
     first, second = raised
-    assert first is not second and first.__cause__ is second.__cause__ is job.exception
+    assert first is not second and first.__cause__ is second.__cause__ is job.exception.__cause__
+    assert str(job.exception) == str(first)  # job.exception: the one line, what Spark raised chained to it
     assert str(first) == str(second) and "injected failure on key 3" in str(first) and "\n" not in str(first)
     assert len(traceback.extract_tb(second.__traceback__)) == len(traceback.extract_tb(first.__traceback__))
     assert job.phase == "failed"

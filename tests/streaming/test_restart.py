@@ -127,7 +127,7 @@ class Healing(FixedDelayRestart):
 
 
 @pytest.mark.core
-def test_a_failed_micro_batch_restarts_the_query_from_its_checkpoint_with_nothing_lost_or_twice(area, tmp_path):
+def test_a_failed_micro_batch_restarts_the_query_from_its_checkpoint_with_nothing_lost_or_twice(area, tmp_path, capsys):
     """Spark ends a query on a failure a task retry does not absorb (a driver-side Python worker that did
     not connect back in time ended a CI run): the job's restart strategy starts it again from its
     checkpoint, and the micro-batch that failed runs once more, applied once."""
@@ -146,6 +146,9 @@ def test_a_failed_micro_batch_restarts_the_query_from_its_checkpoint_with_nothin
         (failed,) = kinds(events, "region_failed")
         assert "injected failure on key 3" in failed["cause"] and failed["vertices"] == []
         assert len(kinds(events, "region_restarted")) == 1 and not kinds(events, "job_failed")
+        # the cell running says so once, with the reason (issue 47, item 9: minutes passed in silence)
+        (said,) = [line for line in capsys.readouterr().err.splitlines() if "restart strategy restarts it" in line]
+        assert said.startswith("fw-magics: job 'healed' failed (") and "injected failure on key 3" in said
         batches = [e["batch"] for e in kinds(events, "micro_batch")]
         assert batches == sorted(set(batches))  # the batch that failed recorded once, after its re-run
         changelog = job.changelog()
@@ -185,6 +188,19 @@ def test_no_restart_left_fails_the_job_at_its_first_failure_and_a_bad_strategy_i
     events = job.events()
     assert job.phase == "failed" and job.restarts == 0 and len(kinds(events, "job_failed")) == 1
     assert len(kinds(events, "region_failed")) == 1 and not kinds(events, "region_restarted")
+    # job.exception is the one line the wait raised, Spark's error chained to it; a notebook shows the user's
+    # frames of the worker's traceback and that line, as a %%fullwindow cell does (issue 47, item 9)
+    from IPython.core.interactiveshell import InteractiveShell
+
+    error = job.exception
+    assert isinstance(error, fw.JobFailedError) and "\n" not in str(error)
+    assert str(error).startswith("job 'never' failed: ") and "injected failure on key 3" in str(error)
+    assert "injected failure on key 3" in str(error.__cause__) and job.exception is error
+    InteractiveShell.instance()
+    shown = error._render_traceback_()
+    assert shown[-1] == f"JobFailedError: {error}" and '    raise ValueError("injected failure on key 3")' in shown
+    assert any(line.startswith('  File "') and "functions.py" in line and "in add" in line for line in shown)
+    assert not [line for line in shown if "fw_magics" in line or "pyspark" in line or "py4j" in line], shown
 
 
 def test_a_stop_during_the_backoff_ends_the_job_stopped_with_no_query_left(area, tmp_path):
@@ -274,6 +290,9 @@ def test_a_stalled_micro_batch_is_cancelled_and_run_again_from_its_checkpoint_wi
         (failed,) = kinds(events, "region_failed")
         assert "made no progress for" in failed["cause"] and "cancelled, to run again" in failed["cause"]
         assert len(kinds(events, "region_restarted")) == 1 and not kinds(events, "job_failed")
+        # the cell running says so once, with the reason (issue 47, item 9: minutes passed in silence)
+        (said,) = [line for line in capsys.readouterr().err.splitlines() if "restart strategy restarts it" in line]
+        assert said.startswith("fw-magics: job 'healed' failed (") and "injected failure on key 3" in said
         batches = [e["batch"] for e in kinds(events, "micro_batch")]
         assert batches == sorted(set(batches))  # the stalled batch recorded once, after its re-run
         assert not job.changelog().duplicated().any()

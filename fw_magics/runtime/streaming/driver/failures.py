@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import threading
 from collections.abc import Callable
 
@@ -43,6 +44,7 @@ class Failures:
     _stopping: bool  # stop() was called
     _ended: bool  # the job's end is being, or was, recorded
     _error: BaseException | None  # the error that failed the job
+    _shown: BaseException | None = None  # ``exception``: the one-line error it is shown as
     _interrupted: str | None  # why its work was cancelled from outside, if it was
     _restarting: threading.RLock  # one restart at a time; stop() and a failure wait for one in flight
     _woken: threading.Event  # set by stop() and a failure: a restart's backoff ends at once
@@ -53,6 +55,19 @@ class Failures:
     _start_query: Callable[..., None]  # (warm=False): the query and its follower
     _halt: Callable[..., None]  # (backlog=False): stop the query (and cancel the backlog's actions)
     _end: Callable[..., None]  # (phase, **detail): record the last phase and release everything
+
+    @property
+    def exception(self) -> BaseException | None:
+        """The error that failed the job, if it failed: fw-magics' own one-line error as it was raised, any
+        other as the one-line ``JobFailedError`` that ``process_all_available()`` raises, what Spark raised
+        chained to it (``__cause__``); in a notebook its user's frames show, as a ``%%fullwindow`` cell's do."""
+        error = self._error
+        if error is None or isinstance(error, FwMagicsError):
+            return error
+        if self._shown is None or self._shown.__cause__ is not error:
+            self._shown = raised_again(error, f"job {self.job_name!r} failed")
+            self._shown.__cause__ = error
+        return self._shown
 
     # -- a failure and the restart strategy ------------------------------------------------------------
 
@@ -116,7 +131,12 @@ class Failures:
         if not restart.can_restart():
             self._lost = query
             return False
-        self._woken.wait(checked_backoff(restart, error))
+        backoff = checked_backoff(restart, error)
+        if attempt == 1:  # said once, in the cell that is running (a job's restarts are in its events too)
+            print(f"fw-magics: job {self.job_name!r} failed ({error_summary(error)}); its restart strategy restarts it "
+                  f"from where it got to in {backoff:.3g} s (job.restarts counts the restarts)", file=sys.stderr,
+                  flush=True)
+        self._woken.wait(backoff)
         if query is not None:
             if self.follower is not None:
                 with contextlib.suppress(Exception):

@@ -82,10 +82,6 @@ class StreamingJob(JobResults, Failures):
     def phase(self) -> str | None:
         return self._phase
 
-    @property
-    def exception(self) -> BaseException | None:  # the error that failed the job, if it failed
-        return self._error
-
     # -- the phase machine -------------------------------------------------------------------------
 
     def run(self, phase: str) -> None:
