@@ -199,10 +199,27 @@ class IntervalJoin:
 
 
 class IntervalJoined:
-    """An interval join with its interval; ``process(join)`` says what each joined pair emits."""
+    """An interval join with its interval; ``process(join)`` says what each joined pair emits.
+    ``lower_bound_exclusive()`` and ``upper_bound_exclusive()`` leave a bound out of the interval, as
+    PyFlink's ``IntervalJoined`` does (event times are milliseconds: an exclusive bound is the inclusive one
+    a millisecond inside, as Flink's ``IntervalJoinOperator`` makes it)."""
 
-    def __init__(self, pair: _KeyedPair, lower: int, upper: int):
-        self._pair, self.lower, self.upper = pair, lower, upper
+    def __init__(self, pair: _KeyedPair, lower: int, upper: int, exclusive: tuple[bool, bool] = (False, False)):
+        self._pair, self.lower, self.upper, self.exclusive = pair, lower, upper, exclusive
+
+    def lower_bound_exclusive(self) -> IntervalJoined:
+        """The same join without the records exactly at ``t + lower``."""
+        return IntervalJoined(self._pair, self.lower, self.upper, (True, self.exclusive[1]))
+
+    def upper_bound_exclusive(self) -> IntervalJoined:
+        """The same join without the records exactly at ``t + upper``."""
+        return IntervalJoined(self._pair, self.lower, self.upper, (self.exclusive[0], True))
+
+    def _interval(self) -> tuple[int, int, str]:
+        """The inclusive bounds the operator joins in, and the interval as the graph's label shows it."""
+        low, high = self.lower + self.exclusive[0], self.upper - self.exclusive[1]
+        shown = f"{'(' if self.exclusive[0] else '['}{self.lower}, {self.upper}{')' if self.exclusive[1] else ']'}"
+        return low, high, shown
 
     def process(self, join, schema=None):
         """``join``: an ``fw.ProcessJoinFunction`` or ``fn(left, right)``; returns the rows of each pair."""
@@ -220,9 +237,10 @@ class IntervalJoined:
         ddls = [s.schema.simpleString()[len("struct<"):-1] for s in self._pair.stream.inputs]
         sides = [(ddl, struct_state_type(s.schema, ddl))  # each side's buffer holds that input's records
                  for ddl, s in zip(ddls, self._pair.stream.inputs)]
-        operator = IntervalJoinOperator(self.lower, self.upper, join, sides[0][0], sides[1][0])
+        low, high, shown = self._interval()
+        operator = IntervalJoinOperator(low, high, join, sides[0][0], sides[1][0])
         declared = schema if schema is not None else getattr(join, "schema", None)
-        label = f"interval_join[{self.lower}, {self.upper}]({name})"
+        label = f"interval_join{shown}({name})"
         states = {"left": ("list", sides[0][1]), "right": ("list", sides[1][1]),
                   "left_times": ("list", StateType(ddl=None)), "right_times": ("list", StateType(ddl=None))}
         return co_process(self._pair, operator, label, declared, states=states, schema_owner=name)

@@ -76,11 +76,14 @@ class CoModel(Model):
         self._fire(self.watermark)
 
 
-def interval_join(first, second, lower, upper):
-    """Flink's interval join of every pair, ignoring lateness: (k, l.v, r.w, l.ts ms, r.ts ms) as a sorted list."""
+def interval_join(first, second, lower, upper, exclusive=(False, False)):
+    """Flink's interval join of every pair, ignoring lateness: (k, l.v, r.w, l.ts ms, r.ts ms) as a sorted list.
+    ``exclusive``: whether the lower and the upper bound are left out of the interval."""
+    above = (lambda a, b: a < b) if exclusive[0] else (lambda a, b: a <= b)
+    below = (lambda a, b: a < b) if exclusive[1] else (lambda a, b: a <= b)
     out = []
     for left in first:
         for right in second:
-            if left[0] == right[0] and ms(left.ts) + lower <= ms(right.ts) <= ms(left.ts) + upper:
+            if left[0] == right[0] and above(ms(left.ts) + lower, ms(right.ts)) and below(ms(right.ts), ms(left.ts) + upper):
                 out.append((left[0], left.v, right.w, ms(left.ts), ms(right.ts)))
     return sorted(out)

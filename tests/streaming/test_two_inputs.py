@@ -419,19 +419,14 @@ def empty_streams(tmp_path_factory):
             fw.from_files(base, "parquet", SECOND, event_time="ts"))
 
 
-@settings(max_examples=60, deadline=None)
-@given(records=times, lower=st.integers(-20, 10), width=st.integers(0, 20), split=st.integers(0, 60))
-def test_the_interval_join_operator_finds_every_pair_the_model_does(empty_streams, records, lower, width, split):
-    """Records in event-time order, in two runs of the core with the watermark moved to just before the
-    second between them (as a micro-batch boundary is): the cleanup timers drop nothing a later record
-    could still meet, and every pair in the interval is emitted once."""
+def core_pairs(joined, records, split):
+    """The pairs an interval join's per-key core emits for ``records`` ((side, key, event time s) each, run
+    in event-time order in two runs with the watermark moved to just before the second between them, as a
+    micro-batch boundary is): (key, left's v, right's w) each; and the records, tagged."""
     from fw_magics.runtime.streaming.keyed.core import KeyedCore
     from fw_magics.values.records import make_record
 
-    upper = lower + width
-    first, second = empty_streams
-    spec = first.key_by("k").interval_join(second.key_by("key")).between(lower * 1000, upper * 1000).process(
-        functions.Pair()).spec
+    spec = joined.process(functions.Pair()).spec
     names = spec.record.names
     rows = sorted(((side, k, i, s) for i, (side, k, s) in enumerate(records)), key=lambda r: (r[3], r[0]))
     tagged = [(k, side, record((k, i, s), ("k", "v", "ts") if side == 1 else SECOND_NAMES)) for side, k, i, s in rows]
@@ -454,7 +449,38 @@ def test_the_interval_join_operator_finds_every_pair_the_model_does(empty_stream
             result = core.end()
             states[k] = result.state
             got += [(key[0],) + tuple(value)[:2] for _, key, value in result.outputs]
+    return got, tagged
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=times, lower=st.integers(-20, 10), width=st.integers(0, 20), split=st.integers(0, 60),
+       exclusive=st.tuples(st.booleans(), st.booleans()))
+def test_the_interval_join_operator_finds_every_pair_the_model_does(empty_streams, records, lower, width, split,
+                                                                    exclusive):
+    """The cleanup timers drop nothing a later record could still meet, every pair in the interval is
+    emitted once, with each bound in or out of it (PyFlink's lower_bound_exclusive, upper_bound_exclusive)."""
+    upper = lower + width
+    first, second = empty_streams
+    joined = first.key_by("k").interval_join(second.key_by("key")).between(lower * 1000, upper * 1000)
+    joined = joined.lower_bound_exclusive() if exclusive[0] else joined
+    joined = joined.upper_bound_exclusive() if exclusive[1] else joined
+    got, tagged = core_pairs(joined, records, split)
     left = [r for _, _, r in tagged if "v" in r._fields]
     right = [r for _, _, r in tagged if "w" in r._fields]
-    expected = [(k, v, w) for k, v, w, _, _ in interval_join(left, right, lower * 1000, upper * 1000)]
+    expected = [(k, v, w) for k, v, w, _, _ in interval_join(left, right, lower * 1000, upper * 1000, exclusive)]
     assert sorted(got) == sorted(expected)
+
+
+def test_an_exclusive_bound_leaves_out_the_records_exactly_at_it(empty_streams):
+    """A left record at 10 s; right records at 8, 9, 12 and 13 s; between(-2 s, 3 s) (issue 47, item 7)."""
+    first, second = empty_streams
+    joined = first.key_by("k").interval_join(second.key_by("key")).between(-2000, 3000)
+    records = [(1, 0, 10), (2, 0, 8), (2, 0, 9), (2, 0, 12), (2, 0, 13)]  # v is the record's index: 1..4 on the right
+    cases = {joined: [1, 2, 3, 4], joined.lower_bound_exclusive(): [2, 3, 4],
+             joined.upper_bound_exclusive(): [1, 2, 3], joined.lower_bound_exclusive().upper_bound_exclusive(): [2, 3]}
+    for option, want in cases.items():
+        got, _ = core_pairs(option, records, 60)
+        assert sorted(w for _, _, w in got) == want, option.exclusive
+    labels = {o.process(functions.Pair()).spec.label for o in cases}  # the job graph shows it
+    assert labels == {"interval_join[-2000, 3000](Pair)", "interval_join(-2000, 3000](Pair)",
+                      "interval_join[-2000, 3000)(Pair)", "interval_join(-2000, 3000)(Pair)"}, labels
