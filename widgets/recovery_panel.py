@@ -73,6 +73,9 @@ class RecoveryPanel(W.VBox):
         self.title = W.HTML()
         self.jobs = W.Select(options=[], rows=5, layout=W.Layout(width="520px"))
         self.jobs.add_class("fw-jobs")
+        self.filter = W.Text(placeholder="filter: part of a name, status or folder", continuous_update=True,
+                             layout=W.Layout(width="520px"))
+        self.filter.add_class("fw-jobs-filter")
         self.refresh_button = W.Button(description="Refresh", icon="refresh")
         self.status = W.HTML()
         self.status.add_class("fw-job-status")
@@ -101,6 +104,7 @@ class RecoveryPanel(W.VBox):
         self.confirm = W.HBox([self.confirm_text, self.confirm_yes, self.confirm_no],
                               layout=W.Layout(display="none"))
         self.refresh_button.on_click(lambda _: self.refresh())
+        self.filter.observe(lambda _: self._list(), "value")
         self.jobs.observe(lambda change: self.open_job(change["new"]) if change["new"] else None, "value")
         self.step.observe(lambda change: self._show_step(change["new"]), "value")
         self.back.on_click(lambda _: self._move(-1))
@@ -114,7 +118,8 @@ class RecoveryPanel(W.VBox):
             self.subtask_table, W.HBox([self.resume_button, self.discard_button]), self.confirm,
         ])
         self.stream = self.result = None
-        super().__init__([self.title, W.HBox([self.jobs, self.refresh_button]), self.detail, self.message])
+        super().__init__([self.title, W.HBox([W.VBox([self.filter, self.jobs]), self.refresh_button]), self.detail,
+                          self.message])
         self.add_class("fw-recovery-panel")
         self.refresh()
 
@@ -123,16 +128,21 @@ class RecoveryPanel(W.VBox):
     def refresh(self) -> None:
         """Re-read where the jobs are and the open job's log."""
         found = find_jobs(self.job_dir, self.elsewhere)
-        self.found = found.jobs
+        here = [job for job in found.jobs if self._here(job)]  # this folder's first, the rest by folder
+        self.found = here + sorted((job for job in found.jobs if not self._here(job)),
+                                   key=lambda job: (os.path.dirname(job.root), job.name))
         self.title.value = self._title_html(found.looked, len(found.jobs))
         current = self.job.root if self.job is not None else None
         keys = self._keys()
-        self.jobs.options = [(self._label(job), keys[job.root]) for job in self.found]
+        self._list()
         if not self.found:
             self.job = None
             self.detail.layout.display = "none"
             return
-        target = keys.get(current, keys[self.found[0].root])
+        listed = [value for _, value in self.jobs.options]
+        target = keys.get(current) if keys.get(current) in listed else (listed[0] if listed else None)
+        if target is None:  # the filter hides every job
+            return
         if self.jobs.value != target:
             self.jobs.value = target  # opens it (open_job)
         else:
@@ -143,11 +153,21 @@ class RecoveryPanel(W.VBox):
         names = [job.name for job in self.found]
         return {job.root: job.name if names.count(job.name) == 1 else job.root for job in self.found}
 
+    def _list(self) -> None:
+        """The list shows the jobs whose label holds the filter's text (any case); the open job stays listed."""
+        keys, wanted = self._keys(), self.filter.value.strip().lower()
+        labels = [(self._label(job), keys[job.root]) for job in self.found]
+        self.jobs.options = [(label, key) for label, key in labels
+                             if wanted in label.lower() or (self.job is not None and key == keys.get(self.job.root))]
+
+    def _here(self, job: Job) -> bool:
+        """Whether ``job`` is in the panel's own folder."""
+        parent = job.root.rsplit("/", 1)[0]
+        return parent.rstrip("/") == self.job_dir.rstrip("/") or parent == _absolute(self.job_dir)
+
     def _label(self, job: Job) -> str:
         label = job.label()
-        parent = job.root.rsplit("/", 1)[0]
-        same_place = parent.rstrip("/") == self.job_dir.rstrip("/") or parent == _absolute(self.job_dir)
-        return label if same_place else f"{label} (in {parent})"
+        return label if self._here(job) else f"{label} (in {job.root.rsplit('/', 1)[0]})"
 
     def _title_html(self, looked, count: int) -> str:
         def place(where: str, n: int) -> str:

@@ -137,6 +137,31 @@ def test_a_plain_recovery_panel_lists_jobs_from_everywhere_with_their_folders(wh
     assert [label for label, _ in only_here.jobs.options] == ["orders: finished, 9/9 subtasks finished"]
 
 
+def test_the_panel_lists_its_folders_jobs_first_the_rest_by_folder_and_filters_them(where, tmp_path):
+    """A fresh kernel's %fw_recover lists every job of the user's index (issue 47, item 10: 26 jobs of
+    tutorial temp folders, in the order registered): the notebook's folder first, the rest grouped by
+    folder, and a filter narrows the list."""
+    here = str(tmp_path / ".fw-jobs")
+    a_job(here, "sales")
+    for folder, name in [("tmp-b", "orders"), ("tmp-a", "sensors"), ("tmp-b", "clicks"), ("tmp-a", "orders")]:
+        index.register(a_job(tmp_path / folder, name), name)
+    panel = RecoveryPanel(namespace={}, job_dir=here, elsewhere=True)
+    listed = [(os.path.basename(label.rsplit("(in ", 1)[1][:-1]) if "(in " in label else "here", label.split(":")[0])
+              for label, _ in panel.jobs.options]
+    assert listed == [("here", "sales"), ("tmp-a", "orders"), ("tmp-a", "sensors"), ("tmp-b", "clicks"),
+                      ("tmp-b", "orders")], listed
+    assert panel.job.name == "sales"
+    panel.filter.value = "TMP-B"  # any case; the open job stays listed
+    assert [label.split(":")[0] for label, _ in panel.jobs.options] == ["sales", "clicks", "orders"]
+    panel.open_job(os.path.join(str(tmp_path / "tmp-b"), "clicks"))
+    panel.filter.value = "nothing like it"
+    assert [label.split(":")[0] for label, _ in panel.jobs.options] == ["clicks"]
+    panel.refresh()  # a refresh keeps the filter and the open job
+    assert panel.job.name == "clicks" and len(panel.jobs.options) == 1
+    panel.filter.value = ""
+    assert len(panel.jobs.options) == 5
+
+
 def test_with_nothing_anywhere_the_panel_says_where_it_looked(where, tmp_path):
     panel = RecoveryPanel(namespace={}, job_dir=str(tmp_path / "none"), elsewhere=True)
     assert "0 found (run ds.execute() to record one)" in panel.title.value
