@@ -211,9 +211,18 @@ def _write_table(directory: str, name: str, table) -> tuple[dict, list]:
     return dict(_digest(path), rows=footer.metadata.num_rows), schema
 
 
+def read_only(path: str) -> None:
+    """No one may write ``path`` from now on (its write bits cleared): a hard link shares its file, modes
+    included, with every job and savepoint that holds it, and none of them writes a file in place."""
+    mode = os.stat(path).st_mode
+    if mode & 0o222:
+        os.chmod(path, mode & 0o7555)
+
+
 def share(source: str, target: str) -> None:
     """``target`` made the same file as ``source`` (a hard link: no byte copied), or a copy of it
-    where the two folders are on different file systems; atomic either way."""
+    where the two folders are on different file systems; atomic either way. The file is read-only from
+    then on, for every job and savepoint that shares it (each of them writes a new file, never in place)."""
     import shutil
 
     os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -222,6 +231,7 @@ def share(source: str, target: str) -> None:
         os.link(source, tmp)
     except OSError:
         shutil.copyfile(source, tmp)
+    read_only(tmp)
     os.replace(tmp, target)
 
 
@@ -271,6 +281,8 @@ def write_savepoint(root: str, document: dict, operator_state: dict, manifest: d
            **({"base_partitions": len(based)} if based else {})}
     _write(os.path.join(tmp, DOCUMENT), json.dumps(doc, indent=1).encode())
     hooks.trigger("savepoint_writing", tmp, DOCUMENT)
+    for name in (*files, DOCUMENT):  # the base files are read-only already (share)
+        read_only(os.path.join(tmp, name))
     _fsync_dir(tmp)
     os.rename(tmp, final)
     _fsync_dir(base)
