@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -56,7 +57,7 @@ from ....recovery.filesystem import Storage
 from ....recovery.paths import CHECKPOINT, HANDOVER, RESTORED_BASE, RESTORED_LATEST, RESTORED_OPERATOR, WATERMARK
 from ....state import operator_state_document, redistribute_snapshots, validate_subtask_snapshot
 from ....values.event_time import valid_watermark
-from ..driver.follower import ran
+from ..driver.follower import held, ran
 from ..driver.phases import ENDED
 from ..driver.sink import changelog_frame, latest_rows
 from ..keyed import backlog
@@ -85,12 +86,29 @@ def graph_at(graph: JobGraph, parallelism: int) -> JobGraph:
 # -- the source's position --------------------------------------------------------------------------
 
 
-def _last_progress(job):
-    reports = [p for p in (job.query.recentProgress or []) if p.sources and ran(p)]
-    if not reports:
-        raise FullWindowError(f"job {job.job_name!r} has committed no micro-batch yet; call "
-                              "job.process_all_available() before job.savepoint()")
-    return reports[-1]
+#: How long a savepoint waits for the query to report where it stands when it has not yet (a restarted query
+#: that found nothing new reports it at its first trigger, just after ``process_all_available()`` returns).
+REPORT_WAIT_S = 5.0
+
+
+def _last_committed(job) -> tuple[int, list]:
+    """(the query's last committed micro-batch, its sources' end offsets as JSON text), from its progress:
+    the last micro-batch that ran, else a trigger that found nothing new since -- what a job restarted from
+    its checkpoint reports until it reads something new: Spark then reports the *next* batch's id, with
+    its sources where the last committed one left them (start and end offsets equal)."""
+    deadline = time.monotonic() + REPORT_WAIT_S
+    while True:
+        reports = [p for p in (job.query.recentProgress or []) if p.sources and not held(p)]
+        done = [p for p in reports if ran(p)]
+        if done:
+            return done[-1].batchId, [s.endOffset for s in done[-1].sources]
+        quiet = [p for p in reports if p.batchId >= 1 and all(s.startOffset == s.endOffset for s in p.sources)]
+        if quiet:
+            return quiet[-1].batchId - 1, [s.endOffset for s in quiet[-1].sources]
+        if time.monotonic() >= deadline or not job.query.isActive:
+            raise FullWindowError(f"job {job.job_name!r} has committed no micro-batch yet; call "
+                                  "job.process_all_available() before job.savepoint()")
+        time.sleep(0.1)
 
 
 def _check_running(job) -> None:
@@ -115,15 +133,14 @@ def _source_inputs(job, position: dict | None = None) -> list[tuple]:
 
 def _committed_position(job) -> tuple[int, dict]:
     """(the last committed micro-batch, the source's position after it: each input's ``saved_position``)."""
-    progress = _last_progress(job)
-    ends = [json.loads(s.endOffset) for s in progress.sources]
+    batch, ends = _last_committed(job)
+    ends = [json.loads(end) for end in ends]
     ends = [end for end in ends if not is_carrier_offset(end)]  # a carrier row moved a watermark: no position
     inputs = job.source.inputs_at(job.root)
     if len(ends) != len(inputs):
         raise FullWindowError(f"job {job.job_name!r}'s query reported {len(ends)} sources' offsets for its "
                               f"{len(inputs)} inputs; no savepoint was written")
-    return progress.batchId, job.source.joined([source.saved_position(root, end)
-                                                for (source, root, _), end in zip(inputs, ends)])
+    return batch, job.source.joined([source.saved_position(root, end) for (source, root, _), end in zip(inputs, ends)])
 
 
 def _watermark(job, position: dict) -> tuple[int | None, dict, int | None]:
