@@ -241,6 +241,13 @@ class OneInput(Source):
     def position_in_words(cls, position: dict) -> str:
         """A checked position in words ("3 of 5 files read")."""
 
+    @classmethod
+    def check_splits(cls, snapshots: list[dict], position: dict, where: str, error) -> None:
+        """``error`` in one line when its source subtasks' ``snapshots`` in a savepoint (the splits, each
+        with what was read of it) disagree with the checked ``position`` the savepoint holds: a split
+        marked unread there would be read again, its records counted twice. A kind whose splits say
+        nothing beyond its position need not override it."""
+
 
 class Composite(Source):
     """A source made of one-input sources (``inputs``), each in its own folder of the job's: its description

@@ -6,8 +6,8 @@ the source itself, never which kind it is: making the source of a step (``source
 is read straight from a source with a backlog (``is_backlog_source``), how a recorded description
 differs from a source's (``source_change``), and a savepoint's position, read from disk without a
 source at hand: checked by its own kind's codec (``check_saved_position``), in words
-(``position_in_words``), its document's fields (``position_document_fields``, ``check_position_fields``)
-and where each input reads (``places``).
+(``position_in_words``), its document's fields (``position_document_fields``, ``check_position_fields``),
+its splits against it (``check_saved_splits``) and where each input reads (``places``).
 """
 
 from __future__ import annotations
@@ -106,6 +106,24 @@ def check_saved_position(doc, described: dict, where: str, error) -> dict:
         return cls.joined([check_saved_position(p, d, f"{where} (input {number})", error)
                            for number, (p, d) in enumerate(zip(own, parts), start=1)])
     return cls.check_position(doc, where, error)
+
+
+def check_saved_splits(operator_state: dict, names: list, described: dict, position: dict, where: str,
+                       error) -> None:
+    """The splits each source operator (``names``: the graph's, in order) holds in a savepoint's
+    ``operator_state`` agree with the checked ``position`` of its input (each kind's ``check_splits``)."""
+    cls = _codec(described)
+    parts = cls.described_parts(described) if issubclass(cls, Composite) else [described]
+    positions = position[cls.PARTS] if issubclass(cls, Composite) else [position]
+    if len(names) != len(parts):
+        raise error(f"{where} has {len(names)} source operators in its graph for {len(parts)} inputs; the "
+                    "savepoint is damaged")
+    for number, (name, part, own) in enumerate(zip(names, parts, positions), start=1):
+        snapshots = operator_state.get(name)
+        if snapshots is None:
+            raise error(f"{where} has no state for the source {name!r}")
+        at = where if len(names) == 1 else f"{where} (input {number})"
+        _codec(part).check_splits(snapshots, own, at, error)
 
 
 def position_in_words(described: dict, position: dict) -> str:

@@ -38,4 +38,7 @@ class Aggregate(KeyedKind):
     def per_key(self, core) -> AggregatePerKey:
         return AggregatePerKey(core)
 
+    def declared_states(self, spec) -> dict:
+        return {Running.STATE: ("value", spec.accumulator)}  # the accumulator (None: JSON)
+
 

@@ -76,6 +76,9 @@ class CoProcess(KeyedKind):
     def per_key(self, core) -> CoProcessPerKey:
         return CoProcessPerKey(core)
 
+    def declared_states(self, spec) -> dict:
+        return dict(spec.states or {})  # what its open() asks for (an interval join's: each side's buffers)
+
 
 
 

@@ -44,4 +44,7 @@ class Process(KeyedKind):
     def per_key(self, core) -> ProcessPerKey:
         return ProcessPerKey(core)
 
+    def declared_states(self, spec) -> dict:
+        return dict(spec.states or {})  # what its open() asks for
+
 

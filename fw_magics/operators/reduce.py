@@ -53,4 +53,7 @@ class Reduce(KeyedKind):
     def per_key(self, core) -> ReducePerKey:
         return ReducePerKey(core)
 
+    def declared_states(self, spec) -> dict:
+        return {Running.STATE: ("value", spec.record)}  # the reduced record
+
 

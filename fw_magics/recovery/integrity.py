@@ -13,6 +13,33 @@ import hashlib
 from .filesystem import Storage, UnsafeFile
 
 _CHUNK = 1 << 20
+#: Arrow IPC's end-of-stream marker: a result file ends with it (its writer closed the stream whole).
+END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+
+def cut_short(f) -> bool:
+    """Whether the seekable binary file ``f``, an Arrow stream, lacks the end-of-stream marker its writer
+    closed it with: one cut short at a batch's end reads back as a shorter stream, without an error. Its
+    position is kept."""
+    at = f.tell()
+    try:
+        size = f.seek(0, 2)
+        if size < len(END_OF_STREAM):
+            return True
+        f.seek(size - len(END_OF_STREAM))
+        return f.read(len(END_OF_STREAM)) != END_OF_STREAM
+    finally:
+        f.seek(at)
+
+
+def unreadable(where: str, why) -> str:
+    """The one line that names a committed file that can no longer be read (``why``: the reader's error, or
+    words), and what that means."""
+    if isinstance(why, BaseException):
+        text = str(why).splitlines()[0][:200] if str(why) else ""
+        why = f"{type(why).__name__}: {text}" if text else type(why).__name__
+    return (f"the committed file {where} cannot be read ({why}): it was changed after it was written (a "
+            "savepoint's base file is one file in every job and savepoint that shares it)")
 
 
 def file_intact(storage: Storage, record: dict) -> str | None:

@@ -34,14 +34,19 @@ def forge(path: str, name: str, data: bytes) -> None:
     import hashlib
     import json
 
-    with open(os.path.join(path, name), "wb") as f:
-        f.write(data)
+    rewrite(os.path.join(path, name), data)
     doc_path = os.path.join(path, "savepoint.json")
     with open(doc_path) as f:
         doc = json.load(f)
     doc["files"][name].update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
-    with open(doc_path, "w") as f:
-        json.dump(doc, f)
+    rewrite(doc_path, json.dumps(doc).encode())
+
+
+def rewrite(target: str, data: bytes) -> None:
+    """``data`` as a new file in ``target``'s place (a savepoint's files are read-only, its base shared)."""
+    os.remove(target)
+    with open(target, "wb") as f:
+        f.write(data)
 
 
 def _merge(rows: dict, job) -> None:
@@ -83,8 +88,8 @@ def test_a_changed_parallelism_on_a_plain_restart_and_a_wrong_savepoint_are_refu
     with pytest.raises(ResumeError, match=f"lists the files of '{decoy}', not of the job's source"):
         op.start(job_dir=area.jobs, job_name="r-forged", from_savepoint=forged)
     assert not os.path.exists(os.path.join(area.jobs, "r-forged", "checkpoint"))
-    with open(os.path.join(path, "operator-state.json"), "ab") as f:
-        f.write(b" ")
+    with open(os.path.join(path, "operator-state.json"), "rb") as f:
+        rewrite(os.path.join(path, "operator-state.json"), f.read() + b" ")
     with pytest.raises(SavepointError, match="does not match its recorded size and SHA-256"):
         op.start(job_dir=area.jobs, job_name="r-damaged", from_savepoint=path)
 

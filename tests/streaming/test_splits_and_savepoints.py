@@ -91,8 +91,8 @@ def test_bad_split_state_is_refused_in_one_line():
 
 def _write(root: str, rows: int) -> str:
     doc = manifest(4, 2)
-    ops = operator_state_document({"src": source_snapshots(doc["files"], 2, 2)})
-    keyed = pa.table({"k": pa.array(range(rows), pa.int64()), "__fw_state": pa.array(['{"v": 1}'] * rows)})
+    ops = operator_state_document({"files(src)": source_snapshots(doc["files"], 2, 2)})
+    keyed = pa.table({"k": pa.array(range(rows), pa.int64()), "__fw_state": pa.array(['{"v": {"running": 1}}'] * rows)})
     document = {"job": "j", "graph": GRAPH, "parallelism": 2, "source": {"path": "/data"}, "watermark": None,
                 "key_names": ["k"], "read_files": 2}
     latest = pa.table({"k": pa.array(range(rows), pa.int64()), "__fw_kind": pa.array(["element"] * rows),
@@ -113,30 +113,35 @@ def _graph_json() -> str:
 GRAPH = _graph_json()
 
 
+def _rewrite(path: str, doc: dict) -> None:
+    os.remove(path)  # a savepoint's files are read-only: a new file in its place
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
 def test_a_savepoint_reads_back_and_a_damaged_or_foreign_one_is_refused(tmp_path):
     root = str(tmp_path / "job")
     first = _write(root, 3)
     sp = load_savepoint(first)
-    assert sp.parallelism == 2 and sp.manifest["backlog"] == 2 and list(sp.operator_state) == ["src"]
+    assert sp.parallelism == 2 and sp.manifest["backlog"] == 2 and list(sp.operator_state) == ["files(src)"]
     assert sp.document["files"]["keyed-state.parquet"]["rows"] == 3
     second = _write(root, 1)
     assert list_savepoints(root) == [first, second]
     doc_path = os.path.join(second, "savepoint.json")
     doc = json.load(open(doc_path))
-    json.dump(dict(doc, version=4), open(doc_path, "w"))
-    with pytest.raises(SavepointError, match=r"version 4 \(written by a newer fw-magics.*accepted: 1, 2, 3"):
+    _rewrite(doc_path, dict(doc, version=5))
+    with pytest.raises(SavepointError, match=r"version 5 \(written by a newer fw-magics.*accepted: 1, 2, 3, 4"):
         load_savepoint(second)
-    json.dump(dict(doc, version=1), open(doc_path, "w"))  # version 1 had no latest rows
+    _rewrite(doc_path, dict(doc, version=1))  # version 1 had no latest rows
     with pytest.raises(SavepointError, match="lists files"):
         load_savepoint(second)
     os.remove(os.path.join(second, "latest.parquet"))
-    json.dump(dict(doc, version=1, files={k: v for k, v in doc["files"].items() if k != "latest.parquet"}),
-              open(doc_path, "w"))
+    _rewrite(doc_path, dict(doc, version=1, files={k: v for k, v in doc["files"].items() if k != "latest.parquet"}))
     assert load_savepoint(second).latest_path is None
-    json.dump(dict(doc, files=dict(doc["files"], extra={"size": 1})), open(doc_path, "w"))
+    _rewrite(doc_path, dict(doc, files=dict(doc["files"], extra={"size": 1})))
     with pytest.raises(SavepointError, match="lists files"):
         load_savepoint(second)
-    json.dump(doc, open(doc_path, "w"))
+    _rewrite(doc_path, doc)
     os.remove(os.path.join(second, "source-manifest.json"))
     os.symlink(os.path.join(first, "source-manifest.json"), os.path.join(second, "source-manifest.json"))
     with pytest.raises(SavepointError, match="lacks the regular file 'source-manifest.json'"):

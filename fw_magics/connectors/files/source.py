@@ -21,7 +21,7 @@ from . import datasource as files_source
 from .manifest import Manifest, backlog_summary, check_manifest, relist
 from .reading import bad_file
 from .schema import check_first_file, footer_problem, nanoseconds
-from .splits import restored_manifest, source_snapshots
+from .splits import read_splits, restored_manifest, source_snapshots
 
 FILE_FORMATS = ("parquet", "json", "csv")
 #: The names a source reads by default, per format (``glob=`` says otherwise; fnmatch rules).
@@ -243,6 +243,14 @@ class FilesSource(OneInput):
     @classmethod
     def position_in_words(cls, position: dict) -> str:
         return f"{position.get('backlog')} of {len(position['files'])} files read"
+
+    @classmethod
+    def check_splits(cls, snapshots: list[dict], position: dict, where: str, error) -> None:
+        """Every manifest file a split once, the read ones its first ``backlog`` files (``splits.read_splits``)."""
+        def refused(problem: str):
+            return error(f"{where}: {problem}")
+
+        read_splits(snapshots, position, refused)
 
     @classmethod
     def check_position_fields(cls, document: dict, position: dict, where: str, error) -> None:

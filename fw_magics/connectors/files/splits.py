@@ -46,39 +46,56 @@ def source_snapshots(files: list[dict], read: int, parallelism: int) -> list[dic
     return [{SPLITS: {"mode": "split", "units": u}} for u in units]
 
 
+def read_splits(snapshots: list[dict], manifest: dict, error=FullWindowError) -> set[int]:
+    """The indexes of the manifest files the savepoint's splits say were read, after checking the splits
+    against the manifest: each of its files once, nothing else, the read ones its first files and as many
+    as its ``backlog`` says were read (a split marked unread would be read again, counted twice).
+    ``error`` with one line otherwise."""
+    try:
+        modes = subtask_modes(snapshots, "source snapshots")
+    except FullWindowError as problem:
+        raise error(f"the savepoint's source state: {problem}") from None
+    if modes != {SPLITS: "split"}:
+        raise error(f"the savepoint's source state has states {modes}; accepted: {{{SPLITS!r}: 'split'}}")
+    files = manifest["files"]
+    index = {f["name"]: i for i, f in enumerate(files)}
+    seen: set[str] = set()
+    read: set[int] = set()
+    for snapshot in snapshots:
+        for unit in snapshot.get(SPLITS, {"units": []})["units"]:
+            name = unit.get("file") if isinstance(unit, dict) else None
+            if name not in index:
+                raise error(f"the savepoint's split {unit!r:.80} is not a file of its manifest")
+            if name in seen:
+                raise error(f"the savepoint holds split {name!r} twice; accepted: each file once")
+            seen.add(name)
+            if unit.get("read") is True:
+                read.add(index[name])
+    missing = [f["name"] for f in files if f["name"] not in seen]
+    if missing:
+        raise error(f"the savepoint's source state lacks split {missing[0]!r} of its manifest")
+    if read != set(range(len(read))):
+        raise error("the savepoint's read splits are not the first files of its manifest")
+    if len(read) != manifest["backlog"]:
+        raise error(f"the savepoint's splits mark {len(read)} files read, its manifest {manifest['backlog']}: the "
+                    "savepoint is damaged (a file marked unread would be read again)")
+    return read
+
+
 def restored_manifest(snapshots: list[dict], manifest: dict, parallelism: int) -> dict:
     """The manifest of a job restored at ``parallelism``: every split with its new owner, the read ones
     as its backlog (never read again).
 
     ``snapshots``: the savepoint's source subtask snapshots; ``manifest``: the savepoint's
-    manifest. Refused in one line: a split that is missing, appears twice, is not in the
-    manifest, or read splits that are not the manifest's first files.
+    manifest. Refused in one line (``read_splits``): a split that is missing, appears twice, is not
+    in the manifest, or read splits that are not the manifest's first files or not as many as it says.
     """
-    modes = subtask_modes(snapshots, "source snapshots")
-    if modes != {SPLITS: "split"}:
-        raise FullWindowError(f"the savepoint's source state has states {modes}; accepted: {{{SPLITS!r}: 'split'}}")
+    read = read_splits(snapshots, manifest)
+    modes = {SPLITS: "split"}
     old = [{SPLITS: s.get(SPLITS, {"units": []})["units"]} for s in snapshots]
     new = redistribute(old, parallelism, modes)
-    files = manifest["files"]
-    index = {f["name"]: i for i, f in enumerate(files)}
-    owners: dict[str, int] = {}
-    read: set[int] = set()
-    for subtask, states in enumerate(new):
-        for unit in states[SPLITS]:
-            name = unit.get("file") if isinstance(unit, dict) else None
-            if name not in index:
-                raise FullWindowError(f"the savepoint's split {unit!r:.80} is not a file of its manifest")
-            if name in owners:
-                raise FullWindowError(f"the savepoint holds split {name!r} twice; accepted: each file once")
-            owners[name] = subtask
-            if unit.get("read") is True:
-                read.add(index[name])
-    missing = [f["name"] for f in files if f["name"] not in owners]
-    if missing:
-        raise FullWindowError(f"the savepoint's source state lacks split {missing[0]!r} of its manifest")
-    if read != set(range(len(read))):
-        raise FullWindowError("the savepoint's read splits are not the first files of its manifest")
-    entries = [dict(f, subtask=owners[f["name"]]) for f in files]
+    owners = {unit["file"]: subtask for subtask, states in enumerate(new) for unit in states[SPLITS]}
+    entries = [dict(f, subtask=owners[f["name"]]) for f in manifest["files"]]
     kept = {k: manifest[k] for k in ("glob", "reader") if k in manifest}  # the names it lists, how it reads them
     return {"format": manifest["format"], "directory": manifest["directory"], **kept, "backlog": len(read),
             "files": entries}

@@ -226,6 +226,14 @@ class TableSource(OneInput):
         return f"table {position.get('table')!r} read through {position.get('through')}"
 
     @classmethod
+    def check_splits(cls, snapshots: list[dict], position: dict, where: str, error) -> None:
+        """One split, the table read through the position's ``through``, as ``restore_position`` checks it."""
+        units = [u for s in snapshots for u in s.get(SPLITS, {}).get("units", [])]
+        if units != [{"table": position["table"], "through": position["through"]}]:
+            raise error(f"{where}: its source state {units!r:.120} is not the table {position['table']!r:.80} read "
+                        f"up to {position['through']}; the savepoint is damaged")
+
+    @classmethod
     def check_position_fields(cls, document: dict, position: dict, where: str, error) -> None:
         if document.get("read_through", position.get("through")) != position.get("through"):
             raise error(f"{where}: field 'read_through' is {document['read_through']!r:.30}, but its source "

@@ -17,8 +17,9 @@ import time
 
 import pyarrow as pa
 
+from ...errors import JobStorageError
 from ...recovery.filesystem import Storage
-from ...recovery.integrity import MAX_SIDECAR, file_intact, sidecar_problem
+from ...recovery.integrity import MAX_SIDECAR, cut_short, file_intact, sidecar_problem, unreadable
 from ...recovery.paths import RESULTS, result_file, result_sidecar
 from ...spark.cancel_marks import cancelled
 
@@ -118,14 +119,29 @@ def write_partition(root: str, vertex: str, attempt: int, only, empty_schema: pa
 
 def read_partition(root: str, groups: list[list[str]], batches):
     """Inside a task: partition ``i`` of ``spark.range(k)`` streams the result files of ``groups[i]``
-    in order (nothing for an empty group: a partition whose output is not needed)."""
+    in order (nothing for an empty group: a partition whose output is not needed). A file that cannot be
+    read whole (cut short, rewritten) fails the task in one line naming it."""
     storage = Storage(root)
     for batch in batches:
         for index in batch.column(0).to_pylist():
             for path in groups[index]:
-                with storage.open_inside(path) as f:  # a regular file inside the job, never a link
-                    reader = pa.ipc.open_stream(f)
-                    yield from reader
+                yield from _read_whole(storage, path)
+
+
+def _read_whole(storage: Storage, path: str):
+    """The record batches of the committed result file ``path``, to its end-of-stream marker."""
+    where = storage.path(path)
+    try:
+        f = storage.open_inside(path)  # a regular file inside the job, never a link
+    except OSError as error:
+        raise JobStorageError(unreadable(where, error)) from None
+    with f:
+        try:
+            if cut_short(f):
+                raise JobStorageError(unreadable(where, "no end-of-stream marker: it was cut short"))
+            yield from pa.ipc.open_stream(f)
+        except (OSError, pa.ArrowException) as error:
+            raise JobStorageError(unreadable(where, error)) from None
 
 
 def read_results(spark, root: str, paths: list[str | None], schema, tasks: int | None = None):

@@ -47,7 +47,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pyspark.sql import functions as F
 
+from ....errors import JobStorageError
 from ....recovery.filesystem import Storage
+from ....recovery.integrity import cut_short, unreadable
 from ....recovery.paths import HANDOVER
 from .changelog import ROW, STATE, STATE_ROW, TOMBSTONE
 from .keys import normal
@@ -106,8 +108,6 @@ def _records(value) -> list | None:
 def read_handover(root: str) -> Handed:
     """The handover the job's folder records; checked, one line when it is not one fw-magics wrote (a
     job directory is untrusted)."""
-    from ....errors import JobStorageError
-
     with Storage(root).open_inside(HANDOVER, MAX_HANDOVER_BYTES) as f:
         try:
             doc = json.loads(f.read())
@@ -132,14 +132,17 @@ class SortedStates:
 
     def __init__(self, root: str, path: str, key_names: tuple):
         self.key_names = key_names
-        self._file = Storage(root).open_inside(path)
-        size = os.fstat(self._file.fileno()).st_size
-        self._map = mmap.mmap(self._file.fileno(), size, access=mmap.ACCESS_READ) if size else None
-        self.batches = []
-        if self._map is not None:
-            for batch in pa.ipc.open_stream(pa.BufferReader(pa.py_buffer(self._map))):
-                if batch.num_rows and batch.column(ROW)[0].as_py() == STATE_ROW:
-                    self.batches.append(batch)
+        where = Storage(root).path(path)
+        try:  # read to its end-of-stream marker: a file damaged since it was committed is named, never half-read
+            self._file = Storage(root).open_inside(path)
+            if cut_short(self._file):
+                raise JobStorageError(unreadable(where, "no end-of-stream marker: it was cut short"))
+            size = os.fstat(self._file.fileno()).st_size
+            self._map = mmap.mmap(self._file.fileno(), size, access=mmap.ACCESS_READ)
+            self.batches = [batch for batch in pa.ipc.open_stream(pa.BufferReader(pa.py_buffer(self._map)))
+                            if batch.num_rows and batch.column(ROW)[0].as_py() == STATE_ROW]
+        except (OSError, pa.ArrowException) as error:
+            raise JobStorageError(unreadable(where, error)) from None
         self._columns = [[b.column(k) for k in key_names] for b in self.batches]
         self.firsts = [self._key(i, 0) for i in range(len(self.batches))]
         self.rows = sum(b.num_rows for b in self.batches)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -55,7 +56,8 @@ from ....graph import JobGraph
 from ....recovery.filesystem import Storage
 from ....recovery.paths import CHECKPOINT, HANDOVER, RESTORED_BASE, RESTORED_LATEST, RESTORED_OPERATOR, WATERMARK
 from ....state import operator_state_document, redistribute_snapshots, validate_subtask_snapshot
-from ..driver.follower import ran
+from ....values.event_time import valid_watermark
+from ..driver.follower import held, ran
 from ..driver.phases import ENDED
 from ..driver.sink import changelog_frame, latest_rows
 from ..keyed import backlog
@@ -64,6 +66,7 @@ from ..keyed.query import STATE_VARIABLE
 from ..keyed.seed import Handed, overlaid, read_handover
 from ..keyed.state_files import handed_over_outputs, handover_layers, partition_states, saved_states, write_parquet
 from ..operator.query import OPERATOR_VARIABLE
+from .checks import shape_problem
 from .files import Savepoint, load_savepoint, share, write_savepoint
 
 #: The largest restored operator-state file read back.
@@ -83,12 +86,29 @@ def graph_at(graph: JobGraph, parallelism: int) -> JobGraph:
 # -- the source's position --------------------------------------------------------------------------
 
 
-def _last_progress(job):
-    reports = [p for p in (job.query.recentProgress or []) if p.sources and ran(p)]
-    if not reports:
-        raise FullWindowError(f"job {job.job_name!r} has committed no micro-batch yet; call "
-                              "job.process_all_available() before job.savepoint()")
-    return reports[-1]
+#: How long a savepoint waits for the query to report where it stands when it has not yet (a restarted query
+#: that found nothing new reports it at its first trigger, just after ``process_all_available()`` returns).
+REPORT_WAIT_S = 5.0
+
+
+def _last_committed(job) -> tuple[int, list]:
+    """(the query's last committed micro-batch, its sources' end offsets as JSON text), from its progress:
+    the last micro-batch that ran, else a trigger that found nothing new since -- what a job restarted from
+    its checkpoint reports until it reads something new: Spark then reports the *next* batch's id, with
+    its sources where the last committed one left them (start and end offsets equal)."""
+    deadline = time.monotonic() + REPORT_WAIT_S
+    while True:
+        reports = [p for p in (job.query.recentProgress or []) if p.sources and not held(p)]
+        done = [p for p in reports if ran(p)]
+        if done:
+            return done[-1].batchId, [s.endOffset for s in done[-1].sources]
+        quiet = [p for p in reports if p.batchId >= 1 and all(s.startOffset == s.endOffset for s in p.sources)]
+        if quiet:
+            return quiet[-1].batchId - 1, [s.endOffset for s in quiet[-1].sources]
+        if time.monotonic() >= deadline or not job.query.isActive:
+            raise FullWindowError(f"job {job.job_name!r} has committed no micro-batch yet; call "
+                                  "job.process_all_available() before job.savepoint()")
+        time.sleep(0.1)
 
 
 def _check_running(job) -> None:
@@ -113,24 +133,24 @@ def _source_inputs(job, position: dict | None = None) -> list[tuple]:
 
 def _committed_position(job) -> tuple[int, dict]:
     """(the last committed micro-batch, the source's position after it: each input's ``saved_position``)."""
-    progress = _last_progress(job)
-    ends = [json.loads(s.endOffset) for s in progress.sources]
+    batch, ends = _last_committed(job)
+    ends = [json.loads(end) for end in ends]
     ends = [end for end in ends if not is_carrier_offset(end)]  # a carrier row moved a watermark: no position
     inputs = job.source.inputs_at(job.root)
     if len(ends) != len(inputs):
         raise FullWindowError(f"job {job.job_name!r}'s query reported {len(ends)} sources' offsets for its "
                               f"{len(inputs)} inputs; no savepoint was written")
-    return progress.batchId, job.source.joined([source.saved_position(root, end)
-                                                for (source, root, _), end in zip(inputs, ends)])
+    return batch, job.source.joined([source.saved_position(root, end) for (source, root, _), end in zip(inputs, ends)])
 
 
-def _watermark(job, position: dict) -> tuple[int | None, dict]:
-    """(the watermark, each input's greatest event time read): each input's greatest is the greater of its
-    time before the stream (``carried_tops``: a two-input job's backlog's or savepoint's) and what the
-    stream read of it; W the smaller of the inputs' watermarks, and never below the job's (W over the
-    backlog, or a restored job's savepoint's). Only what the stream read is scanned."""
+def _watermark(job, position: dict) -> tuple[int | None, dict, int | None]:
+    """(the watermark, each input's greatest event time read, the newest event time read): each input's
+    greatest is the greater of its time before the stream (``carried_tops``: a two-input job's backlog's or
+    savepoint's) and what the stream read of it; W the smaller of the inputs' watermarks, and never below the
+    job's (W over the backlog, or a restored job's savepoint's); the newest, of everything read (the backlog's
+    and a restored job's savepoint's included), never before W. Only what the stream read is scanned."""
     if job.spec.event_time is None:
-        return None, {}
+        return None, {}, None
     tops = carried_tops(job.root)
     scratch = f".savepoint-read-{uuid.uuid4().hex}.json"
     inputs = job.source.inputs_at(job.root, position)
@@ -147,7 +167,24 @@ def _watermark(job, position: dict) -> tuple[int | None, dict]:
             if os.path.exists(path):
                 os.remove(path)
     candidates = [x for x in (backlog.watermark_of(tops, job.source.delays), job.watermark) if x is not None]
-    return (max(candidates) if candidates else None), tops
+    watermark = max(candidates) if candidates else None
+    # a job restored from a savepoint that did not record its newest time (before version 4): at least its W
+    known = [t for t in (_carried_top(job.storage), *tops.values(), watermark) if t is not None]
+    return watermark, tops, (max(known) if known else None)
+
+
+def _carried_top(storage: Storage) -> int | None:
+    """The newest event time read before the job's stream, as recorded beside its W (``max_event_time``: its
+    backlog's, or a restored job's savepoint's ``top``); None where none is recorded."""
+    try:
+        with storage.open_inside(WATERMARK, 1 << 16) as f:
+            doc = json.loads(f.read())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None  # a damaged file fails the job where its W is read back (backlog_run.Backlog.watermark)
+    top = doc.get("max_event_time") if isinstance(doc, dict) else None
+    return top if type(top) is int and valid_watermark(top) else None
 
 
 # -- the state, by kind -----------------------------------------------------------------------------
@@ -296,10 +333,10 @@ def take(job) -> str:
     operators = operator_state_document({**{name: source.position_snapshots(own, job.parallelism)
                                             for name, source, _, own in _source_inputs(job, position)},
                                          **snap.operators})
-    watermark, tops = _watermark(job, position) if snap.timed else (None, {})
+    watermark, tops, top = _watermark(job, position) if snap.timed else (None, {}, None)
     document = {
         "job": job.job_name, "batch": batch, "parallelism": job.parallelism, "graph": job.graph.to_json(),
-        "source": job.source.describe(), "watermark": watermark,
+        "source": job.source.describe(), "watermark": watermark, "top": top,
         "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind.name,
         **job.source.position_fields(position),
     }
@@ -340,6 +377,11 @@ def check_restorable(savepoint: Savepoint, job) -> None:
     if savepoint.key_types != types:
         raise ResumeError(f"{where} holds keys of types {[str(t) for t in savepoint.key_types]}, the job's are "
                           f"{[str(t) for t in types]}; restore it with the job it was taken of")
+    declared = job.spec.kind.declared_states(job.spec)
+    if declared is not None and savepoint.shape is not None:
+        problem = shape_problem(savepoint.shape, declared, job.spec.timed, operator)
+        if problem is not None:
+            raise ResumeError(f"{where} {problem}; restore it with the job it was taken of")
     if savepoint.latest_path is not None:
         import pyarrow.parquet as pq
 
@@ -359,9 +401,11 @@ def prepare_restore(savepoint: Savepoint, job) -> dict:
             raise ResumeError(f"savepoint {savepoint.path} has no state for the source {name!r}")
         details.append(source.restore_position(root, snapshots, own, job.parallelism))
     source_detail = job.source.joined(details)
-    if "tops" in savepoint.document:  # each input's time before the restored stream, as a backlog records it
+    doc = savepoint.document
+    if "tops" in doc or doc.get("top") is not None:  # the time read before the restored stream, as a backlog's
         job.storage.write_bytes(job.storage.path(WATERMARK), json.dumps(
-            {"watermark": savepoint.document["watermark"], "tops": savepoint.document["tops"]}).encode())
+            {"watermark": doc["watermark"], "max_event_time": doc.get("top"),
+             **({"tops": doc["tops"]} if "tops" in doc else {})}).encode())
     job.state_kind.restore(savepoint, job.storage, job)
     detail = {"restored_from": savepoint.path, "restored_parallelism": savepoint.parallelism, **source_detail}
     if job.state_kind is KEYED and not savepoint.base:

@@ -62,19 +62,20 @@ from ....recovery.events import SOURCE
 from ....recovery.paths import SAVEPOINTS
 from ....state import parse_operator_state
 from ....values.event_time import valid_watermark
-from ..keyed.changelog import KIND, OUT, ROW, SEQ, STATE, STATE_ROW, TOMBSTONE
+from ..keyed.changelog import OUT, ROW, SEQ, STATE, STATE_ROW, TOMBSTONE
 from ..keyed.keys import normal
+from . import checks
 
 FORMAT = "fw-magics/savepoint"
-VERSION = 3
-READABLE = (1, 2, 3)  # version 1 lacks latest.parquet; version 2 has no base files
+VERSION = 4
+READABLE = (1, 2, 3, 4)  # version 1 lacks latest.parquet; 2 has no base files; 3 no base_partitions, no top
 DOCUMENT = "savepoint.json"
 OPERATOR_STATE = "operator-state.json"
 MANIFEST = "source-manifest.json"
 KEYED = "keyed-state.parquet"
 LATEST = "latest.parquet"
 FILES = (OPERATOR_STATE, MANIFEST, KEYED, LATEST)
-FILES_OF = {1: FILES[:3], 2: FILES, 3: FILES}
+FILES_OF = {1: FILES[:3], 2: FILES, 3: FILES, 4: FILES}
 BASE = "base"  # the folder of the base files (version 3)
 _NAME = re.compile(r"savepoint-(\d{6})")
 _MAX_JSON = 64 << 20
@@ -98,6 +99,7 @@ class Savepoint:
     latest_path: str | None  # None: a version 1 savepoint, which did not keep the latest rows
     key_types: list  # the key columns' Arrow types in the keyed state
     base: tuple = ()  # version 3: the base files, (path, sha256) each, in partition order
+    shape: checks.StateShape | None = None  # what its keyed states hold (their names, kinds, first values)
 
     @property
     def parallelism(self) -> int:
@@ -209,9 +211,18 @@ def _write_table(directory: str, name: str, table) -> tuple[dict, list]:
     return dict(_digest(path), rows=footer.metadata.num_rows), schema
 
 
+def read_only(path: str) -> None:
+    """No one may write ``path`` from now on (its write bits cleared): a hard link shares its file, modes
+    included, with every job and savepoint that holds it, and none of them writes a file in place."""
+    mode = os.stat(path).st_mode
+    if mode & 0o222:
+        os.chmod(path, mode & 0o7555)
+
+
 def share(source: str, target: str) -> None:
     """``target`` made the same file as ``source`` (a hard link: no byte copied), or a copy of it
-    where the two folders are on different file systems; atomic either way."""
+    where the two folders are on different file systems; atomic either way. The file is read-only from
+    then on, for every job and savepoint that shares it (each of them writes a new file, never in place)."""
     import shutil
 
     os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -220,6 +231,7 @@ def share(source: str, target: str) -> None:
         os.link(source, tmp)
     except OSError:
         shutil.copyfile(source, tmp)
+    read_only(tmp)
     os.replace(tmp, target)
 
 
@@ -265,9 +277,12 @@ def write_savepoint(root: str, document: dict, operator_state: dict, manifest: d
     files[MANIFEST] = _write(os.path.join(tmp, MANIFEST), json.dumps(manifest).encode())
     hooks.trigger("savepoint_writing", tmp, MANIFEST)
     doc = {"format": FORMAT, "version": VERSION, **document,
-           "keyed_schema": columns[KEYED], "files": files, "base": based}
+           "keyed_schema": columns[KEYED], "files": files, "base": based,
+           **({"base_partitions": len(based)} if based else {})}
     _write(os.path.join(tmp, DOCUMENT), json.dumps(doc, indent=1).encode())
     hooks.trigger("savepoint_writing", tmp, DOCUMENT)
+    for name in (*files, DOCUMENT):  # the base files are read-only already (share)
+        read_only(os.path.join(tmp, name))
     _fsync_dir(tmp)
     os.rename(tmp, final)
     _fsync_dir(base)
@@ -326,14 +341,22 @@ def load_savepoint(path) -> Savepoint:
         recorded = files[name]
         if not isinstance(recorded, dict) or recorded.get("size") != os.path.getsize(paths[name]):
             raise _damaged(name, directory)
-    keyed_types = _check_tables(doc, paths, directory)
-    base = _check_base(doc, directory, keyed_types)
-    for name in expected:
-        if files[name].get("sha256") != _digest(paths[name])["sha256"]:
-            raise _damaged(name, directory)
-    for (path, sha), record in zip(base, doc.get("base", [])):
-        if _digest(path)["sha256"] != sha:
-            raise _damaged(record["name"], directory)
+    shape = checks.StateShape()
+    try:
+        keyed_types = checks.check_tables(doc, paths, _keyed(doc), KEYED, LATEST)
+        base = _check_base(doc, directory, keyed_types, shape)
+        for name in expected:
+            if files[name].get("sha256") != _digest(paths[name])["sha256"]:
+                raise _damaged(name, directory)
+        for (path, sha), record in zip(base, doc.get("base", [])):
+            if _digest(path)["sha256"] != sha:
+                raise _damaged(record["name"], directory)
+        checks.check_watermark(doc)
+        if _keyed(doc):
+            checks.check_states(paths[KEYED], KEYED, shape)
+    except checks.Refused as refused:
+        where = f"savepoint file {refused.file!r} in {directory}" if refused.file else f"savepoint {directory}"
+        raise SavepointError(f"{where} {refused}" if refused.file else f"{where}: {refused}") from None
     try:
         operators = parse_operator_state(_read_json(paths[OPERATOR_STATE], "operator state"))
     except FullWindowError as error:
@@ -341,9 +364,44 @@ def load_savepoint(path) -> Savepoint:
     manifest = sources.check_saved_position(_read_json(paths[MANIFEST], "source manifest"), doc["source"],
                                             f"of savepoint {directory}", SavepointError)
     sources.check_position_fields(doc, manifest, f"savepoint {directory}", SavepointError)
-    if _keyed(doc):
-        _check_states(paths[KEYED], directory)
-    return Savepoint(directory, doc, operators, manifest, paths[KEYED], paths.get(LATEST), keyed_types, tuple(base))
+    sources.check_saved_splits(operators, _source_operators(doc), doc["source"], manifest, f"savepoint {directory}",
+                               SavepointError)
+    return Savepoint(directory, doc, operators, manifest, paths[KEYED], paths.get(LATEST), keyed_types, tuple(base),
+                     shape)
+
+
+def _source_operators(doc: dict) -> list[str]:
+    """The names of the source operators in the savepoint's graph, in order (each one's splits are its state)."""
+    return [op.name for op in JobGraph.from_json(doc["graph"]).operators if op.kind == "source"]
+
+
+def _check_base(doc: dict, directory: str, key_types: list, shape) -> list:
+    """A savepoint's base files (version 3 on): listed in partition order, as many as the partitions they
+    were written in, each a regular file of its recorded size inside ``base/``, read to its end
+    (``checks.read_base_file``); (path, sha256) each, hashed by the caller."""
+    records = doc.get("base", [])
+    if doc["version"] < 3 or (not _keyed(doc) and not records):
+        return []
+    if not isinstance(records, list) or len(records) > MAX_STATE_PARTITIONS or not all(
+            isinstance(r, dict) and r.get("name") == base_name(i) and type(r.get("size")) is int
+            and isinstance(r.get("sha256"), str) and len(r["sha256"]) == 64 for i, r in enumerate(records)):
+        raise SavepointError(f"savepoint {directory}: field 'base' is {records!r:.100}; accepted: a list of "
+                             f"{{name: {base_name(0)!r}, size, sha256}}, one per partition in order")
+    if records and not _keyed(doc):
+        raise SavepointError(f"savepoint {directory}: field 'base' lists files; accepted: [] for a non-keyed "
+                             "operator's savepoint")
+    if records and os.path.islink(os.path.join(directory, BASE)):
+        raise SavepointError(f"savepoint folder {BASE!r} in {directory} is a link; refused")
+    checks.base_count(doc, records)
+    found = []
+    for index, record in enumerate(records):
+        name = record["name"]
+        path = _inside(os.path.join(directory, BASE), os.path.basename(name))
+        if os.path.getsize(path) != record["size"]:
+            raise _damaged(name, directory)
+        checks.read_base_file(path, name, list(doc["key_names"]), key_types, index, len(records), shape)
+        found.append((path, record["sha256"]))
+    return found
 
 
 def _damaged(name: str, directory: str) -> SavepointError:
@@ -370,6 +428,9 @@ _FIELDS = {
     "kind": (f"{', '.join(names()[:-1])} or {names()[-1]}", lambda v: isinstance(v, str) and v in names()),
     "batch": ("a micro-batch id, an integer >= 0", lambda v: type(v) is int and 0 <= v < 2**62),
     **sources.position_document_fields(),  # how far the source read: each kind's own (read_files, read_through)
+    "top": ("null or the newest event time read, epoch milliseconds of the years 1 to 9999", valid_watermark),
+    "base_partitions": (f"the partitions the base was written in, an integer from 1 to {MAX_STATE_PARTITIONS}",
+                        lambda v: type(v) is int and 1 <= v <= MAX_STATE_PARTITIONS),
     "tops": ("each input's greatest event time read, {'1': ms, '2': ms}",
              lambda v: isinstance(v, dict) and 0 < len(v) <= 2 and all(k in ("1", "2") and type(x) is int
                                                                        and valid_watermark(x) for k, x in v.items())),
@@ -398,97 +459,3 @@ def _check_fields(doc: dict, directory: str) -> None:
     if not _keyed(doc) and doc["key_names"]:
         raise SavepointError(f"savepoint {directory}: field 'key_names' is {doc['key_names']!r:.60}; accepted: [] "
                              "for a non-keyed operator's savepoint")
-
-
-def _table_schema(path: str, name: str, rows, directory: str):
-    """The Arrow schema of a Parquet file, from its footer, after checking its row count."""
-    import pyarrow.parquet as pq
-
-    try:
-        handle = pq.ParquetFile(path)
-        schema, count = handle.schema_arrow, handle.metadata.num_rows
-    except Exception as error:  # a truncated or forged file: pyarrow says what is wrong with it
-        raise SavepointError(f"savepoint file {name!r} in {directory} is not a Parquet file fw-magics wrote "
-                             f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
-                             ) from None
-    if type(rows) is not int or rows != count:
-        raise SavepointError(f"savepoint file {name!r} in {directory} holds {count} rows, its document says "
-                             f"{rows!r:.30}; the savepoint is damaged")
-    return schema
-
-
-def _check_tables(doc: dict, paths: dict, directory: str):
-    """The Parquet files' footers: the keyed state is the key columns then ``__fw_state`` (text); the
-    latest rows end in the changelog's kind and sequence. Returns the key columns' Arrow types."""
-    import pyarrow as pa
-
-    files, keys = doc["files"], list(doc["key_names"])
-    keyed = _table_schema(paths[KEYED], KEYED, files[KEYED].get("rows"), directory)
-    operator = not _keyed(doc)
-    want = [] if operator else keys + [STATE]
-    if keyed.names != want or (not operator and not pa.types.is_string(keyed.field(STATE).type)
-                               and not pa.types.is_large_string(keyed.field(STATE).type)):
-        raise SavepointError(f"savepoint file {KEYED!r} in {directory} has columns {keyed.names!r:.120}; accepted: "
-                             f"{want!r:.120} ({STATE} text): the savepoint is damaged")
-    if LATEST in paths:
-        latest = _table_schema(paths[LATEST], LATEST, files[LATEST].get("rows"), directory)
-        if not operator and not (set(keys) <= set(latest.names) and latest.names[-2:] == [KIND, SEQ]):
-            raise SavepointError(f"savepoint file {LATEST!r} in {directory} has columns {latest.names!r:.120}; "
-                                 f"accepted: the job's output columns (its keys {keys!r:.60} among them), then "
-                                 f"{KIND}, {SEQ}: the savepoint is damaged")
-    return [keyed.field(k).type for k in keys] if not operator else []
-
-
-def _check_base(doc: dict, directory: str, key_types: list) -> list:
-    """A version 3 savepoint's base files: listed in partition order, each a regular file of its recorded
-    size inside ``base/``, an Arrow stream of the state's shape (the key columns of the keyed state's
-    types, the row kind and ``__fw_state``); (path, sha256) each, hashed by the caller."""
-    import pyarrow as pa
-
-    records = doc.get("base", [])
-    if doc["version"] < 3 or (not _keyed(doc) and not records):
-        return []
-    if not isinstance(records, list) or len(records) > MAX_STATE_PARTITIONS or not all(
-            isinstance(r, dict) and r.get("name") == base_name(i) and type(r.get("size")) is int
-            and isinstance(r.get("sha256"), str) and len(r["sha256"]) == 64 for i, r in enumerate(records)):
-        raise SavepointError(f"savepoint {directory}: field 'base' is {records!r:.100}; accepted: a list of "
-                             f"{{name: {base_name(0)!r}, size, sha256}}, one per partition in order")
-    if records and not _keyed(doc):
-        raise SavepointError(f"savepoint {directory}: field 'base' lists files; accepted: [] for a non-keyed "
-                             "operator's savepoint")
-    if records and os.path.islink(os.path.join(directory, BASE)):
-        raise SavepointError(f"savepoint folder {BASE!r} in {directory} is a link; refused")
-    found = []
-    for record in records:
-        name = record["name"]
-        path = _inside(os.path.join(directory, BASE), os.path.basename(name))
-        if os.path.getsize(path) != record["size"]:
-            raise _damaged(name, directory)
-        try:
-            with pa.ipc.open_stream(pa.OSFile(path)) as reader:
-                schema = reader.schema
-        except Exception as error:  # a truncated or forged file: pyarrow says what is wrong with it
-            raise SavepointError(f"savepoint file {name!r} in {directory} is not an Arrow stream fw-magics wrote "
-                                 f"({type(error).__name__})") from None
-        keys = doc["key_names"]
-        if not set(keys + [ROW, STATE]) <= set(schema.names) or [schema.field(k).type for k in keys] != key_types:
-            raise SavepointError(f"savepoint file {name!r} in {directory} has columns {schema.names!r:.120}; "
-                                 f"accepted: the keys {keys!r:.60} of the keyed state's types, {ROW}, {STATE}: the "
-                                 "savepoint is damaged")
-        found.append((path, record["sha256"]))
-    return found
-
-
-def _check_states(path: str, directory: str) -> None:
-    """Every key's state is a JSON object (what the per-key core wrote): about 1.3 s a million keys."""
-    import pyarrow.parquet as pq
-
-    for batch in pq.ParquetFile(path).iter_batches(columns=[STATE], batch_size=65_536):
-        for number, text in enumerate(batch.column(0).to_pylist()):
-            try:
-                ok = isinstance(json.loads(text), dict)
-            except (TypeError, ValueError, RecursionError):
-                ok = False
-            if not ok:
-                raise SavepointError(f"savepoint file {KEYED!r} in {directory} holds a state that is not a JSON "
-                                     f"object ({text!r:.60}): the savepoint is damaged")
