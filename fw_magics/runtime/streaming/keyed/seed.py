@@ -38,6 +38,7 @@ record, and a processor can register a timer only for the key it is called for.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import mmap
 import os
@@ -133,6 +134,7 @@ class SortedStates:
     def __init__(self, root: str, path: str, key_names: tuple):
         self.key_names = key_names
         where = Storage(root).path(path)
+        self._file = self._map = None
         try:  # read to its end-of-stream marker: a file damaged since it was committed is named, never half-read
             self._file = Storage(root).open_inside(path)
             if cut_short(self._file):
@@ -141,7 +143,14 @@ class SortedStates:
             self._map = mmap.mmap(self._file.fileno(), size, access=mmap.ACCESS_READ)
             self.batches = [batch for batch in pa.ipc.open_stream(pa.BufferReader(pa.py_buffer(self._map)))
                             if batch.num_rows and batch.column(ROW)[0].as_py() == STATE_ROW]
-        except (OSError, pa.ArrowException) as error:
+        except (OSError, ValueError, pa.ArrowException, JobStorageError) as error:
+            if self._map is not None:
+                with contextlib.suppress(BufferError):  # Arrow may still hold a view of it: then it goes with it
+                    self._map.close()
+            if self._file is not None:
+                self._file.close()  # a file refused is not left open in the worker
+            if isinstance(error, JobStorageError):
+                raise
             raise JobStorageError(unreadable(where, error)) from None
         self._columns = [[b.column(k) for k in key_names] for b in self.batches]
         self.firsts = [self._key(i, 0) for i in range(len(self.batches))]
