@@ -9,6 +9,7 @@ import ast
 import json
 import os
 import pathlib
+import re
 import subprocess
 import tempfile
 
@@ -16,7 +17,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.tutorial_solutions import SOLUTIONS, WRONG
+from tests.tutorial_solutions import SOLUTIONS, WRONG, WRONG_SAYS
 
 ROOT = pathlib.Path(__file__).parent.parent.resolve()
 TUTORIALS = sorted((ROOT / "tutorials").glob("*.ipynb"))
@@ -77,6 +78,8 @@ def test_tutorial_runs_with_its_exercises_solved(path, tmp_path, request, monkey
     for tag, cell in tries.items():
         (error,) = [o for o in cell.outputs if o.output_type == "error"]
         assert error.ename == "NotQuite" and error.evalue.startswith("not quite"), f"{path.name} {tag}: {error}"
+        says = WRONG_SAYS.get(path.stem, {}).get(tag)
+        assert says is None or re.fullmatch(says, error.evalue), f"{path.name} {tag}: {error.evalue}"
         # shown as its message alone, one red line: no frame of the check's own code
         assert error.traceback == [f"\x1b[0;31m{error.evalue}\x1b[0m"], error.traceback
     for tag, cell in cells.items():
@@ -125,3 +128,26 @@ def test_saved_outputs_name_no_folder_of_this_machine(path):
     saved = json.dumps([cell.get("outputs", []) for cell in nb.cells if cell.cell_type == "code"])
     for folder in {str(ROOT), os.path.realpath(tempfile.gettempdir()), os.path.expanduser("~")} - {"/"}:
         assert folder + os.sep not in saved, f"{path.name} names {folder}: save it with make tutorials"
+
+
+def test_a_wrong_table_is_named_by_the_first_key_that_differs_and_a_right_one_passes():
+    """fw_magics.teaching.exercises.check_same_rows, the verdict of tutorial 06's exercise."""
+    import pandas as pd
+
+    from fw_magics.teaching.exercises import NotQuite, check_same_rows
+
+    want = pd.DataFrame({"sensor": [1, 2, 3], "low": [4, 5, 6], "high": [7, 8, 9]})
+    check_same_rows(want.iloc[::-1].astype({"low": "float64"}), want, key="sensor")  # order and 4 vs 4.0: the same
+    check_same_rows(want.assign(extra="x"), want, key="sensor")  # only want's columns are compared
+    cases = {
+        "swapped": (want.assign(low=want.high, high=want.low), "not quite: sensor 1: got low=7, high=4; want low=4, high=7"),
+        "one value": (want.assign(high=[7, 8, 10]), "not quite: sensor 3: got high=10; want high=9"),
+        "a row missing": (want.iloc[:2], "not quite: got has no row for sensor 3 (2 rows, want 3)"),
+        "a row too many": (pd.concat([want, want.iloc[:1].assign(sensor=4)]),
+                           "not quite: got has a row for sensor 4, which want does not"),
+        "a missing value": (want.assign(low=[4, None, 6]), "not quite: sensor 2: got low=None; want low=5"),
+    }
+    for name, (got, says) in cases.items():
+        with pytest.raises(NotQuite) as verdict:
+            check_same_rows(got, want, key="sensor")
+        assert str(verdict.value) == says, name

@@ -110,3 +110,7 @@ class Spread(fw.AggregateFunction):  # swapped: the highest reading as low, the 
     },
 }
 
+#: What a wrong answer's verdict must name (it says what differs, not only "not quite": issue 47, item 11).
+WRONG_SAYS = {
+    "06_backlog_then_stream": {"exercise": r"not quite: sensor \d+: got low=\d+, high=\d+; want low=\d+, high=\d+"},
+}
