@@ -208,3 +208,35 @@ def test_compare_names_what_changed_and_what_could_not_be_compared():
 @pytest.mark.parametrize("value", [float("nan"), list(range(10)), {"a": [1, {2: 3}]}])
 def test_values_are_stable(value):
     assert value_digest(value) == value_digest(value)
+
+
+def test_fw_magics_own_wrappers_count_by_the_user_code_they_wrap():
+    """An interval join's operator and a broadcast function's adapter are fw-magics classes, which count
+    by name; what they wrap is the user's and counts by its code: a changed join function or broadcast
+    function is a changed job (it was taken for the same one)."""
+    import fw_magics as fw
+    from fw_magics.operators.co_process import BroadcastOperator, IntervalJoinOperator
+
+    first, again, other = (build(body, "pair") for body in ("(records, 1)", "(records, 1)", "(records, 2)"))
+    joined = [value_digest(IntervalJoinOperator(-5, 5, f, "v long", "w long")) for f in (first, again, other)]
+    assert joined[0] == joined[1] != joined[2]
+    assert value_digest(IntervalJoinOperator(-5, 5, first, "v long", "w long")) != value_digest(
+        IntervalJoinOperator(-5, 6, first, "v long", "w long"))
+
+    def limits(bound):
+        class Limits(fw.KeyedBroadcastProcessFunction):
+            schema = "v long"
+
+            def __init__(self):
+                self.bound = bound
+
+            def process_element(self, record, ctx):
+                return [(record.v,)] if record.v < self.bound else []
+
+            def process_broadcast_element(self, record, ctx):
+                pass
+
+        return Limits()
+
+    assert value_digest(BroadcastOperator(limits(3))) == value_digest(BroadcastOperator(limits(3)))
+    assert value_digest(BroadcastOperator(limits(3))) != value_digest(BroadcastOperator(limits(4)))

@@ -119,6 +119,11 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
         self.call = join.process_element if isinstance(join, ProcessJoinFunction) else (
             lambda left, right, ctx: join(left, right))
 
+    def content_parts(self) -> tuple:
+        """What its output depends on besides its class (the content fingerprint): the interval and the
+        user's join function."""
+        return self.lower, self.upper, self.join
+
     def descriptors(self) -> list:
         """The states it keeps: each side's records and their event times (JSON ints), in step."""
         return [ListStateDescriptor("left", self.left_type), ListStateDescriptor("right", self.right_type),
@@ -181,6 +186,10 @@ class BroadcastOperator(KeyedCoProcessFunction):
         self.fn = fn
         self.schema = fn.schema
         self.store = None
+
+    def content_parts(self) -> tuple:
+        """What its output depends on besides its class (the content fingerprint): the user's function."""
+        return (self.fn,)
 
     def initialize_state(self, ctx) -> None:
         self.store = ctx.operator_state_store

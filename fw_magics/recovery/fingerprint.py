@@ -178,6 +178,11 @@ class _Digest:
                 if hasattr(value, name):
                     self.text("slot", name)
                     self.value(getattr(value, name), depth + 1)
+        elif module.split(".", 1)[0] == "fw_magics" and callable(getattr(value, "content_parts", None)):
+            # fw-magics' own wrapper of the user's code (an interval join's join function, a broadcast
+            # function's adapter): its class by name, then what it wraps, which is the user's
+            self.text("wrapper", f"{module}.{kind.__qualname__}")
+            self.value(value.content_parts(), depth + 1)
         else:
             self.text("opaque", f"{module}.{kind.__qualname__}")
 
