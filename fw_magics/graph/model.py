@@ -114,6 +114,11 @@ class JobGraph:
     def chaining(self) -> bool:
         return self._chaining
 
+    def source_names(self) -> list[str]:
+        """The names of its source operators (kind ``"source"``), in the order they were added: a
+        two-input job's first input, then its second."""
+        return [op.name for op in self.operators if op.kind == "source"]
+
     # -- building ------------------------------------------------------------------------------
 
     def add_operator(self, name, parallelism=1, attributes=None, chainable=True, kind=None) -> Operator:

@@ -99,7 +99,7 @@ class JobResults:
         recorded = self.backlog.recorded if self.backlog is not None else None
         skipped = len(self.skipped_files)
         size = (recorded or {}) if self.plan.mode.has_backlog else {}  # files of a folder, rows of a table
-        sources = [op.name for op in graph.operators if op.kind == "source"]
+        sources = graph.source_names()
         for name, input_size in zip(sources, size.get("inputs") or [size] * len(sources)):
             graph.annotate(name, backlog="true" if self.phase == "backlog" else "false",
                            backlog_files=input_size.get("files"), backlog_rows=input_size.get("rows"),

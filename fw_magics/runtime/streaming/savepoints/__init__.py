@@ -127,7 +127,7 @@ def _check_running(job) -> None:
 
 def _source_inputs(job, position: dict | None = None) -> list[tuple]:
     """Each input as (its source operator's name in the graph, its source, its folder, its part of ``position``)."""
-    names = [op.name for op in job.graph.operators if op.kind == "source"]
+    names = job.graph.source_names()
     return [(name, *each) for name, each in zip(names, job.source.inputs_at(job.root, position), strict=True)]
 
 

@@ -372,7 +372,7 @@ def load_savepoint(path) -> Savepoint:
 
 def _source_operators(doc: dict) -> list[str]:
     """The names of the source operators in the savepoint's graph, in order (each one's splits are its state)."""
-    return [op.name for op in JobGraph.from_json(doc["graph"]).operators if op.kind == "source"]
+    return JobGraph.from_json(doc["graph"]).source_names()
 
 
 def _check_base(doc: dict, directory: str, key_types: list, shape) -> list:
