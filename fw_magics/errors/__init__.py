@@ -213,6 +213,29 @@ def hinted(summary: str) -> str:
     return summary if hint is None or hint in summary else f"{summary} ({hint})"
 
 
+def _error_classes(base=None) -> dict:
+    base = base or FwMagicsError
+    found = {base.__name__: base}
+    for sub in base.__subclasses__():
+        found.update(_error_classes(sub))
+    return found
+
+
+def raised_in_worker(error: BaseException) -> FwMagicsError | None:
+    """The fw-magics error a Spark worker raised (a FullWindowError checking a value, a JobStorageError
+    naming a file it cannot read), as itself: its type and its one line, without PySpark's wrapper and the
+    worker's frames; None when ``error`` carries none."""
+    if isinstance(error, FwMagicsError):
+        return None
+    classes = _error_classes()
+    raised = re.compile(rf"\b({'|'.join(map(re.escape, classes))}): (.+)$")
+    for line in reversed(str(error).splitlines()):
+        match = raised.search(line)
+        if match:
+            return classes[match.group(1)](re.sub(r"\s*SQLSTATE: \w+$", "", match.group(2).strip()))
+    return None
+
+
 def raised_again(error: BaseException, context: str) -> FwMagicsError:
     """A fresh one-line error for a failure raised again later (``raise raised_again(e, ...) from e``):
     the same one for an FwMagicsError or a FullWindowError raised in a worker, else a JobFailedError

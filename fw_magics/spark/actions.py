@@ -33,17 +33,15 @@ few seconds for that, and then raises the KeyboardInterrupt.
 
 from __future__ import annotations
 
-import re
 import signal
 import threading
 import uuid
 from collections.abc import Callable
 
-from ..errors import FullWindowError, Interrupted
+from ..errors import Interrupted, raised_in_worker
 from .cancel_marks import mark
 from .flavour import flavour_of
 
-_FW_ERROR = re.compile(r"FullWindowError: (.+)")
 CANCEL_WAIT = 10.0  # seconds the cancel may take before the interrupt goes ahead anyway
 
 _local = threading.local()  # .scopes: the Scopes this thread is inside, innermost last
@@ -155,7 +153,8 @@ def run_action(action: Callable, spark=None):
 
     Interrupting it (SIGINT in the main thread, or ``cancel()`` of an enclosing ``Scope``)
     cancels its Spark jobs and raises ``Interrupted``; a FullWindowError raised in a worker
-    comes back as one line; any other error keeps its type and traceback.
+    (any fw-magics error: a JobStorageError naming a file)
+    comes back as itself, one line; any other error keeps its type and traceback.
     """
     scopes = _scopes()
     if any(scope.cancelled for scope in scopes):
@@ -201,12 +200,10 @@ def run_action(action: Callable, spark=None):
 def _with_one_line_errors(action: Callable):
     try:
         return action()
-    except FullWindowError:
-        raise
     except Exception as error:
-        match = _FW_ERROR.search(str(error))
-        if match:
-            raise FullWindowError(match.group(1).strip()) from None
+        raised = raised_in_worker(error)
+        if raised is not None:
+            raise raised from None
         raise
 
 

@@ -12,6 +12,7 @@ its state kind is ``savepoints.OPERATOR`` (what a savepoint takes and a restore 
 from __future__ import annotations
 
 from ....errors import FullWindowError
+from ....spark.actions import run_action
 from .. import savepoints
 from ..keyed.changelog import BATCH, KIND, SEQ
 from ..operator.query import SEQ_BITS, initial_state_frame, operator_query_frame
@@ -40,7 +41,7 @@ class OperatorJob(StreamingJob):
 
         frame = self.changelog_frame()
         frame = frame.withColumn("subtask", F.shiftright(F.col(SEQ), SEQ_BITS).cast("int"))
-        pdf = frame.orderBy(BATCH, SEQ).toPandas()
+        pdf = run_action(frame.orderBy(BATCH, SEQ).toPandas, self.spark)
         return pdf.drop(columns=[SEQ, KIND]).rename(columns={BATCH: "batch"}).reset_index(drop=True)
 
     def latest(self):

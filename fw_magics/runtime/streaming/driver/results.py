@@ -15,6 +15,7 @@ from ....graph import JobGraph
 from ....recovery.event_store import JobEventStore
 from ....recovery.paths import EVENTS
 from ....recovery.replay import JobState, replay
+from ....spark.actions import run_action
 from .. import savepoints
 from ..keyed.changelog import BATCH, KIND, SEQ
 from .sink import changelog_frame, latest_frame
@@ -78,7 +79,7 @@ class JobResults:
         """The changelog as pandas: the output columns, then kind ("element"/"timer") and batch (-1: backlog;
         -2: a restored job's rows from its savepoint, each key's latest there)."""
         keys = [f"`{k}`" for k in self.spec.key_names]
-        pdf = self.changelog_frame().orderBy(BATCH, *keys, SEQ).toPandas()
+        pdf = run_action(self.changelog_frame().orderBy(BATCH, *keys, SEQ).toPandas, self.spark)
         return pdf.drop(columns=[SEQ]).rename(columns={KIND: "kind", BATCH: "batch"})
 
     def latest(self):
@@ -86,7 +87,7 @@ class JobResults:
         (for a reduce, the reduced record's columns), sorted by key."""
         keys = [f"`{k}`" for k in self.spec.key_names]  # Spark sorts keys of every type (structs, binaries)
         frame = latest_frame(self.changelog_frame(), self.spec.key_names).orderBy(*keys)
-        return frame.select(*[f"`{c}`" for c in self.output.names]).toPandas()
+        return run_action(frame.select(*[f"`{c}`" for c in self.output.names]).toPandas, self.spark)
 
     def backlog_outputs(self):
         """The rows the backlog emitted (the output columns), or None: what a sink gets as batch -1."""
