@@ -561,3 +561,20 @@ def test_an_interval_join_keeps_each_side_s_late_records_in_its_side_output(area
         if mode == "mixed":
             with pytest.raises(fw.FullWindowError, match=r"keeps the late records of left only; got 'right'"):
                 job.late_records("right")
+
+
+def test_late_records_of_a_job_without_a_side_output_are_refused_in_one_line(empty_streams):
+    """What job.late_records checks before it reads anything: the job's operator (a real spec, no job started)."""
+    from types import SimpleNamespace
+
+    from fw_magics.runtime.streaming.driver.results import JobResults
+
+    first, second = empty_streams
+    for stateful, pattern in ((ledger(first, second), r"keeps no late records: late_records is for an interval join"),
+                              (first.key_by("k").interval_join(second.key_by("key")).between(0, 1)
+                               .side_output_right_late_data().process(functions.Pair()),
+                               r"keeps the late records of right only; got 'middle'; accepted: 'right'$")):
+        job = SimpleNamespace(job_name="j", spec=stateful.spec)
+        with pytest.raises(fw.FullWindowError, match=pattern) as caught:
+            JobResults.late_records(job, "middle")
+        assert "\n" not in str(caught.value)
