@@ -202,18 +202,34 @@ class IntervalJoined:
     """An interval join with its interval; ``process(join)`` says what each joined pair emits.
     ``lower_bound_exclusive()`` and ``upper_bound_exclusive()`` leave a bound out of the interval, as
     PyFlink's ``IntervalJoined`` does (event times are milliseconds: an exclusive bound is the inclusive one
-    a millisecond inside, as Flink's ``IntervalJoinOperator`` makes it)."""
+    a millisecond inside, as Flink's ``IntervalJoinOperator`` makes it). ``side_output_left_late_data()`` and
+    ``side_output_right_late_data()`` keep that side's late records (Flink's ``sideOutputLeftLateData``,
+    ``sideOutputRightLateData``) for ``job.late_records("left")`` / ``("right")``."""
 
-    def __init__(self, pair: _KeyedPair, lower: int, upper: int, exclusive: tuple[bool, bool] = (False, False)):
-        self._pair, self.lower, self.upper, self.exclusive = pair, lower, upper, exclusive
+    def __init__(self, pair: _KeyedPair, lower: int, upper: int, exclusive: tuple[bool, bool] = (False, False),
+                 late: tuple = ()):
+        self._pair, self.lower, self.upper, self.exclusive, self.late = pair, lower, upper, exclusive, late
 
     def lower_bound_exclusive(self) -> IntervalJoined:
         """The same join without the records exactly at ``t + lower``."""
-        return IntervalJoined(self._pair, self.lower, self.upper, (True, self.exclusive[1]))
+        return IntervalJoined(self._pair, self.lower, self.upper, (True, self.exclusive[1]), self.late)
 
     def upper_bound_exclusive(self) -> IntervalJoined:
         """The same join without the records exactly at ``t + upper``."""
-        return IntervalJoined(self._pair, self.lower, self.upper, (self.exclusive[0], True))
+        return IntervalJoined(self._pair, self.lower, self.upper, (self.exclusive[0], True), self.late)
+
+    def side_output_left_late_data(self) -> IntervalJoined:
+        """The same join, keeping the left input's late records (event time at or before the watermark) for
+        ``job.late_records("left")``, committed with the micro-batch that met them."""
+        return self._keeping("left")
+
+    def side_output_right_late_data(self) -> IntervalJoined:
+        """The same join, keeping the right input's late records for ``job.late_records("right")``."""
+        return self._keeping("right")
+
+    def _keeping(self, side: str) -> IntervalJoined:
+        late = tuple(s for s in ("left", "right") if s in self.late or s == side)
+        return IntervalJoined(self._pair, self.lower, self.upper, self.exclusive, late)
 
     def _interval(self) -> tuple[int, int, str]:
         """The inclusive bounds the operator joins in, and the interval as the graph's label shows it."""
@@ -238,7 +254,7 @@ class IntervalJoined:
         sides = [(ddl, struct_state_type(s.schema, ddl))  # each side's buffer holds that input's records
                  for ddl, s in zip(ddls, self._pair.stream.inputs)]
         low, high, shown = self._interval()
-        operator = IntervalJoinOperator(low, high, join, sides[0][0], sides[1][0])
+        operator = IntervalJoinOperator(low, high, join, sides[0][0], sides[1][0], self.late)
         declared = schema if schema is not None else getattr(join, "schema", None)
         label = f"interval_join{shown}({name})"
         states = {"left": ("list", sides[0][1]), "right": ("list", sides[1][1]),

@@ -11,6 +11,8 @@ record to ``process_element1`` or ``2`` by its tag.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..api.co_process import (
     BroadcastContext,
     JoinContext,
@@ -25,6 +27,22 @@ from ..values.records import record_type
 from .base import ELEMENT, KeyedKind, Operation, emitted
 from .process import ProcessPerKey
 from .spec import INPUT, SIDES
+
+#: A late record's kind in the changelog, per side of an interval join that keeps its late records.
+LATE_KINDS = {"left": "left_late", "right": "right_late"}
+
+
+class LateRecord(NamedTuple):
+    """What an interval join yields for a late record of a side with a side output (``side``: "left" or
+    "right"; ``value``: the record, None for a side without one: counted there, not kept)."""
+
+    side: str
+    value: object
+
+
+def side_outputs(spec) -> tuple:
+    """The sides (``"left"``, ``"right"``) whose late records a keyed operator keeps; () for every other."""
+    return spec.function.late if isinstance(spec.function, IntervalJoinOperator) else ()
 
 
 class CoProcessPerKey(ProcessPerKey):
@@ -42,7 +60,10 @@ class CoProcessPerKey(ProcessPerKey):
     def element(self, record) -> None:
         side = record[self.tag] - 1
         for row in emitted(self.methods[side](self.value(record, side), self.core.context)):
-            self.core.emit(ELEMENT, row)
+            if type(row) is LateRecord:  # an interval join's late record, for its side output
+                self.core.emit(LATE_KINDS[row.side], row.value)
+            else:
+                self.core.emit(ELEMENT, row)
 
     def value(self, record, side: int):
         """The record of input ``side`` (0 or 1) a tagged row carries, as that input's record class."""
@@ -110,19 +131,23 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
     other side's records in its interval (only those are decoded), then kept until the watermark
     passes the last time a record of the other side could still meet it (a timer at that time
     removes it, without decoding the rest). A record before the watermark is late: dropped, as
-    Flink drops it.
+    Flink drops it. ``late`` (Flink's ``sideOutputLeftLateData``, ``sideOutputRightLateData``): the sides
+    whose late records go to a side output; with one, the operator alone judges lateness (the runtime lets
+    every record reach it) by the rule of every fw-magics operator, at or before the watermark, and yields
+    each late record as a ``LateRecord`` (a side without a side output: its value None, counted).
     """
 
-    def __init__(self, lower: int, upper: int, join, left_type: str, right_type: str):
+    def __init__(self, lower: int, upper: int, join, left_type: str, right_type: str, late: tuple = ()):
         self.lower, self.upper, self.join = lower, upper, join
         self.left_type, self.right_type = left_type, right_type
+        self.late = tuple(late)
         self.call = join.process_element if isinstance(join, ProcessJoinFunction) else (
             lambda left, right, ctx: join(left, right))
 
     def content_parts(self) -> tuple:
         """What its output depends on besides its class (the content fingerprint): the interval and the
         user's join function."""
-        return self.lower, self.upper, self.join
+        return (self.lower, self.upper, self.join) + ((self.late,) if self.late else ())
 
     def descriptors(self) -> list:
         """The states it keeps: each side's records and their event times (JSON ints), in step."""
@@ -138,7 +163,9 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
         if ts is None:
             raise FullWindowError("an interval join needs event times: read both inputs with event_time='<column>'")
         watermark = ctx.timer_service.current_watermark()
-        if watermark != MIN_WATERMARK and ts < watermark:
+        if watermark != MIN_WATERMARK and (ts <= watermark if self.late else ts < watermark):
+            if self.late:  # a side output: the record (or, for a side without one, its count) is kept
+                yield LateRecord(ours, value if ours in self.late else None)
             return  # late: Flink's IntervalJoinOperator drops it
         records, times = self.sides[ours]
         records.add_later(value)  # an input's record: checked and encoded with the key's others, in one batch

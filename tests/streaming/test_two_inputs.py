@@ -484,3 +484,97 @@ def test_an_exclusive_bound_leaves_out_the_records_exactly_at_it(empty_streams):
     labels = {o.process(functions.Pair()).spec.label for o in cases}  # the job graph shows it
     assert labels == {"interval_join[-2000, 3000](Pair)", "interval_join(-2000, 3000](Pair)",
                       "interval_join[-2000, 3000)(Pair)", "interval_join(-2000, 3000)(Pair)"}, labels
+
+
+# -- an interval join's late records in a side output (issue 47, item 7) ---------------------------------------
+
+
+def test_the_interval_join_operator_judges_lateness_itself_with_a_side_output(empty_streams):
+    """On the per-key core, watermark 10 s: a record at or before it is late (its side's kind, its record; a side
+    without a side output: no record), one a millisecond after is joined; without a side output nothing changes."""
+    from fw_magics.runtime.streaming.keyed.core import KeyedCore
+    from fw_magics.values.records import make_record
+
+    first, second = empty_streams
+    join = first.key_by("k").interval_join(second.key_by("key")).between(-3_000, 2_000)
+    wm = int(record((0, 0, 10)).ts.timestamp() * 1000)
+    got = {}
+    for name, option in (("none", join), ("left", join.side_output_left_late_data()),
+                         ("both", join.side_output_left_late_data().side_output_right_late_data())):
+        spec = option.process(functions.Pair()).spec
+        core = KeyedCore(spec)
+        core.begin((1,), None, watermark=wm)
+        for side, row in ((1, (1, 1, 9)), (1, (1, 2, 10)), (2, (1, 20, 10)), (1, (1, 3, 10, 1000)), (2, (1, 30, 11))):
+            r = record(row, ("k", "v", "ts") if side == 1 else SECOND_NAMES)
+            values = {"k": 1, "__fw_input": side, "__fw_time": r.ts, "__fw_in1": r if side == 1 else None,
+                      "__fw_in2": r if side == 2 else None}
+            core.element(make_record(spec.record.names, tuple(values[n] for n in spec.record.names)),
+                         int(r.ts.timestamp() * 1000))
+        got[name] = [(kind, None if value is None else tuple(value)[:2]) for kind, _, value in core.end().outputs]
+    assert got["none"] == [("element", (2, 20)), ("element", (3, 20)), ("element", (2, 30)), ("element", (3, 30))]
+    # without a side output, as today: Flink's rule in the operator (before W is late, at W joins)
+    assert got["none"] != got["left"]
+    assert got["left"] == [("left_late", (1, 1)), ("left_late", (1, 2)), ("right_late", None), ("element", (3, 30))]
+    assert got["both"] == [("left_late", (1, 1)), ("left_late", (1, 2)), ("right_late", (1, 20)),
+                           ("element", (3, 30))]
+
+
+@pytest.mark.extended  # 100 s under load: make test keeps the operator's case above
+def test_an_interval_join_keeps_each_side_s_late_records_in_its_side_output(area):
+    """W is 10 s once both inputs have a record at 10 s; then a left record at 9 s and one at W itself are late
+    (at or before W, the rule of every fw-magics operator), one a millisecond after W is not, and a right
+    record at 9 s is late. A side output holds exactly those of its side, committed with their micro-batch;
+    the joined pairs are the interval join of the records that were not late."""
+    backlog = ([(1, 1, 10)], [(1, 10, 10)])
+    fresh = [(1, [(1, 2, 9), (1, 3, 10), (1, 4, 11), (1, 5, 10, 1000)]), (2, [(1, 20, 9), (1, 30, 12)])]
+    late = {"left": [(1, 2, 9), (1, 3, 10)], "right": [(1, 20, 9)]}
+    on_time = ([r for r in backlog[0] + fresh[0][1] if r[2] > 10 or r[1] == 1 or len(r) > 3],
+               [r for r in backlog[1] + fresh[1][1] if r[2] > 9])
+
+    def pairs(changelog):
+        return sorted((int(r.k), int(r.v), int(r.w)) for r in changelog.itertuples(index=False))
+
+    def rows(pdf, names):
+        return sorted(tuple(int(v) if n != "ts" else (v.to_pydatetime() - record((0, 0, 0)).ts.replace(tzinfo=None))
+                            .total_seconds() for n, v in zip(names, r)) for r in pdf[list(names)].itertuples(index=False))
+
+    want_pairs = sorted((k, v, w) for k, v, w, _, _ in interval_join(
+        [record(r) for r in on_time[0]], [record(r, SECOND_NAMES) for r in on_time[1]], -3_000, 2_000))
+    assert (1, 5, 30) in want_pairs and (1, 3, 30) not in want_pairs
+    for mode, keep in (("stream", ("left", "right")), ("mixed", ("left",))):
+        def joined(first, second, keep=keep):
+            join = first.key_by("k").interval_join(second.key_by("key")).between(-3_000, 2_000)
+            for side in keep:
+                join = getattr(join, f"side_output_{side}_late_data")()
+            return join.process(functions.Pair())
+
+        job, log = run(area, joined, mode, f"late-{mode}", backlog if mode == "mixed" else ((), ()),
+                       ([(1, backlog[0]), (2, backlog[1])] if mode == "stream" else []) + fresh)
+        assert pairs(log) == want_pairs, mode
+        assert set(log["kind"]) == {"element"}  # the changelog and latest() hold no late row
+        for side in keep:
+            got = job.late_records(side)
+            names = ("k", "v", "ts") if side == "left" else SECOND_NAMES
+            assert list(got.columns) == list(names) + ["batch"]
+            assert rows(got, names) == [(k, v, float(s)) for k, v, s in late[side]], (mode, side)
+            assert (got["batch"] >= 0).all()
+        if mode == "mixed":
+            with pytest.raises(fw.FullWindowError, match=r"keeps the late records of left only; got 'right'"):
+                job.late_records("right")
+
+
+def test_late_records_of_a_job_without_a_side_output_are_refused_in_one_line(empty_streams):
+    """What job.late_records checks before it reads anything: the job's operator (a real spec, no job started)."""
+    from types import SimpleNamespace
+
+    from fw_magics.runtime.streaming.driver.results import JobResults
+
+    first, second = empty_streams
+    for stateful, pattern in ((ledger(first, second), r"keeps no late records: late_records is for an interval join"),
+                              (first.key_by("k").interval_join(second.key_by("key")).between(0, 1)
+                               .side_output_right_late_data().process(functions.Pair()),
+                               r"keeps the late records of right only; got 'middle'; accepted: 'right'$")):
+        job = SimpleNamespace(job_name="j", spec=stateful.spec)
+        with pytest.raises(fw.FullWindowError, match=pattern) as caught:
+            JobResults.late_records(job, "middle")
+        assert "\n" not in str(caught.value)

@@ -22,6 +22,7 @@ import threading
 import uuid
 
 from ....errors import SparkUnavailableError
+from ....operators.co_process import side_outputs
 from ....recovery.paths import CHECKPOINT
 from ..keyed.operator_state import PartitionOperatorState
 from ..keyed.query import keyed_query_frame
@@ -54,7 +55,8 @@ def launch(job, frame):
     """Start ``frame`` (the job's changelog rows, a streaming DataFrame) as ``job``'s query; returns it."""
     plan = job.plan
     remove_torn_writes(job.storage)
-    sink = ChangelogSink(job.root, job.output.names, plan.sink, plan.handover.hold(job.storage))
+    late = bool(side_outputs(job.spec))  # an interval join's late records are among the rows
+    sink = ChangelogSink(job.root, job.output.names, plan.sink, plan.handover.hold(job.storage), late)
     writer = plan.trigger.apply(frame.writeStream.foreachBatch(sink)
                                 .option("checkpointLocation", job.storage.path(CHECKPOINT))
                                 .queryName(f"fw-{job.job_name}-{uuid.uuid4().hex[:8]}"))

@@ -11,14 +11,16 @@ from __future__ import annotations
 import datetime as dt
 
 from ....datastream.job_graph import SINK
+from ....errors import FullWindowError
 from ....graph import JobGraph
+from ....operators.co_process import side_outputs
 from ....recovery.event_store import JobEventStore
 from ....recovery.paths import EVENTS
 from ....recovery.replay import JobState, replay
 from ....spark.actions import run_action
 from .. import savepoints
-from ..keyed.changelog import BATCH, KIND, SEQ
-from .sink import changelog_frame, latest_frame
+from ..keyed.changelog import BATCH, KIND, SEQ, late_fields
+from .sink import changelog_frame, late_frame, latest_frame
 
 
 class JobResults:
@@ -88,6 +90,22 @@ class JobResults:
         keys = [f"`{k}`" for k in self.spec.key_names]  # Spark sorts keys of every type (structs, binaries)
         frame = latest_frame(self.changelog_frame(), self.spec.key_names).orderBy(*keys)
         return run_action(frame.select(*[f"`{c}`" for c in self.output.names]).toPandas, self.spark)
+
+    def late_records(self, side: str):
+        """An interval join's late records of ``side`` ("left" or "right"), kept by
+        ``side_output_left_late_data()`` / ``side_output_right_late_data()``, as pandas: that input's columns,
+        then the micro-batch that met them (committed with it). In the backlog and in mode batch nothing is late."""
+        kept = side_outputs(self.spec)
+        if not kept:
+            raise FullWindowError(
+                f"job {self.job_name!r} keeps no late records: late_records is for an interval join with a side "
+                "output (a.key_by(k).interval_join(b.key_by(k)).between(lo, hi).side_output_left_late_data() or "
+                f"side_output_right_late_data()); this job runs {self.spec.label!r}")
+        if side not in kept:
+            raise FullWindowError(f"job {self.job_name!r} keeps the late records of {' and '.join(kept)} only; "
+                                  f"got {side!r:.40}; accepted: {', '.join(repr(s) for s in kept)}")
+        pdf = late_frame(self.spark, self.root, self.output, late_fields(self.spec), side).toPandas()
+        return pdf.rename(columns={BATCH: "batch"})
 
     def backlog_outputs(self):
         """The rows the backlog emitted (the output columns), or None: what a sink gets as batch -1."""

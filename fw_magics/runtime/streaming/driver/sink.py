@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from ....errors import FullWindowError
+from ....operators.co_process import LATE_KINDS
 from ....recovery.filesystem import Storage
 from ....recovery.paths import CHANGELOG
 from ..keyed.changelog import BACKLOG_BATCH, BATCH, KIND, RESTORED_BATCH, SEQ
@@ -57,8 +58,9 @@ def write_marker(directory: str, batch_id, extra: dict | None = None) -> None:
 class ChangelogSink:
     """The ``foreachBatch`` function of a streaming job (pickled; runs server-side under Connect)."""
 
-    def __init__(self, root: str, columns: list[str], sink=None, hold: str | None = None):
+    def __init__(self, root: str, columns: list[str], sink=None, hold: str | None = None, late: bool = False):
         self.root, self.columns, self.sink, self.hold = root, list(columns), sink, hold
+        self.late = late  # an interval join's late records are among the rows: the user's sink gets the others
 
     def __call__(self, df, batch_id: int) -> None:
         if self.hold and not os.path.exists(self.hold):  # a warm-up batch during the backlog: it read nothing,
@@ -67,7 +69,10 @@ class ChangelogSink:
         part = batch_dir(self.root, batch_id)
         df.write.mode("overwrite").parquet(part)
         if self.sink is not None:
-            written = df.sparkSession.read.schema(df.schema).parquet(part).select(*[F.col(f"`{c}`") for c in self.columns])
+            written = df.sparkSession.read.schema(df.schema).parquet(part)
+            if self.late:
+                written = written.where(~F.col(KIND).isin(*LATE_KINDS.values()))
+            written = written.select(*[F.col(f"`{c}`") for c in self.columns])
             deliver(self.sink, written, batch_id)
         write_marker(part, batch_id)
 
@@ -110,6 +115,7 @@ def changelog_frame(spark, root: str, output, backlog=None, restored=None):
     batches = committed_batches(root)
     if batches:
         frame = spark.read.schema(schema).parquet(*[batch_dir(root, b) for b in batches])
+        frame = frame.where(~F.col(KIND).isin(*LATE_KINDS.values()))  # an interval join's side output: late_frame
         # the batch id is in the directory name: the file's own path says which part a row is in
         batch = F.regexp_extract(F.col("_metadata.file_path"), r"/batch=(-?\d+)/", 1).cast("long")
         parts.append(frame.withColumn(BATCH, batch))
@@ -119,6 +125,21 @@ def changelog_frame(spark, root: str, output, backlog=None, restored=None):
     for other in parts[1:]:
         frame = frame.unionByName(other)
     return frame
+
+
+def late_frame(spark, root: str, output, fields: tuple, side: str):
+    """An interval join's late records of ``side`` ("left", "right") in every committed micro-batch: the
+    input's columns, then the batch; in the order the operator met them."""
+    from ...streaming.keyed.changelog import changelog_schema
+
+    column = fields[("left", "right").index(side)]
+    batches = committed_batches(root)
+    if not batches:
+        return spark.createDataFrame([], column.dataType.add(BATCH, "long"))
+    frame = spark.read.schema(changelog_schema(output, fields)).parquet(*[batch_dir(root, b) for b in batches])
+    batch = F.regexp_extract(F.col("_metadata.file_path"), r"/batch=(-?\d+)/", 1).cast("long")
+    frame = frame.where((F.col(KIND) == LATE_KINDS[side]) & F.col(column.name).isNotNull())
+    return frame.select(F.col(f"{column.name}.*"), batch.alias(BATCH), F.col(SEQ)).orderBy(BATCH, SEQ).drop(SEQ)
 
 
 def latest_rows(changelog, key_names):

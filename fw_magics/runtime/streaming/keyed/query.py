@@ -26,11 +26,11 @@ import json
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 
-from ....operators.co_process import BroadcastOperator
+from ....operators.co_process import BroadcastOperator, side_outputs
 from ....operators.spec import INPUT, KeyedOperatorSpec
 from ....values.event_time import effective_watermark
 from ....values.records import record_type
-from .changelog import STATE, TOMBSTONE, ChangelogWriter, changelog_schema
+from .changelog import STATE, TOMBSTONE, ChangelogWriter, changelog_schema, late_fields
 from .core import KeyedCore
 from .key_frame import normalized_keys
 
@@ -88,7 +88,7 @@ class KeyedProcessor(StatefulProcessor):
             self.core = KeyedCore(self.spec, subtask=self.partition)
             if self.seed is not None:
                 self.seed.open(self.partition)
-            self.writer = ChangelogWriter(self.spec, self.output)
+            self.writer = ChangelogWriter(self.spec, self.output, late=True)
             names = tuple(self.spec.record.names)
             self.record_class = record_type(names)
             self.time_index = names.index(self.spec.event_time) if self.spec.event_time is not None else None
@@ -195,10 +195,14 @@ def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int | N
 
     Records without an event time, and (mixed mode) those at or before W, are dropped here and
     counted first (``OBSERVED``: ``undated``, ``late``); Spark drops the records late for its own
-    watermark itself and counts them (``numRowsDroppedByWatermark``)."""
+    watermark itself and counts them (``numRowsDroppedByWatermark``). An interval join with a side output
+    (``side_outputs``) judges lateness itself: every dated record reaches it (the event time's column loses
+    its watermark mark, which is what Spark's late filter looks for; W's filter is not applied) and the late
+    ones come out as changelog rows of their own (``changelog.late_fields``)."""
+    late_output = side_outputs(spec)
     if spec.event_time is not None:
         ts = F.col(spec.event_time)
-        w = F.timestamp_millis(F.lit(switch_watermark)) if switch_watermark is not None else None
+        w = F.timestamp_millis(F.lit(switch_watermark)) if switch_watermark is not None and not late_output else None
         late = ts <= w if w is not None else F.lit(False)
         if spec.inputs:  # two inputs: a carrier row (input 0, connected_source) is no record
             late = late & (F.col(INPUT) != 0)
@@ -206,11 +210,14 @@ def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int | N
         if delay_ms is not None:  # None: the stream carries its watermarks (two inputs: one each, ConnectedSource)
             stream = stream.withWatermark(spec.event_time, f"{delay_ms} milliseconds")
         stream = stream.where(ts.isNotNull())
+        if late_output:
+            stream = stream.withMetadata(spec.event_time, {})
         if w is not None:
             stream = stream.where(ts > w)
     grouped = normalized_keys(stream, spec.key_names).groupBy(*[F.col(k) for k in spec.key_names])
     return grouped.transformWithState(
-        KeyedProcessor(spec, output, switch_watermark, seed, operator), changelog_schema(output), "Append",
+        KeyedProcessor(spec, output, switch_watermark, seed, operator), changelog_schema(output, late_fields(spec)),
+        "Append",
         "EventTime" if spec.event_time is not None else "None",
         initialState=None if initial is None else initial.groupBy(*[F.col(k) for k in spec.key_names]),
     )
