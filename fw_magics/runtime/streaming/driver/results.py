@@ -104,7 +104,8 @@ class JobResults:
         if side not in kept:
             raise FullWindowError(f"job {self.job_name!r} keeps the late records of {' and '.join(kept)} only; "
                                   f"got {side!r:.40}; accepted: {', '.join(repr(s) for s in kept)}")
-        pdf = late_frame(self.spark, self.root, self.output, late_fields(self.spec), side).toPandas()
+        pdf = run_action(late_frame(self.spark, self.root, self.output, late_fields(self.spec), side).toPandas,
+                         self.spark)
         return pdf.rename(columns={BATCH: "batch"})
 
     def backlog_outputs(self):
