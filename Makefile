@@ -51,7 +51,7 @@ test: deps
 # in-process server, SPARK_REMOTE=local[2]; tests/connect_cases.py names each and why).
 test-extended: test-extended-classic test-extended-connect
 test-extended-classic: deps
-	$(PY) -m pytest -p no:cacheprovider -m extended --durations=10 $(call junit,extended)
+	$(PY) -m pytest -p no:cacheprovider -m extended --durations=30 $(call junit,extended)
 test-extended-connect: deps
 	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m connect --durations=10 $(call junit,extended-connect)
 

@@ -59,14 +59,17 @@ def test_tutorial_runs_with_its_exercises_solved(path, tmp_path, request, monkey
         pytest.skip("run top to bottom in this session by tests/browser (test_no_cell_failed[classic])")
     nb = nbformat.read(path, as_version=4)
     cells = tagged(nb)
+    # As a learner does it: Run All first (the exercises blank, the clean-up cell run too), then the answers
+    # below the last cell, each check run again there (issue 47, item 11): a wrong answer, which its check must
+    # call "not quite", then the right one.
+    tries, checked = {}, {}
     for tag, source in SOLUTIONS.get(path.stem, {}).items():
-        cells[tag].source = source
-    tries = {}  # a wrong answer first, with its check, in the same kernel: the check must say "not quite"
-    for tag, source in WRONG.get(path.stem, {}).items():
         check = cells["check" + tag[len("exercise"):]]
-        tries[tag] = nbformat.v4.new_code_cell(check.source, metadata={"tags": ["raises-exception"]})
-        at = nb.cells.index(cells[tag])
-        nb.cells[at:at] = [nbformat.v4.new_code_cell(source), tries[tag]]
+        if tag in WRONG.get(path.stem, {}):
+            tries[tag] = nbformat.v4.new_code_cell(check.source, metadata={"tags": ["raises-exception"]})
+            nb.cells += [nbformat.v4.new_code_cell(WRONG[path.stem][tag]), tries[tag]]
+        checked[tag] = nbformat.v4.new_code_cell(check.source)
+        nb.cells += [nbformat.v4.new_code_cell(source), checked[tag]]
     client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" and c not in tries.values()
@@ -83,8 +86,10 @@ def test_tutorial_runs_with_its_exercises_solved(path, tmp_path, request, monkey
         # shown as its message alone, one red line: no frame of the check's own code
         assert error.traceback == [f"\x1b[0;31m{error.evalue}\x1b[0m"], error.traceback
     for tag, cell in cells.items():
-        if tag.startswith("check"):
-            assert "Correct!" in output_text(cell), f"{path.name} {tag}: {output_text(cell)!r}"
+        if tag.startswith("check"):  # run blank by Run All
+            assert "Your turn: " in output_text(cell), f"{path.name} {tag}: {output_text(cell)!r}"
+    for tag, cell in checked.items():
+        assert "Correct!" in output_text(cell), f"{path.name} {tag}, after Run All: {output_text(cell)!r}"
     # Whatever a tutorial leaves in its folder is ignored by git (issue 17, item 10).
     left = sorted(p.name + "/" * p.is_dir() for p in tmp_path.iterdir())
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *(f"tutorials/{name}" for name in left)],

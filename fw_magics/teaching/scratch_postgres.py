@@ -1,6 +1,8 @@
 """A scratch PostgreSQL server for tutorials and tests (Debian's ``postgresql``): its own data
 directory in a temporary folder, loopback on a free port, trust authentication for one role;
-started by ``start()``, stopped by its PID (and its folder removed) by ``stop()``::
+started by ``start()``, stopped by its PID (and its folder removed) by ``stop()``, or when the
+process that started it ends, even killed (``leftovers.Leftovers``: Kernel > Restart kills a kernel
+that takes over 5 s)::
 
     server = ScratchPostgres().start()      # server.url: postgresql://fw@127.0.0.1:<port>/postgres
     server.sql("CREATE TABLE orders (id bigserial PRIMARY KEY, amount double precision)")
@@ -24,6 +26,8 @@ import socket
 import subprocess
 import tempfile
 import time
+
+from .leftovers import Leftovers
 
 ROLE = "fw"
 
@@ -57,6 +61,7 @@ class ScratchPostgres:
         self.data = os.path.join(self.folder, "data")
         self.port = _free_port()
         self.process: subprocess.Popen | None = None
+        self.leftovers: Leftovers | None = None  # stops the server if this process ends without stop()
         self.user = "postgres" if os.geteuid() == 0 else None
         self.password = password  # None: trust; else the role logs in with it (scram-sha-256), never in the url
 
@@ -99,6 +104,7 @@ class ScratchPostgres:
              "-k", self.folder, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
             stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, **who)
         log.close()
+        self.leftovers = Leftovers(folders=[self.folder], pid=self.process.pid)
         deadline = time.monotonic() + timeout
         from ..connectors.postgres.client import psycopg
 
@@ -130,6 +136,8 @@ class ScratchPostgres:
                 os.kill(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
+        if self.leftovers is not None:
+            self.leftovers.clean(stopped=True)
 
     def sql(self, statement: str, rows=None) -> list:
         """Run ``statement`` (with ``rows``: once per row, as parameters) in one transaction; the rows it gave."""
