@@ -14,6 +14,11 @@ job through a ``JobLog``, so a guarantee one kind of job has, the other has too:
   a running job: a kernel restart). A second last word is dropped, so a failure that follows
   an interruption (the session went away) never replaces it, and nothing is written once the
   log is closed;
+* a kernel asked to shut down (Kernel > Restart or Shut Down: ipykernel's ``do_shutdown`` sets
+  the shell's ``exit_now``) records every running job's interruption at that moment, on disk
+  before ipykernel terminates Spark's JVM: Jupyter kills a kernel that has not exited 5 s after
+  the request, and what the job's own threads see of the JVM going (and the exit handlers)
+  may come later than that on a busy machine;
 * ``close()`` flushes, stops the writer and releases the lock, once, whoever calls it.
 
 A process killed outright (``kill -9``) writes nothing: its log ends without a last word, which
@@ -25,8 +30,10 @@ from __future__ import annotations
 import atexit
 import os
 import stat
+import sys
 import threading
 import warnings
+import weakref
 
 from .. import hooks
 from ..errors import JobLockLostError, JobStorageError, error_summary, hinted
@@ -38,9 +45,12 @@ from .paths import EVENTS
 
 #: The cause an interruption by the process exiting records (a kernel restart or shutdown).
 EXITING = "interrupted: the Python process exited (a kernel restart or shutdown) while the job ran"
+#: The cause a kernel's shutdown request records (Kernel > Restart or Shut Down), before anything stops.
+SHUTDOWN = "interrupted: the kernel was asked to shut down (a kernel restart or shutdown) while the job ran"
 
 _open_logs: set[JobLog] = set()
 _open_lock = threading.Lock()
+_watched_shells: weakref.WeakSet = weakref.WeakSet()  # the IPython shells whose exit_now is observed
 
 
 def current_cell() -> str | None:
@@ -118,6 +128,7 @@ class JobLog:
             # last registered, first called: before the exit handlers of the Spark session it runs on
             atexit.unregister(_interrupt_open_logs)
             atexit.register(_interrupt_open_logs)
+        watch_shell_exit()
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -185,6 +196,15 @@ class JobLog:
                         raise
                     warnings.warn(str(lost), stacklevel=2)
 
+    def interrupt_now(self, cause: str) -> None:
+        """Record the interruption ``cause`` as the last word (unless there is one) and put it on
+        disk now; the log stays open for whatever the job writes while it stops."""
+        self.cancelled(cause)
+        try:
+            self.flush()
+        except Exception:  # the process is going: nothing more can be done
+            pass
+
     def interrupt_at_exit(self) -> None:
         """The process is exiting under this running job: record the interruption, then close."""
         self.cancelled(EXITING)
@@ -201,3 +221,29 @@ def _interrupt_open_logs() -> None:
         logs = list(_open_logs)
     for log in logs:
         log.interrupt_at_exit()
+
+
+def _record_shutdown(change) -> None:
+    """The shell is to exit (``exit_now`` set: a kernel's shutdown request): every running job's
+    interruption goes on disk now, before the kernel stops Spark's JVM and before it is killed."""
+    if not change["new"]:
+        return
+    with _open_lock:
+        logs = list(_open_logs)
+    for log in logs:
+        log.interrupt_now(SHUTDOWN)
+
+
+def watch_shell_exit(shell=None) -> None:
+    """Observe the IPython shell's ``exit_now`` (the one running here, when IPython is), once a shell."""
+    if shell is None:
+        if "IPython" not in sys.modules:  # no IPython imported: no shell to watch
+            return
+        shell = sys.modules["IPython"].get_ipython()
+    if shell is None or not shell.has_trait("exit_now"):
+        return
+    with _open_lock:
+        if shell in _watched_shells:
+            return
+        _watched_shells.add(shell)
+    shell.observe(_record_shutdown, names="exit_now")

@@ -3,11 +3,14 @@
 import json
 import os
 import re
+import time
 
 import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
+from fw_magics.recovery.job_log import SHUTDOWN
+from fw_magics.recovery.jobs import read_job
 from tests.kernels import Kernel
 
 pytestmark = [pytest.mark.slow, pytest.mark.extended]  # make test-extended (CI): each test starts kernels
@@ -94,12 +97,13 @@ def test_a_job_run_in_one_kernel_is_listed_by_fw_recover_in_a_fresh_kernel_in_th
 
 def test_streaming_jobs_are_listed_by_fw_recover_in_a_fresh_kernel_and_a_restart_is_an_interruption(tmp_path):
     """A streaming job and its savepoint, run in a folder of their own, are found from a fresh kernel
-    through the per-user index; a job whose kernel shut down (what a restart does) while its backlog
-    ran says so (job_cancelled, status cancelled), not job_failed."""
-    index = str(tmp_path / "index.json")
-    setup = ("import fw_magics as fw, os, pyarrow as pa, pyarrow.parquet as pq, datetime as dt\n"
+    through the per-user index; a job whose kernel is restarted (Kernel > Restart, with the 5 s Jupyter
+    gives) while a %%fwstream cell waits on its backlog says so (job_cancelled: the kernel was asked to
+    shut down, status cancelled), not stopped as job.stop() would leave it, nor failed."""
+    index, mark = str(tmp_path / "index.json"), tmp_path / "adding"
+    setup = ("%load_ext fw_magics\nimport fw_magics as fw, os, pyarrow as pa, pyarrow.parquet as pq, datetime as dt\n"
              "from tests.streaming import functions\nfrom tests.streaming.driver import SlowCountSum\n"
-             f"src, jobs = {str(tmp_path / 'src')!r}, {str(tmp_path / 'jobs')!r}\nos.makedirs(src)\n"
+             f"src, jobs, MARK = {str(tmp_path / 'src')!r}, {str(tmp_path / 'jobs')!r}, {str(mark)!r}\nos.makedirs(src)\n"
              "t = pa.table({'k': list(range(8)) * 30, 'v': list(range(240)),"
              " 'ts': pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)] * 240, pa.timestamp('us', tz='UTC'))})\n"
              "pq.write_table(t, os.path.join(src, '.a')); os.replace(os.path.join(src, '.a'), os.path.join(src, 'a.parquet'))\n"
@@ -107,19 +111,30 @@ def test_streaming_jobs_are_listed_by_fw_recover_in_a_fresh_kernel_and_a_restart
              "job = stream.key_by('k').aggregate(functions.CountSum()).start(job_dir=jobs, job_name='listed',"
              " trigger='100 milliseconds')\n"
              "job.process_all_available(); job.savepoint(); job.stop()\n"
-             "slow = stream.key_by('k').aggregate(SlowCountSum()).start(job_dir=jobs, job_name='restarted')\n"
-             "import time; time.sleep(3); print(slow.phase)")  # 120 records a subtask, 0.2 s each: 24 s of backlog
+             "class Marked(SlowCountSum):  # 0.2 s a record: 24 s of backlog; says when the backlog adds\n"
+             "    def add(self, value, accumulator):\n"
+             "        open(MARK, 'a').close()\n"
+             "        return super().add(value, accumulator)\n")
     first = Kernel(tmp_path, {"FW_JOB_DIR": "", "FW_JOB_INDEX": index, "PYTHONPATH": os.getcwd()})
     try:
-        assert first.ok(setup, timeout=400).stdout.strip() == "backlog"
+        first.ok(setup, timeout=400)
+        # the cell waits on the job, as %%fwstream does, when Kernel > Restart comes in the middle of its backlog
+        first.client.execute(f"%%fwstream aggregate fn=Marked key=k --job restarted --job-dir {tmp_path / 'jobs'}\n"
+                             "stream")
+        deadline = time.monotonic() + 120
+        while not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert mark.exists(), "the backlog never started"
         first.client.stop_channels()
-        # a shutdown request, as a restart sends: the process exits. jupyter_client kills a kernel that has not
-        # exited 5 s after it; CI's loaded 2-core VM once took longer, so the job's last word was never written
-        first.manager.shutdown_wait_time = 60
-        first.manager.shutdown_kernel(now=False)
+        # what Kernel > Restart does: an interrupt, a shutdown request, then SIGTERM at 2.5 s and SIGKILL at
+        # 5 s to a kernel still there (jupyter_client's default shutdown_wait_time, JupyterLab's)
+        first.manager.shutdown_kernel(now=False, restart=True)
     finally:
         if first.manager.is_alive():
             first.stop()
+    restarted = read_job(str(tmp_path / "jobs" / "restarted"), "restarted")
+    words = [(e["type"], e.get("cause")) for e in restarted.events if e["type"] in ("job_cancelled", "job_failed")]
+    assert words == [("job_cancelled", SHUTDOWN)] and restarted.status == "cancelled", words
     second = Kernel(tmp_path / "jobs", {"FW_JOB_DIR": "", "FW_JOB_INDEX": index})
     try:
         listed = second.ok("import json\n%load_ext fw_magics\npanel = %fw_recover\n"
@@ -129,5 +144,4 @@ def test_streaming_jobs_are_listed_by_fw_recover_in_a_fresh_kernel_and_a_restart
     labels = json.loads(listed.stdout)
     assert any(label.startswith("listed: stopped, streaming job in mode mixed") and "1 savepoint" in label
                for label in labels), labels
-    # a restart interrupts the kernel first (PySpark's handler cancels every Spark job), then asks it to exit
     assert any(label.startswith("restarted: cancelled, streaming job in mode mixed") for label in labels), labels
