@@ -13,7 +13,8 @@ Every answer is JSON or a Spark DataFrame:
   in the job's folder; ``relist(root)``: at a restart, what changed since;
 * ``backlog_frame``: a batch DataFrame of exactly the backlog; ``fresh_stream``: a streaming DataFrame
   right after it; ``stream``: one from the very beginning (``mode="stream"``); ``operator_stream``: the
-  stream of a non-keyed operator, each row with the source subtask that read it;
+  stream of a non-keyed operator, each row with the source subtask that read it; ``lag``: what is left
+  to read after a micro-batch (files, rows), as far as it can tell without reading;
 * its position in a savepoint, asked of each input (``inputs_at``, ``joined``): ``saved_position``,
   ``position_fields``, ``position_snapshots``, ``read_since_switch``, ``restore_position``,
   ``same_place``; and, without a source at hand (a savepoint read from disk), its class's codec:
@@ -135,6 +136,13 @@ class Source(abc.ABC):
     @abc.abstractmethod
     def stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None) -> DataFrame:
         """A stream-mode job's streaming DataFrame: every record from the very beginning."""
+
+    def lag(self, root: str, end: dict) -> dict:
+        """What is left to read after ``end`` (the end offset Spark reported for a micro-batch of a query over
+        ``fresh_stream`` or ``stream``), as far as the source can tell without reading it: ``{"files_behind":
+        n}`` (a folder), ``{"rows_behind": n}`` (a table), or {} where it cannot tell (the default). Asked
+        of each one-input source once per micro-batch (``job.metrics()``): cheap, and never fails."""
+        return {}
 
     def why_no_max_files(self) -> str | None:
         """Why ``max_files_per_trigger`` cannot cap its micro-batches (a clause of the user's line), or None."""

@@ -205,6 +205,9 @@ SOURCE = Either(ONE_SOURCE, Record({"kind": Text(16), "inputs": ListOf(ONE_SOURC
 #: A backlog's size as its source recorded it (files and bytes, rows).
 POSITION = MapOf(Text(64), COUNT, limit=64)
 CONTENT = MapOf(Text(1000), MapOf(Text(40), Text(200), limit=64), limit=1 << 12)
+RATE = Number(0, 1e15)  # rows per second
+#: Keys held by each state partition (a job's parallelism is at most 2**16 partitions).
+PER_PARTITION = ListOf(COUNT, limit=1 << 16)
 
 #: Every field every event has.
 COMMON = {"type": Text(64), "time": Omittable(TIME)}
@@ -231,10 +234,15 @@ SCHEMA: dict[str, dict[str, Field]] = {
     PHASE_CHANGED: {"phase": Text(16, r"backlog|switching|stream|finished|stopped|failed", "a streaming phase"),
                     "watermark": Optional(MILLIS), "cause": Optional(TEXT)},
     SWITCH: {"watermark": Optional(MILLIS), "state_writes": Optional(COUNT), "records": Optional(COUNT),
-             "keys": Optional(COUNT), "restored_from": Optional(Text(4096))},
+             "keys": Optional(COUNT), "restored_from": Optional(Text(4096)), "undated": Optional(COUNT),
+             "state_rows_per_partition": Optional(PER_PARTITION)},
+    # the fields after "undated" came with job.metrics(): a log written before has none of them
     MICRO_BATCH: {"batch": COUNT, "input_rows": COUNT, "state_rows_updated": COUNT, "watermark": Optional(MILLIS),
                   "dropped_by_watermark": Optional(COUNT), "duration_ms": Optional(COUNT),
-                  "late": Optional(COUNT), "undated": Optional(COUNT)},
+                  "late": Optional(COUNT), "undated": Optional(COUNT), "started": Optional(MILLIS),
+                  "input_rows_per_second": Optional(RATE), "processed_rows_per_second": Optional(RATE),
+                  "state_rows": Optional(COUNT), "state_rows_per_partition": Optional(PER_PARTITION),
+                  "files_behind": Optional(COUNT), "rows_behind": Optional(COUNT)},
     FILE_SKIPPED: {"file": Text(1024), "reason": TEXT},
     FILE_RELISTED: {"file": Text(1024), "size": COUNT},
 }

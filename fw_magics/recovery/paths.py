@@ -13,6 +13,8 @@ both kinds of job (``execute()`` and ``start()``).
     <job_dir>/<job_name>/backlog/handover.json             the backlog's state handed to the stream
     <job_dir>/<job_name>/checkpoint/                       Spark's checkpoint of the streaming query
     <job_dir>/<job_name>/changelog/batch=<id>/             each micro-batch's output rows
+    <job_dir>/<job_name>/metrics/state/batch=<id>/         keys each state partition gained and lost in a
+                                                           micro-batch, until its micro_batch event holds them
     <job_dir>/<job_name>/restored/...                      what a job restored from a savepoint starts from
     <job_dir>/<job_name>/savepoints/savepoint-NNNNNN/      its savepoints
 
@@ -89,13 +91,14 @@ WATERMARK = "backlog/watermark.json"
 HANDOVER = "backlog/handover.json"
 CHECKPOINT = "checkpoint"
 CHANGELOG = "changelog"
+STATE_COUNTS = "metrics/state"  # per micro-batch, per state partition: keys gained and lost (driver/state_counts.py)
 RESTORED_KEYED = "restored/keyed-state.parquet"
 RESTORED_LATEST = "restored/latest.parquet"
 RESTORED_BASE = "restored/base"  # a restored job's base state files, shared with its savepoint's
 RESTORED_OPERATOR = "restored/operator-state.json"
 SAVEPOINTS = "savepoints"
 #: What a streaming job's restart with ``reset=True`` removes: all it recorded but its savepoints.
-STREAM_RECORDS = (EVENTS, RESULTS, "source", "backlog", CHECKPOINT, CHANGELOG, "restored")
+STREAM_RECORDS = (EVENTS, RESULTS, "source", "backlog", CHECKPOINT, CHANGELOG, "restored", "metrics")
 
 
 def result_file(vertex: str, subtask: int) -> str:

@@ -57,6 +57,8 @@ class JobState:
     restarts: int = 0  # by the job's restart strategy, since its last start
     failure: str | None = None  # the cause of the last failure recorded (region_failed)
     skipped: dict = field(default_factory=dict)  # source file -> why it is not read
+    backlog_started: float | None = None  # when the backlog (last) began: its phase_changed event's time
+    switch_event: dict | None = None  # the switch itself (its time, W, the backlog's counts: metrics.backlog_row)
 
     @property
     def started(self) -> bool:
@@ -139,6 +141,7 @@ class JobState:
         self.backlog = e["position"]
 
     def _switch(self, e: dict) -> None:
+        self.switch_event = e
         self.switched, self.watermark = True, e["watermark"]
         self.latest_watermark = e["watermark"]
         self.state_writes = e.get("state_writes")
@@ -153,6 +156,8 @@ class JobState:
 
     def _phase_changed(self, e: dict) -> None:
         self.phase, self.phase_cause = e["phase"], e.get("cause")
+        if e["phase"] == "backlog":
+            self.backlog_started = e.get("time")
         if e.get("watermark") is not None:
             self.latest_watermark = e["watermark"]
         if e["phase"] == "stream":

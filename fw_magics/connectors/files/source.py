@@ -13,12 +13,12 @@ from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame
 
-from ...errors import FullWindowError, did_you_mean
+from ...errors import FullWindowError, FwMagicsError, did_you_mean
 from ...values.schema import arrow_schema, parse_schema
 from ..backlog_options import LATE_POLICIES, backlog_flag, check_policies, event_time_delay
 from ..base import POSITION, SUBTASK, Declared, OneInput
 from . import datasource as files_source
-from .manifest import Manifest, backlog_summary, check_manifest, relist
+from .manifest import Manifest, backlog_summary, check_manifest, list_files, relist
 from .reading import bad_file
 from .schema import check_first_file, footer_problem, nanoseconds
 from .splits import read_splits, restored_manifest, source_snapshots
@@ -191,6 +191,20 @@ class FilesSource(OneInput):
         if self.manifest(root).exists():
             return self.fresh_stream(spark, root, max_files)
         return spark_file_stream(spark, self.schema, self.format, self.directory, max_files)
+
+    def lag(self, root: str, end: dict) -> dict:
+        """The files in its folder now (named like its glob) that are not among the manifest's first
+        ``end["files"]``: not read yet (listed, not opened)."""
+        read = end.get("files") if isinstance(end, dict) else None
+        if type(read) is not int or read < 0:
+            return {}
+        try:
+            doc = self.manifest(root).read()
+            listed = list_files(doc["directory"], doc.get("glob", "*"))
+        except (FwMagicsError, OSError):  # the folder or the manifest gone: the job says so elsewhere
+            return {}
+        done = {entry["name"] for entry in doc["files"][:read]}
+        return {"files_behind": sum(1 for f in listed if f["name"] not in done)}
 
     # -- its position in a savepoint: the manifest, its first ``backlog`` files read ------------------
 

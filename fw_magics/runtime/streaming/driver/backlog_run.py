@@ -143,6 +143,13 @@ class Backlog:
                 self._counted.setdefault(done, meta.get("counters", {}))
         return self._counted.get(subtask, {})
 
+    def state_rows_per_partition(self, flavour) -> list[int] | None:
+        """The keys each subtask left with state, which are the stream's state partitions' where ``flavour``
+        sets the stream's state partition count (``handed``); None where it does not."""
+        if not flavour.sets_state_partitions or not self.complete:
+            return None
+        return [self._counters(i).get("state_writes", 0) for i in range(self.parallelism)]
+
     def counts(self) -> dict:
         """The backlog's counters summed over its subtasks (records, keys, outputs, timers fired)."""
         sums: dict = {}

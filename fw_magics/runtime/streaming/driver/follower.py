@@ -7,7 +7,8 @@ can hang (pyspark joins that thread while holding the lock it needs to deliver a
 event). A poll makes no Spark call once the follower is stopped.
 
 A follower is handed the query, the job's ``JobLog`` (each micro-batch is a ``micro_batch``
-event) and two callbacks: ``on_batch(info)`` after each batch is recorded, ``on_end(query, error)``
+event), ``measure(progress, info)``, which adds what the job itself measures of a micro-batch to its
+event (its keys held, its source's lag), and two callbacks: ``on_batch(info)`` after each batch is recorded, ``on_end(query, error)``
 when the query ends by itself (``error``: its exception, or None for ``availableNow``), or when its
 running micro-batch has stalled (``error``: a ``stall.Stalled``; the query still runs, and the job
 stops it before it starts it again). The job's ``StallGuard`` says when that is.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import threading
 import warnings
 
@@ -46,12 +48,26 @@ def held(progress) -> bool:
 
 def watermark_ms(progress) -> int | None:
     """Spark's watermark of a progress report, in epoch ms (None when there is none yet)."""
-    text = (getattr(progress, "eventTime", None) or {}).get("watermark")
-    if not text:
+    value = _epoch_ms((getattr(progress, "eventTime", None) or {}).get("watermark"))
+    return value if value is not None and value > 0 else None
+
+
+def _epoch_ms(text) -> int | None:
+    """An ISO 8601 time Spark reports ("2024-01-01T00:00:00.000Z") in epoch ms; None if there is none."""
+    if not text or not isinstance(text, str):
         return None
-    moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    value = (moment - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(milliseconds=1)
-    return value if value > 0 else None
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return (moment - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(milliseconds=1)
+
+
+def _rate(value) -> float | None:
+    """A rate Spark reports (rows per second; NaN when it has none) as a finite float, or None."""
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0 else None
 
 
 def batch_info(progress, event_time: str | None, switch_watermark: int | None) -> dict:
@@ -69,6 +85,9 @@ def batch_info(progress, event_time: str | None, switch_watermark: int | None) -
         "dropped_by_watermark": spark_late,
         "duration_ms": (progress.durationMs or {}).get("triggerExecution"),
         "late": spark_late + observed.get("late", 0), "undated": observed.get("undated", 0),
+        "started": _epoch_ms(getattr(progress, "timestamp", None)),
+        "input_rows_per_second": _rate(getattr(progress, "inputRowsPerSecond", None)),
+        "processed_rows_per_second": _rate(getattr(progress, "processedRowsPerSecond", None)),
     }
 
 
@@ -102,8 +121,10 @@ class Follower:
     """Follows ``query`` from a daemon thread (see the module docstring)."""
 
     def __init__(self, query, log, job_name: str, event_time: str | None, switch_watermark: int | None,
-                 recorded, on_batch, on_end, interval: float = PROGRESS_POLL_S, guard: StallGuard | None = None):
+                 recorded, on_batch, on_end, interval: float = PROGRESS_POLL_S, guard: StallGuard | None = None,
+                 measure=None):
         self.query, self.log, self.job_name = query, log, job_name
+        self.measure = measure
         self.guard = guard
         self.event_time, self.switch_watermark = event_time, switch_watermark
         self.recorded = set(recorded)
@@ -145,6 +166,8 @@ class Follower:
                 return
             self.recorded.add(progress.batchId)
         info = batch_info(progress, self.event_time, self.switch_watermark)
+        if self.measure is not None:
+            info.update(self.measure(progress, info))
         if self.guard is not None:
             self.guard.completed(info["duration_ms"])
         self.log.emit(events.micro_batch(**info))

@@ -28,6 +28,7 @@ from ..keyed.changelog import BACKLOG_BATCH
 from .failures import Failures
 from .follower import BACKLOG_POLL_S, PROGRESS_POLL_S, Follower, late_failure
 from .launch import keyed_job_frame, launch
+from .measure import Measure
 from .phases import ENDED, Mode, can_change
 from .results import JobResults
 from .sink import deliver
@@ -77,6 +78,7 @@ class StreamingJob(JobResults, Failures):
         self.restarts = 0
         self.stall = StallGuard()  # when a micro-batch has run so long that it is cancelled and run again
         self._scope = Scope()  # the driver thread's Spark actions: a stop cancels them, and any it would start
+        self.state_counts = None  # a keyed.state_counts.StateCounts: the keys each state partition holds (start())
 
     @property
     def phase(self) -> str | None:
@@ -161,7 +163,11 @@ class StreamingJob(JobResults, Failures):
             self._halt()
 
     def _switch(self) -> None:
-        self.log.emit(events.switch(self.watermark, state_writes=self.backlog.state_writes, **self.backlog.counts()))
+        per_partition = self.backlog.state_rows_per_partition(self.plan.flavour)
+        if self.state_counts is not None:
+            self.state_counts.switched(per_partition)
+        self.log.emit(events.switch(self.watermark, state_writes=self.backlog.state_writes,
+                                    state_rows_per_partition=per_partition, **self.backlog.counts()))
         self._set_phase("switching", watermark=self.watermark)
         self.log.flush()
 
@@ -175,7 +181,8 @@ class StreamingJob(JobResults, Failures):
         switch_w = self.watermark if self.plan.handover.continues else None
         follower = Follower(query, self.log, self.job_name, self.spec.event_time, switch_w, self.recorded,
                             self._batch_committed, self._terminated,
-                            BACKLOG_POLL_S if self._phase == "backlog" else PROGRESS_POLL_S, self.stall)
+                            BACKLOG_POLL_S if self._phase == "backlog" else PROGRESS_POLL_S, self.stall,
+                            Measure(self))
         with self._cond:
             self.query, self.follower = query, follower
             self._cond.notify_all()

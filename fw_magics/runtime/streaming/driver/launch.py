@@ -23,7 +23,7 @@ import uuid
 
 from ....errors import SparkUnavailableError
 from ....operators.co_process import side_outputs
-from ....recovery.paths import CHECKPOINT
+from ....recovery.paths import CHECKPOINT, STATE_COUNTS
 from ..keyed.operator_state import PartitionOperatorState
 from ..keyed.query import keyed_query_frame
 from ..savepoints import restored_operator_state
@@ -90,9 +90,11 @@ def keyed_job_frame(job, warm: bool = False):
     if job.spec.checkpointed:  # the function's operator state, one store per state partition
         operator = PartitionOperatorState(job.spec.key.spark_types, plan.parallelism,
                                           restored_operator_state(job.storage))
+    counts = job.storage.path(STATE_COUNTS) if job.storage.local else None  # the tasks write it (state_counts)
     if not plan.handover.continues:
         return keyed_query_frame(source.stream(spark, job.root, plan.max_files, plan.parallelism), job.spec,
-                                 job.output, source.delay_ms, None, operator=operator)
+                                 job.output, source.delay_ms, None, operator=operator, counts=counts)
     initial, seed = plan.handover.query_state(job, warm)
     stream = source.fresh_stream(spark, job.root, plan.max_files, plan.parallelism, plan.handover.hold(job.storage))
-    return keyed_query_frame(stream, job.spec, job.output, source.delay_ms, job.watermark, initial, seed, operator)
+    return keyed_query_frame(stream, job.spec, job.output, source.delay_ms, job.watermark, initial, seed, operator,
+                             counts)

@@ -15,6 +15,7 @@ from ....errors import FullWindowError
 from ....graph import JobGraph
 from ....operators.co_process import side_outputs
 from ....recovery.event_store import JobEventStore
+from ....recovery.metrics import metrics_frame
 from ....recovery.paths import EVENTS
 from ....recovery.replay import JobState, replay
 from ....spark.actions import run_action
@@ -70,6 +71,17 @@ class JobResults:
     def replayed(self) -> JobState:
         """What the job's event log says now (``fw_magics.recovery.replay``)."""
         return replay(self.events())
+
+    def metrics(self):
+        """One row per run of the job's work, read from its event log (the same after a restart and for a
+        stopped job): the backlog's (``batch`` -1), then each committed micro-batch's, as pandas. Columns:
+        ``batch``, ``started`` (UTC), ``duration_ms``, ``input_rows``, ``input_rows_per_second``,
+        ``processed_rows_per_second``, ``watermark`` (UTC, NaT without one), ``watermark_gap_ms`` (the
+        batch's start less W), ``late``, ``undated``, ``state_rows`` (keys holding state after it),
+        ``state_rows_per_partition`` (a list, one count per state partition), ``files_behind`` /
+        ``rows_behind`` (what the source had left to read; null where it cannot tell). docs/streaming.md
+        says where each comes from."""
+        return metrics_frame(self.replayed())
 
     def changelog_frame(self):
         """Every committed changelog row as a Spark DataFrame (the output columns, kind, seq, batch)."""

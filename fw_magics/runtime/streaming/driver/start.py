@@ -37,6 +37,7 @@ from ....recovery.verdict import START, ThisJob, Verdict, nothing_to_resume, res
 from ....spark.flavour import flavour_of
 from ..keyed import handover as handovers
 from ..keyed.query import STATE_STORE
+from ..keyed.state_counts import StateCounts
 from ..savepoints import check_restorable, graph_at, prepare_restore
 from ..savepoints.files import load_savepoint
 from .backlog_run import Backlog
@@ -141,6 +142,8 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     job = (StreamingJob if kind.keyed else OperatorJob)(stateful, source, log, plan, graph)
     job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
     job.skips_noted = set(state.skipped)
+    if kind.keyed:
+        job.state_counts = StateCounts.resume(log.storage, state, chosen, restored)
     if mode.has_backlog:
         job.backlog = Backlog(job, state.finished_of(job.vertex), state.attempts)
         if state.state_writes is not None:

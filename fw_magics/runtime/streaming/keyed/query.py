@@ -33,6 +33,7 @@ from ....values.records import record_type
 from .changelog import STATE, TOMBSTONE, ChangelogWriter, changelog_schema, late_fields
 from .core import KeyedCore
 from .key_frame import normalized_keys
+from .state_counts import PartitionCounts
 
 STATE_STORE = ("spark.sql.streaming.stateStore.providerClass",
                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
@@ -61,8 +62,11 @@ class OutputRow(dict):
 class KeyedProcessor(StatefulProcessor):
     """The one StatefulProcessor of fw-magics: the per-key core on Spark's keyed state and timers."""
 
-    def __init__(self, spec: KeyedOperatorSpec, output, switch_watermark: int | None, seed=None, operator=None):
+    def __init__(self, spec: KeyedOperatorSpec, output, switch_watermark: int | None, seed=None, operator=None,
+                 counts: str | None = None):
         self.spec = spec
+        self.counts_folder = counts  # where each task writes the keys its partition gained and lost (state_counts)
+        self.counts = None
         self.output = output
         self.switch_watermark = switch_watermark
         self.seed = seed  # a PartitionSeed: keys' handed-over state read on their first fresh record
@@ -86,6 +90,8 @@ class KeyedProcessor(StatefulProcessor):
             if self.operator is not None:  # initialize_state comes before open(), as in Flink
                 self.operator.open(self.handle, self.operator_variable, self.spec.function, self.partition, key)
             self.core = KeyedCore(self.spec, subtask=self.partition)
+            if self.counts_folder is not None:
+                self.counts = PartitionCounts(self.counts_folder)
             if self.seed is not None:
                 self.seed.open(self.partition)
             self.writer = ChangelogWriter(self.spec, self.output, late=True)
@@ -114,6 +120,8 @@ class KeyedProcessor(StatefulProcessor):
         state = result.state
         if state is None and self.loaded is not None and self.seed is not None and self.seed.holds(self.key):
             state = TOMBSTONE  # cleared: the store must say so, or the backlog's state would come back
+        if self.counts is not None:
+            self.counts.note(self.loaded, state)
         if state != self.loaded:
             if state is None:
                 self.state.clear()
@@ -183,6 +191,8 @@ class KeyedProcessor(StatefulProcessor):
             self.spec.function.close()
         if self.core is not None and self.seed is not None:
             self.seed.close(self.partition)
+        if self.counts is not None:
+            self.counts.write(self.partition)
 
 
 #: The name of the metrics a query observes before it drops records (``progress.observedMetrics``).
@@ -190,7 +200,7 @@ OBSERVED = "fw_dropped"
 
 
 def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int | None, switch_watermark: int | None,
-                      initial=None, seed=None, operator=None):
+                      initial=None, seed=None, operator=None, counts: str | None = None):
     """The streaming DataFrame of changelog rows: watermark, late filter, transformWithState.
 
     Records without an event time, and (mixed mode) those at or before W, are dropped here and
@@ -198,7 +208,8 @@ def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int | N
     watermark itself and counts them (``numRowsDroppedByWatermark``). An interval join with a side output
     (``side_outputs``) judges lateness itself: every dated record reaches it (the event time's column loses
     its watermark mark, which is what Spark's late filter looks for; W's filter is not applied) and the late
-    ones come out as changelog rows of their own (``changelog.late_fields``)."""
+    ones come out as changelog rows of their own (``changelog.late_fields``). ``counts``: the folder where
+    each task writes the keys its partition gained and lost (``state_counts``), or None."""
     late_output = side_outputs(spec)
     if spec.event_time is not None:
         ts = F.col(spec.event_time)
@@ -216,8 +227,8 @@ def keyed_query_frame(stream, spec: KeyedOperatorSpec, output, delay_ms: int | N
             stream = stream.where(ts > w)
     grouped = normalized_keys(stream, spec.key_names).groupBy(*[F.col(k) for k in spec.key_names])
     return grouped.transformWithState(
-        KeyedProcessor(spec, output, switch_watermark, seed, operator), changelog_schema(output, late_fields(spec)),
-        "Append",
+        KeyedProcessor(spec, output, switch_watermark, seed, operator, counts),
+        changelog_schema(output, late_fields(spec)), "Append",
         "EventTime" if spec.event_time is not None else "None",
         initialState=None if initial is None else initial.groupBy(*[F.col(k) for k in spec.key_names]),
     )
