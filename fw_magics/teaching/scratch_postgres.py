@@ -99,11 +99,13 @@ class ScratchPostgres:
 
     def _serve(self, who: dict) -> None:
         log = open(os.path.join(self.folder, "server.log"), "ab")
-        logical = ["-c", "wal_level=logical", "-c", "max_replication_slots=64", "-c", "max_wal_senders=16"] \
-            if self.logical else []
+        # wal_level = logical; and each commit flushed when it returns (without fsync: cheap), since a slot gives
+        # only what the server flushed: an asynchronous commit would reach the job up to 3 x wal_writer_delay late
+        logical = ["-c", "wal_level=logical", "-c", "max_replication_slots=64", "-c", "max_wal_senders=16",
+                   "-c", "synchronous_commit=on"] if self.logical else ["-c", "synchronous_commit=off"]
         self.process = subprocess.Popen(
             [os.path.join(self.bindir, "postgres"), "-D", self.data, "-p", str(self.port), "-h", "127.0.0.1",
-             "-k", self.folder, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+             "-k", self.folder, "-c", "fsync=off", "-c", "full_page_writes=off",
              *logical], stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, **who)
         log.close()
 

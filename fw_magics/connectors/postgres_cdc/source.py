@@ -141,6 +141,9 @@ class ChangesSource(OneInput):
     def why_no_max_files(self) -> str | None:
         return "a micro-batch of a table's changes reads every transaction committed"
 
+    def asks_a_server(self) -> bool:
+        return True  # latestOffset peeks the slot: the decoding takes a while
+
     def manifest(self, root: str) -> ChangesPosition:
         return ChangesPosition(root)
 
