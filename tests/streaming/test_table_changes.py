@@ -165,3 +165,60 @@ def test_random_transactions_the_mirror_equals_the_table_after_each_micro_batch_
     for key, rows in seen.groupby("id"):  # the order each key saw them in is the commit order
         assert list(rows["lsn"]) == sorted(rows["lsn"]) and rows[["lsn", "seq"]].duplicated().sum() == 0, key
     assert all(k in got and got[k][:len(v)] == v for k, v in snapshot.items())  # the snapshot as inserts
+
+
+# -- bad input: one line naming the table and what to do; nothing created on the server -------------------
+
+
+@pytest.mark.parametrize("case, message", [
+    ("no_key", "from_table(changes=True): table '{table}' has no primary key, so an update or a delete cannot say "
+               "which row it changed; add one (ALTER TABLE {table} ADD PRIMARY KEY (...))"),
+    ("no_replication", "from_table(changes=True) of '{table}': the role '{role}' has no REPLICATION right, which a "
+                       "replication slot needs; ALTER ROLE {role} REPLICATION (as a superuser)"),
+    ("key_left_out", "from_table(changes=True): the schema leaves out 'id', of the primary key of '{table}' (id), "
+                     "which says which row a change is of; add it"),
+    ("change_column", "from_table(changes=True): column 'op' of '{table}' has the name of a change record's own "
+                      "column (op, lsn, seq, commit_time); leave it out of the schema"),
+    ("password", "from_table: the url holds a password, which would be recorded in the job's log (not repeated "
+                 "here); put the password in ~/.pgpass"),
+])
+def test_a_bad_changes_argument_is_one_line_naming_the_table_and_what_to_do(postgres, spark, case, message):
+    name, role = f"bad_{uuid.uuid4().hex[:8]}", f"plain_{uuid.uuid4().hex[:8]}"
+    postgres.sql(f"CREATE TABLE {name} (id bigint{'' if case == 'no_key' else ' PRIMARY KEY'}, customer text, "
+                 "amount double precision)")
+    url = postgres.url
+    if case == "no_replication":
+        postgres.sql(f"CREATE ROLE {role} LOGIN NOREPLICATION; GRANT SELECT ON {name} TO {role}")
+        url = f"postgresql://{role}@127.0.0.1:{postgres.port}/postgres"
+    schema = {"key_left_out": "customer string, amount double", "change_column": SCHEMA + ", op string"}.get(
+        case, SCHEMA)
+    if case == "password":
+        url = url.replace("@", ":hunter2@", 1)
+    slots = postgres.sql("SELECT count(*) FROM pg_replication_slots")
+    try:
+        with pytest.raises(fw.FullWindowError) as refused:
+            fw.from_table(url, name, schema, changes=True)
+    finally:
+        postgres.sql(f"DROP TABLE {name}")
+        if case == "no_replication":
+            postgres.sql(f"DROP ROLE {role}")
+    text = str(refused.value)
+    assert "\n" not in text and text.startswith(message.format(table=name, role=role)), text
+    assert "hunter2" not in text and "hunter2" not in repr(refused.value)
+    assert postgres.sql("SELECT count(*) FROM pg_replication_slots") == slots  # nothing made on the server
+
+
+def test_a_server_without_wal_level_logical_is_one_line_saying_how_to_set_it(spark):
+    from fw_magics.teaching.scratch_postgres import ScratchPostgres
+
+    server = ScratchPostgres().start()  # wal_level = replica, PostgreSQL's default
+    try:
+        server.sql("CREATE TABLE orders (id bigint PRIMARY KEY, customer text, amount double precision)")
+        with pytest.raises(fw.FullWindowError) as refused:
+            fw.from_table(server.url, "orders", SCHEMA, changes=True)
+    finally:
+        server.stop()
+    assert str(refused.value) == (
+        "from_table(changes=True) of 'orders': the server's wal_level is 'replica', so it writes no changes a slot "
+        "can read; set wal_level = logical in postgresql.conf (or ALTER SYSTEM SET wal_level = logical) and "
+        "restart the server")
