@@ -134,7 +134,7 @@ def from_table(url, table, schema, order_by="id", event_time=None, watermark_del
     includes; ``order_by`` is not used). Each record is the row's columns, then ``op`` ("insert",
     "update_before", "update_after", "delete"), ``lsn`` and ``seq`` (its commit's place in the server's log
     and its place in that commit: the commit order) and ``commit_time`` (usable as ``event_time``).
-    ``key_by(<primary key>).mirror()`` keeps the table's current rows. docs/cdc.md says more.
+    ``key_by(<primary key>).mirror()`` keeps the table's current rows. docs/streaming.md says more.
     """
     spark = get_spark()
     if changes is True:
