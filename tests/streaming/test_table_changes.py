@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
@@ -127,8 +127,9 @@ class Changes(fw.KeyedProcessFunction):
 
 
 @pytest.mark.extended  # three jobs, a micro-batch per transaction
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
 @given(backlog=st.lists(st.integers(-50, 50), max_size=6), steps=st.lists(STEP, min_size=1, max_size=4))
+@example(backlog=[], steps=[[("insert", 0, 0)]])  # an empty table at the first start: its snapshot has no rows
 def test_random_transactions_the_mirror_equals_the_table_after_each_micro_batch_and_each_key_sees_commit_order(
         postgres, area, backlog, steps):
     name = f"random_{uuid.uuid4().hex[:8]}"
@@ -222,3 +223,44 @@ def test_a_server_without_wal_level_logical_is_one_line_saying_how_to_set_it(spa
         "from_table(changes=True) of 'orders': the server's wal_level is 'replica', so it writes no changes a slot "
         "can read; set wal_level = logical in postgresql.conf (or ALTER SYSTEM SET wal_level = logical) and "
         "restart the server")
+
+
+@pytest.mark.extended  # three starts of a job
+def test_stop_keeps_the_slot_so_changes_made_while_stopped_are_read_and_reset_makes_a_new_one(orders, area):
+    orders.run(*insert(orders, [(1, "ann", 10.0), (2, "bob", 20.0)]))
+    stream = orders.source().key_by("id").mirror()
+
+    def slot() -> tuple:
+        (found,) = orders.server.sql("SELECT slot_name, confirmed_flush_lsn - '0/0'::pg_lsn FROM pg_replication_slots "
+                                     "WHERE slot_name LIKE 'fw_kept_%'")
+        return found[0], int(found[1])
+
+    job = stream.start(job_dir=area.jobs, job_name="kept", mode="stream", trigger=TRIGGER)
+    try:
+        assert mirrored(job.process_all_available()) == orders.rows()
+    finally:
+        job.stop()
+    name, read = slot()
+    assert f"holds the replication slot {name!r} on the server" in repr(job)
+    assert f"fw.drop_slot({orders.server.url!r}, {name!r})" in repr(job)
+    orders.run(f"UPDATE {orders.name} SET amount = 21 WHERE id = 2", f"DELETE FROM {orders.name} WHERE id = 1")
+    (stopped_at,) = orders.server.sql("SELECT pg_current_wal_flush_lsn() - '0/0'::pg_lsn")[0]
+    assert slot() == (name, read) and read < int(stopped_at)  # kept, where the job left it
+    job = stream.start(job_dir=area.jobs, job_name="kept", mode="stream", trigger=TRIGGER)
+    try:
+        assert mirrored(job.process_all_available()) == orders.rows() == [(2, "bob", 21.0)]  # read from the slot
+    finally:
+        job.stop()
+    orders.run(*insert(orders, [(3, "cy", 30.0)]))
+    (before_reset,) = orders.server.sql("SELECT pg_current_wal_flush_lsn() - '0/0'::pg_lsn")[0]
+    assert slot()[1] < int(before_reset)
+    job = stream.start(job_dir=area.jobs, job_name="kept", mode="stream", trigger=TRIGGER, reset=True)
+    try:
+        assert mirrored(job.process_all_available()) == orders.rows() == [(2, "bob", 21.0), (3, "cy", 30.0)]
+        assert len(job.changelog()) == 2  # read anew: the new snapshot's two rows, nothing of the old slot's
+    finally:
+        job.stop()
+    assert slot()[0] == name and slot()[1] >= int(before_reset)  # a new slot, made at the new snapshot
+    assert fw.drop_slot(orders.server.url, name) is True
+    assert name not in orders.slots()
+    assert fw.drop_slot(orders.server.url, name) is False
