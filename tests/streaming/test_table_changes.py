@@ -127,7 +127,7 @@ class Changes(fw.KeyedProcessFunction):
 
 
 @pytest.mark.extended  # three jobs, a micro-batch per transaction
-@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
 @given(backlog=st.lists(st.integers(-50, 50), max_size=6), steps=st.lists(STEP, min_size=1, max_size=4))
 @example(backlog=[], steps=[[("insert", 0, 0)]])  # an empty table at the first start: its snapshot has no rows
 def test_random_transactions_the_mirror_equals_the_table_after_each_micro_batch_and_each_key_sees_commit_order(

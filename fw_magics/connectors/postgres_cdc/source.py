@@ -15,6 +15,7 @@ a savepoint keeps a copy of the slot (``saved_position``), from which each resto
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -188,7 +189,9 @@ class ChangesSource(OneInput):
             keys=sql.SQL(", ").join(sql.Identifier(k) for k in self.keys))
         rows, writer, part = 0, None, 0
         with copy(query) as stream:
-            for batch in csv_batches(stream, columns):
+            blocks = iter(stream)
+            first = next(blocks, None)  # an empty table sends nothing, which Arrow's CSV reader refuses
+            for batch in [] if first is None else csv_batches(itertools.chain([first], blocks), columns):
                 n = batch.num_rows
                 extra = [pa.array([INSERT] * n, pa.string()), pa.array([lsn] * n, pa.int64()),
                          pa.array(range(rows, rows + n), pa.int32()),
