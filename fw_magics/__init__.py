@@ -36,7 +36,7 @@ _LAZY = {
     "KeyedStream": "datastream", "PartitionWindowedStream": "datastream", "StatefulStream": "datastream",
     "OperatorStream": "datastream", "from_dataframe": "datastream", "from_files": "datastream",
     "from_pandas": "datastream", "from_records": "datastream", "from_table": "datastream",
-    "load_savepoint": "runtime.streaming.savepoints.files",
+    "drop_slot": "datastream", "load_savepoint": "runtime.streaming.savepoints.files",
 }
 
 if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
         OperatorStream,
         PartitionWindowedStream,
         StatefulStream,
+        drop_slot,
         from_dataframe,
         from_files,
         from_pandas,
@@ -96,7 +97,8 @@ __all__ = [
     "Interrupted", "JobDirNotSharedError", "JobFailedError", "JobLockedError", "JobLockLostError", "JobStorageError",
     "KeyedBroadcastProcessFunction", "KeyedCoProcessFunction", "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor",
     "OperatorStream", "Order", "PartitionWindowedStream", "ProcessFunction", "ProcessJoinFunction", "Record",
-    "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "execute", "from_dataframe",
+    "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "drop_slot", "execute",
+    "from_dataframe",
     "from_files", "from_pandas", "from_records", "from_table", "get_spark", "load_savepoint", "options",
 ]
 

@@ -75,7 +75,7 @@ def postgres():
     if binaries() is None:
         why = "no PostgreSQL server: apt-get install postgresql (as root, make deps installs it)"
         pytest.fail(why) if os.environ.get("CI") else pytest.skip(why)
-    server = ScratchPostgres().start()
+    server = ScratchPostgres(logical=True).start()  # wal_level = logical: from_table(..., changes=True) too
     yield server
     server.stop()
 

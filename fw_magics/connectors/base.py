@@ -148,6 +148,17 @@ class Source(abc.ABC):
         """Why ``max_files_per_trigger`` cannot cap its micro-batches (a clause of the user's line), or None."""
         return None
 
+    def asks_a_server(self) -> bool:
+        """Whether its newest offset is asked of a server (a query that takes a while), so a trigger that asked
+        before a caller's commit can end after the caller began to wait (``Plan.settle``)."""
+        return False
+
+    def kept_on_server(self, root: str) -> str | None:
+        """What the job in ``root`` keeps on a server while it is stopped (a replication slot, which keeps the
+        server's log), as a clause for its repr and ``%fw_recover``, or None."""
+        return next(filter(None, (source.kept_on_server(own) for source, own, _ in self.inputs_at(root))), None) \
+            if not isinstance(self, OneInput) else None
+
     def without_backlog(self) -> list[str]:
         """Its inputs made with ``backlog=False`` (FLIP-327's ``isBacklog=false``), each named (a folder, a table)."""
         return [name for source, _, _ in self.inputs_at("") for name in source.without_backlog()]
@@ -302,3 +313,6 @@ class Composite(Source):
 
     def why_no_max_files(self) -> str | None:
         return next(filter(None, (source.why_no_max_files() for source in self.inputs)), None)
+
+    def asks_a_server(self) -> bool:
+        return any(source.asks_a_server() for source in self.inputs)

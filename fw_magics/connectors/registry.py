@@ -18,10 +18,11 @@ from ..errors import FullWindowError, did_you_mean
 from .base import Composite, OneInput, Source
 from .files.source import FilesSource
 from .postgres.source import TableSource
+from .postgres_cdc.source import ChangesSource
 from .two_inputs.source import ConnectedSource
 
 #: Every kind, by its name (the ``"source"`` of a step's detail, the ``"kind"`` of a description).
-KINDS: dict[str, type[Source]] = {cls.kind: cls for cls in (FilesSource, TableSource, ConnectedSource)}
+KINDS: dict[str, type[Source]] = {cls.kind: cls for cls in (FilesSource, TableSource, ChangesSource, ConnectedSource)}
 #: The kind whose codec checks a savepoint's position when its description names no kind registered
 #: here (a forged or future document), as fw-magics did before kinds had a registry: a restore then
 #: refuses it as another source (``source_change``).

@@ -11,7 +11,7 @@ _WHERE = {
     "DataStream": "datastream", "KeyedPartitionWindowedStream": "keyed", "KeyedStream": "keyed",
     "OperatorStream": "operator_stream",
     "from_dataframe": "sources", "from_files": "sources", "from_pandas": "sources", "from_records": "sources",
-    "from_table": "sources",
+    "from_table": "sources", "drop_slot": "sources",
     "StatefulStream": "stateful", "PartitionWindowedStream": "windowed",
 }
 

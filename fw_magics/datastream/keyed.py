@@ -94,6 +94,15 @@ class KeyedStream:
 
         return stateful.process(self, fn, schema)
 
+    def mirror(self):
+        """A table's mirror: over a table's change records (``fw.from_table(..., changes=True)``) keyed by its
+        primary key, one row per key, the row as the table has it now (a delete removes the key), in every
+        mode: ``job.latest()`` is the table's content. Its changelog holds each key's row after each
+        micro-batch, and ``kind`` "removed" where a delete took it away."""
+        from . import stateful
+
+        return stateful.mirror(self)
+
     def connect(self, broadcast):
         """Connect with a broadcast stream (``other.broadcast()``): ``.process(fn)`` runs an
         ``fw.KeyedBroadcastProcessFunction`` (docs/state.md, a broadcast input)."""

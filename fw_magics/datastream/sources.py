@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 
 from ..connectors.files.source import FilesSource
 from ..connectors.postgres.source import TableSource
+from ..connectors.postgres_cdc import source as changes_source
 from ..errors import FullWindowError
 from ..recovery.fingerprint import rows_digest
 from ..spark.session import get_spark
@@ -113,7 +114,7 @@ def from_files(path, format, schema, event_time=None, watermark_delay="0 seconds
 
 
 def from_table(url, table, schema, order_by="id", event_time=None, watermark_delay="0 seconds",
-               name: str | None = None, on_late: str = "drop", backlog: bool = True) -> DataStream:
+               name: str | None = None, on_late: str = "drop", backlog: bool = True, changes: bool = False) -> DataStream:
     """An unbounded DataStream over a PostgreSQL table (FLIP-327's source with a backlog, as a database's
     snapshot then its changes).
 
@@ -126,10 +127,33 @@ def from_table(url, table, schema, order_by="id", event_time=None, watermark_del
     Structured Streaming source whose offsets are that column's values. Rows are only ever inserted: an
     update or delete of a row read is not seen. ``event_time``, ``watermark_delay``, ``on_late`` and
     ``backlog`` as for ``from_files``. Names are PostgreSQL's as stored (an unquoted ``CREATE TABLE Orders`` is ``orders``).
+
+    ``changes=True``: the table's snapshot, then every insert, update and delete committed after it, read
+    from a replication slot the job creates at that snapshot (change data capture; the server needs
+    ``wal_level = logical``, the role the REPLICATION right, the table a primary key, which ``schema``
+    includes; ``order_by`` is not used). Each record is the row's columns, then ``op`` ("insert",
+    "update_before", "update_after", "delete"), ``lsn`` and ``seq`` (its commit's place in the server's log
+    and its place in that commit: the commit order) and ``commit_time`` (usable as ``event_time``).
+    ``key_by(<primary key>).mirror()`` keeps the table's current rows. docs/streaming.md says more.
     """
     spark = get_spark()
+    if changes is True:
+        declared = changes_source.ChangesSource.declare(spark, url, table, schema, event_time, watermark_delay,
+                                                        on_late, backlog)
+        return _backlog_source(spark, declared, name)
+    if changes is not False:
+        raise FullWindowError(f"from_table changes {changes!r:.60}; accepted: False (rows inserted, by order_by) or "
+                              "True (the table's snapshot, then its inserts, updates and deletes)")
     declared = TableSource.declare(spark, url, table, schema, order_by, event_time, watermark_delay, on_late, backlog)
     return _backlog_source(spark, declared, name)
+
+
+def drop_slot(url, slot) -> bool:
+    """Drop a replication slot fw-magics made for a job over a table's changes (``from_table(...,
+    changes=True)``; a stopped job's repr names it) or for one of its savepoints, and its publication:
+    the server stops keeping its log for it. Whether it was there. The job, started again, reads the
+    table anew."""
+    return changes_source.drop_slot(url, slot)
 
 
 def _backlog_source(spark, declared, name) -> DataStream:

@@ -18,8 +18,9 @@ from ..api.function import check_function
 from ..api.functions import AggregateFunction, as_aggregate_function
 from ..api.keyed_process import KeyedProcessFunction
 from ..errors import FullWindowError
-from ..operators import AGGREGATE, PROCESS, REDUCE
+from ..operators import AGGREGATE, MIRROR, PROCESS, REDUCE
 from ..operators.spec import DescriptorProbe, KeyedOperatorSpec, StateType, is_field_list
+from ..values.changes import CHANGE_COLUMNS
 from ..values.schema import arrow_schema, nullable, parse_schema
 from .arguments import check_callable, function_name, result_schema
 from .lineage import Step
@@ -148,6 +149,11 @@ def _event_time(keyed) -> str | None:
     return keyed.stream.step.lineage()[0].detail.get("event_time")
 
 
+def _sequence(keyed) -> tuple:
+    """The columns its source orders records by (a table's changes: their commit order), or ()."""
+    return tuple(keyed.stream.step.lineage()[0].detail.get("sequence", ()))
+
+
 def _record_type(keyed) -> StateType:
     return struct_state_type(keyed.stream.schema, "record")
 
@@ -166,7 +172,7 @@ def reduce(keyed, fn) -> StatefulStream:
     check_callable(fn, "reduce")
     key = key_type(keyed)
     spec = REDUCE.spec(function=fn, label=function_name(fn), record=_record_type(keyed), key=key,
-                       event_time=_event_time(keyed))
+                       event_time=_event_time(keyed), sequence=_sequence(keyed))
     return StatefulStream(keyed, spec, nullable(keyed.stream.schema))
 
 
@@ -195,7 +201,8 @@ def aggregate(keyed, agg, schema=None) -> StatefulStream:
         accumulator = parse_state_type(spark, agg.accumulator_schema, "accumulator",
                                        f"{name}.accumulator_schema")
     spec = AGGREGATE.spec(function=agg, label=name, record=_record_type(keyed), key=key, event_time=_event_time(keyed),
-                          result=struct_state_type(result, "result"), accumulator=accumulator)
+                          result=struct_state_type(result, "result"), accumulator=accumulator,
+                          sequence=_sequence(keyed))
     return StatefulStream(keyed, spec, out)
 
 
@@ -204,8 +211,28 @@ def process(keyed, fn, schema=None) -> StatefulStream:
                               "(process_element(record, ctx), on_timer(ts, ctx))")
     result, out, states = function_parts(keyed, fn, name, schema)
     spec = PROCESS.spec(function=fn, label=name, record=_record_type(keyed), key=key_type(keyed),
-                        event_time=_event_time(keyed), result=result, states=states)
+                        event_time=_event_time(keyed), result=result, states=states, sequence=_sequence(keyed))
     return StatefulStream(keyed, spec, out)
+
+
+def mirror(keyed) -> StatefulStream:
+    """A table's mirror over its change records (``values.changes``): one row per key, the row as it is now."""
+    schema = keyed.stream.schema
+    missing = [c for c in CHANGE_COLUMNS if c not in schema.names]
+    if missing:
+        raise FullWindowError(
+            f"mirror() keeps a table's rows from its changes: it reads change records, with the columns "
+            f"{', '.join(CHANGE_COLUMNS)} (fw.from_table(url, table, schema, changes=True)); "
+            f"{keyed.stream.name!r} has no {missing[0]!r}")
+    key = key_type(keyed)
+    row = T.StructType([f for f in schema.fields if f.name not in CHANGE_COLUMNS])
+    changes = [n for n in key.names if n in CHANGE_COLUMNS]
+    if changes:
+        raise FullWindowError(f"mirror() is keyed by the table's primary key; {changes[0]!r} is a change record's "
+                              f"own column (columns of the row: {', '.join(row.names)})")
+    spec = MIRROR.spec(function=None, label="mirror", record=_record_type(keyed), key=key,
+                       event_time=_event_time(keyed), result=struct_state_type(row, "row"), sequence=_sequence(keyed))
+    return StatefulStream(keyed, spec, nullable(row))
 
 
 def function_parts(keyed, fn, name: str, schema, learn_states: bool = True) -> tuple:

@@ -9,6 +9,7 @@ aggregate      ``key_by(...).aggregate(agg)``             :mod:`.aggregate`
 process        ``key_by(...).process(fn)``                :mod:`.process`
 co_process     ``connect``, ``interval_join``, broadcast  :mod:`.co_process`
 operator       ``DataStream.process(fn)`` (non-keyed)     :mod:`.operator`
+mirror         ``key_by(...).mirror()`` (a table's rows)  :mod:`.mirror`
 =============  =========================================  ======================================
 
 What the runtime is given to run one (its spec, the declared types) is :mod:`.spec`. The streaming
@@ -19,6 +20,7 @@ compares its name. Importing this package registers one instance of each kind, i
 from .aggregate import Aggregate
 from .base import KeyedKind, Operation, OperatorKind, kind_named, kinds, names, operations, register
 from .co_process import CoProcess
+from .mirror import Mirror
 from .operator import Operator
 from .process import Process
 from .reduce import Reduce
@@ -30,6 +32,7 @@ AGGREGATE = register(Aggregate())
 PROCESS = register(Process())
 CO_PROCESS = register(CoProcess())
 OPERATOR = register(Operator())
+MIRROR = register(Mirror())
 
-__all__ = ["AGGREGATE", "CO_PROCESS", "OPERATOR", "PROCESS", "REDUCE", "KeyedKind", "Operation", "OperatorKind",
+__all__ = ["AGGREGATE", "CO_PROCESS", "MIRROR", "OPERATOR", "PROCESS", "REDUCE", "KeyedKind", "Operation", "OperatorKind",
            "kind_named", "kinds", "names", "operations", "register"]

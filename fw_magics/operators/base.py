@@ -22,6 +22,8 @@ from .spec import KeyedOperatorSpec
 
 #: What emitted an output of the per-key core (the changelog's ``__fw_kind``): a record, or a timer.
 ELEMENT, TIMER = "element", "timer"
+#: An output that withdraws its key's row (a mirror's deleted row): ``latest()`` leaves the key out.
+REMOVED = "removed"
 
 
 def emitted(result) -> Iterable:

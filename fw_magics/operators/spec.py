@@ -75,7 +75,9 @@ class KeyedOperatorSpec:
     ``result``: the output columns after the key (aggregate, process); ``accumulator``: the
     aggregate's accumulator type (``ddl`` None: JSON); ``states``: a process function's state name
     -> ("value" or "list", type), from its ``open()``; ``inputs``: a co-process function's two
-    inputs' column names (its records are tagged rows, see the module docstring).
+    inputs' column names (its records are tagged rows, see the module docstring); ``sequence``: the
+    columns its source orders records by (a table's changes: commit LSN, then place in the commit), by
+    which a key's records are applied, before event time.
     """
 
     kind: object  # a KeyedKind
@@ -88,6 +90,7 @@ class KeyedOperatorSpec:
     accumulator: StateType | None = None
     states: dict = None
     inputs: tuple = ()
+    sequence: tuple = ()
 
     def __post_init__(self):
         if getattr(self.kind, "keyed", None) is not True:
@@ -105,7 +108,10 @@ class KeyedOperatorSpec:
 
     @property
     def order(self) -> tuple[str, ...]:
-        """What a key's records are applied in order of: the event time, then (two inputs) the input."""
+        """What a key's records are applied in order of: the source's sequence (a table's changes: their commit
+        order), else the event time, then (two inputs) the input."""
+        if self.sequence:
+            return tuple(self.sequence)
         if self.event_time is None:
             return ()
         return (self.event_time, INPUT) if self.inputs else (self.event_time,)

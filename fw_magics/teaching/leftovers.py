@@ -88,11 +88,18 @@ class Leftovers:
         watcher then exits doing nothing."""
         if self.cleaned:
             return
-        self.cleaned = True
-        atexit.unregister(self.clean)
         if not stopped:
             _stop(self.pid)
         _remove(self.folders)
+        self.release()
+
+    def release(self) -> None:
+        """Leave the process and the folders to the caller from now on: nothing is stopped or removed,
+        now or at the end (the watcher exits doing nothing)."""
+        if self.cleaned:
+            return
+        self.cleaned = True
+        atexit.unregister(self.clean)
         try:
             self.watcher.stdin.write(_DONE)
             self.watcher.stdin.close()

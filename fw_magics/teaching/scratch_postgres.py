@@ -50,7 +50,7 @@ def _free_port() -> int:
 class ScratchPostgres:
     """One scratch server (see the module docstring): ``start()``, ``url``, ``sql(...)``, ``stop()``."""
 
-    def __init__(self, bindir: str | None = None, password: str | None = None):
+    def __init__(self, bindir: str | None = None, password: str | None = None, logical: bool = False):
         from ..errors import FullWindowError
 
         self.bindir = bindir or binaries()
@@ -64,6 +64,7 @@ class ScratchPostgres:
         self.leftovers: Leftovers | None = None  # stops the server if this process ends without stop()
         self.user = "postgres" if os.geteuid() == 0 else None
         self.password = password  # None: trust; else the role logs in with it (scram-sha-256), never in the url
+        self.logical = logical  # wal_level = logical: replication slots, for fw.from_table(..., changes=True)
 
     @property
     def running(self) -> bool:
@@ -98,13 +99,33 @@ class ScratchPostgres:
             shutil.rmtree(self.folder, ignore_errors=True)
             why = (made.stderr.strip().splitlines() or ["no output"])[-1]
             raise RuntimeError(f"initdb failed (exit {made.returncode}): {why}")
-        log = open(os.path.join(self.folder, "server.log"), "wb")
+        self._serve(who)
+        return self._wait(timeout)
+
+    def _serve(self, who: dict) -> None:
+        log = open(os.path.join(self.folder, "server.log"), "ab")
+        # wal_level = logical; and each commit flushed when it returns (without fsync: cheap), since a slot gives
+        # only what the server flushed: an asynchronous commit would reach the job up to 3 x wal_writer_delay late
+        logical = ["-c", "wal_level=logical", "-c", "max_replication_slots=64", "-c", "max_wal_senders=16",
+                   "-c", "synchronous_commit=on"] if self.logical else ["-c", "synchronous_commit=off"]
         self.process = subprocess.Popen(
             [os.path.join(self.bindir, "postgres"), "-D", self.data, "-p", str(self.port), "-h", "127.0.0.1",
-             "-k", self.folder, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, **who)
+             "-k", self.folder, "-c", "fsync=off", "-c", "full_page_writes=off",
+             *logical], stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, **who)
         log.close()
+        if self.leftovers is not None:  # a restart: the new process is the one to stop
+            self.leftovers.release()
         self.leftovers = Leftovers(folders=[self.folder], pid=self.process.pid)
+
+    def restart(self, timeout: float = 60) -> ScratchPostgres:
+        """Stop the server (a fast shutdown) and start it again on the same data and port."""
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGINT)
+            self.process.wait(30)
+        self._serve(self._as_server_user())
+        return self._wait(timeout)
+
+    def _wait(self, timeout: float) -> ScratchPostgres:
         deadline = time.monotonic() + timeout
         from ..connectors.postgres.client import psycopg
 

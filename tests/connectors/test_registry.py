@@ -16,6 +16,7 @@ from fw_magics.connectors import registry
 from fw_magics.connectors.base import Composite, OneInput, Source
 from fw_magics.connectors.files.source import FilesSource
 from fw_magics.connectors.postgres.source import TableSource
+from fw_magics.connectors.postgres_cdc.source import ChangesSource
 from fw_magics.connectors.two_inputs.source import ConnectedSource
 from fw_magics.runtime.streaming.savepoints.files import SavepointError
 
@@ -31,6 +32,7 @@ TABLE = {"source": "table", "streaming": True, "url": "postgresql://me@localhost
 MANIFEST = {"format": 1, "directory": "/data/orders", "glob": "*.parquet", "backlog": 1,
             "files": [{"name": "a.parquet", "size": 10, "mtime_ns": 1}, {"name": "b.parquet", "size": 20, "mtime_ns": 2}]}
 TABLE_POSITION = {"format": 1, "table": "rates", "through": 41, "rows": None}
+CHANGES_POSITION = {"format": 1, "table": "rates", "slot": "fw_sp_0a", "lsn": "0/15", "rows": None}
 
 
 def connected(first=FILES, second=TABLE, broadcast=False) -> dict:
@@ -40,7 +42,7 @@ def connected(first=FILES, second=TABLE, broadcast=False) -> dict:
 
 def test_the_registry_finds_each_kind_and_makes_its_source_from_a_steps_detail():
     assert {kind: cls for kind, cls in registry.KINDS.items()} == {
-        "files": FilesSource, "table": TableSource, "connected": ConnectedSource}
+        "files": FilesSource, "table": TableSource, "table_changes": ChangesSource, "connected": ConnectedSource}
     for kind, cls in registry.KINDS.items():
         assert registry.source_class(kind) is cls and cls.kind == kind and issubclass(cls, Source)
     files, table = registry.source_for(FILES, SCHEMA), registry.source_for(TABLE, SCHEMA)
@@ -61,9 +63,9 @@ def test_a_step_not_read_from_a_source_with_a_backlog_has_none():
 
 
 @pytest.mark.parametrize("kind, line", [
-    ("kafka", "no source kind 'kafka'; accepted: files, table, connected"),
-    ("file", "no source kind 'file' (did you mean 'files'?); accepted: files, table, connected"),
-    (None, "no source kind None; accepted: files, table, connected"),
+    ("kafka", "no source kind 'kafka'; accepted: files, table, table_changes, connected"),
+    ("file", "no source kind 'file' (did you mean 'files'?); accepted: files, table, table_changes, connected"),
+    (None, "no source kind None; accepted: files, table, table_changes, connected"),
 ])
 def test_an_unknown_kind_is_refused_in_one_line(kind, line):
     with pytest.raises(fw.FullWindowError) as info:
@@ -110,11 +112,13 @@ def test_a_savepoint_position_is_checked_by_its_own_kinds_codec():
 
 
 def test_each_kind_checks_its_own_fields_of_a_savepoints_document():
-    assert list(registry.position_document_fields()) == ["read_files", "read_through"]
+    assert list(registry.position_document_fields()) == ["read_files", "read_through", "read_lsn"]
     registry.check_position_fields({"read_files": 1}, MANIFEST, "savepoint s", SavepointError)
     registry.check_position_fields({"read_through": 41}, TABLE_POSITION, "savepoint s", SavepointError)
+    registry.check_position_fields({"read_lsn": "0/15"}, CHANGES_POSITION, "savepoint s", SavepointError)
     for document, position, field in (({"read_files": 2}, MANIFEST, "read_files"),
-                                      ({"read_through": 40}, TABLE_POSITION, "read_through")):
+                                      ({"read_through": 40}, TABLE_POSITION, "read_through"),
+                                      ({"read_lsn": "0/16"}, CHANGES_POSITION, "read_lsn")):
         with pytest.raises(SavepointError, match=f"savepoint s: field '{field}' is "):
             registry.check_position_fields(document, position, "savepoint s", SavepointError)
     assert registry.places({"kind": "files", "path": "/d"}) == ["/d"]

@@ -11,15 +11,15 @@ import pytest
 
 from fw_magics import operators
 from fw_magics.magics import stream_grammar
-from fw_magics.operators import AGGREGATE, CO_PROCESS, OPERATOR, PROCESS, REDUCE, KeyedKind, OperatorKind
+from fw_magics.operators import AGGREGATE, CO_PROCESS, MIRROR, OPERATOR, PROCESS, REDUCE, KeyedKind, OperatorKind
 from fw_magics.operators.spec import KeyedOperatorSpec, OperatorSpec, StateType
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
 
 def test_the_registry_holds_one_of_each_kind_under_the_name_written_on_disk():
-    assert operators.names() == ("reduce", "aggregate", "process", "co_process", "operator")
-    assert operators.kinds() == (REDUCE, AGGREGATE, PROCESS, CO_PROCESS, OPERATOR)
+    assert operators.names() == ("reduce", "aggregate", "process", "co_process", "operator", "mirror")
+    assert operators.kinds() == (REDUCE, AGGREGATE, PROCESS, CO_PROCESS, OPERATOR, MIRROR)
     for kind in operators.kinds():
         assert operators.kind_named(kind.name) is kind and str(kind) == kind.name
         assert pickle.loads(pickle.dumps(kind)) is kind  # a task's spec holds the registry's kind
@@ -30,10 +30,11 @@ def test_the_registry_holds_one_of_each_kind_under_the_name_written_on_disk():
 def test_what_each_kind_says_is_what_the_runtime_decided_by_name():
     # keyed or not (the per-key core, the handover, a savepoint's keyed state); timed (timers, close, the
     # handover's lazy way); a reduce's outputs are whole records; the graph's operator kinds as recorded
-    assert [k.name for k in operators.kinds() if k.keyed] == ["reduce", "aggregate", "process", "co_process"]
+    assert [k.name for k in operators.kinds() if k.keyed] == ["reduce", "aggregate", "process", "co_process", "mirror"]
     assert [k.name for k in operators.kinds() if k.timed] == ["process", "co_process"]
-    assert [k.name for k in operators.kinds() if isinstance(k, KeyedKind) and k.emits_records] == ["reduce"]
-    assert [k.graph_kind for k in operators.kinds()] == ["reduce", "aggregate", "process", "co_process", "process"]
+    assert [k.name for k in operators.kinds() if isinstance(k, KeyedKind) and k.emits_records] == ["reduce", "mirror"]
+    assert [k.graph_kind for k in operators.kinds()] == ["reduce", "aggregate", "process", "co_process", "process",
+                                                         "mirror"]
     spec = REDUCE.spec(function=max, label="add", record=StateType("r"), key=StateType("k"), event_time=None)
     assert isinstance(spec, KeyedOperatorSpec) and spec.kind is REDUCE and spec.output == spec.record
     assert REDUCE.step_name(spec) == "reduce(add)" and REDUCE.emitter(spec) == "reduce function 'add'"

@@ -82,10 +82,11 @@ def test_clean_stops_and_removes_at_once_and_the_watcher_then_signals_nothing(tm
 
 
 def test_a_scratch_server_whose_kernel_is_killed_stops(tmp_path, postgres):
-    """The real thing: ScratchPostgres started in a process that is then killed -9 stops by its PID."""
+    """The real thing: ScratchPostgres started (and restarted: a new PID) in a process that is then killed -9
+    stops by its PID."""
     kernel = _kernel_like(tmp_path, """
         from fw_magics.teaching.scratch_postgres import ScratchPostgres
-        server = ScratchPostgres().start()
+        server = ScratchPostgres().start().restart()
         print(server.process.pid, server.folder, flush=True)
     """)
     pid, folder = kernel.stdout.readline().split()

@@ -243,6 +243,16 @@ class TableSource(OneInput):
 def _check_table(url: str, table: str, struct, order_by: str) -> None:
     """One line when the table cannot be reached, is not there, lacks a column of ``struct`` or has no
     integer column ``order_by``."""
+    found = check_columns(url, table, struct)
+    if found.get(order_by) not in ("bigint", "integer", "smallint"):
+        raise FullWindowError(f"from_table order_by {order_by!r}: {table!r} has "
+                              f"{'it as ' + found[order_by] if order_by in found else 'no such column'}; accepted: "
+                              "an integer column (bigint, integer) that grows with each insert, e.g. a serial key")
+
+
+def check_columns(url: str, table: str, struct) -> dict[str, str]:
+    """The table's columns and their types; one line when the table cannot be reached, is not there, or lacks
+    a column of ``struct`` or has it of a type that ``struct`` cannot hold."""
     try:
         found = postgres.columns(url, table)
     except FullWindowError:
@@ -251,10 +261,6 @@ def _check_table(url: str, table: str, struct, order_by: str) -> None:
         raise FullWindowError(f"from_table cannot read {table!r} at {url}: {postgres.failure(error)}") from None
     if not found:
         raise FullWindowError(f"from_table: no table {table!r} at {url}")
-    if found.get(order_by) not in ("bigint", "integer", "smallint"):
-        raise FullWindowError(f"from_table order_by {order_by!r}: {table!r} has "
-                              f"{'it as ' + found[order_by] if order_by in found else 'no such column'}; accepted: "
-                              "an integer column (bigint, integer) that grows with each insert, e.g. a serial key")
     for field in struct.fields:
         kind = re.sub(r"\(\d+(,\d+)?\)", "", found.get(field.name, ""))
         accepted = postgres.ACCEPTED_TYPES.get(field.dataType.typeName(), ())
@@ -265,3 +271,4 @@ def _check_table(url: str, table: str, struct, order_by: str) -> None:
         if kind not in accepted:
             raise FullWindowError(f"from_table: column {field.name!r} of {table!r} is {kind}, read as "
                                   f"{field.dataType.simpleString()}; accepted for it: {', '.join(accepted) or 'none'}")
+    return found

@@ -192,8 +192,10 @@ class Failures:
             self._raise_failure()
             while (query := self.query) is not None and self.phase not in ENDED:
                 try:
-                    wait_in_thread(query.awaitTermination if self.plan.trigger.available_now
-                                    else query.processAllAvailable)
+                    if self.plan.trigger.available_now:
+                        wait_in_thread(query.awaitTermination)
+                    for _ in range(0 if self.plan.trigger.available_now else self.plan.settle):
+                        wait_in_thread(query.processAllAvailable)
                 except Exception as error:
                     # decided (and a restart run) in a helper thread: Kernel > Interrupt stops this wait only
                     wait_in_thread(functools.partial(self._terminated, query, error))

@@ -81,4 +81,13 @@ class Plan:
     flavour: object  # fw_magics.spark.flavour.Flavour
     restart: object  # a fw_magics.failover restart strategy: whether and when a failed job goes on
     why: str | None = None  # why the mode is not the one asked for (start.effective_mode), or None
+    settle: int = 1  # how many of Spark's processAllAvailable process_all_available waits through (settle_rounds)
+
+
+def settle_rounds(source) -> int:
+    """How many of Spark's ``processAllAvailable`` make sure a change committed before the call is processed.
+    One returns at the first trigger that found nothing new, which may have asked the source before the
+    commit; a second returns at a trigger that began after the first's, so after the commit. A source whose
+    offsets are asked of a server (a slow query: the race is likely) gets two; a folder's listing, one."""
+    return 2 if source.asks_a_server() else 1
 

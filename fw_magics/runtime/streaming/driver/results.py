@@ -152,8 +152,16 @@ class JobResults:
         restarts = getattr(self, "restarts", 0)
         restarted = f", {restarts} restart{'' if restarts == 1 else 's'}" if restarts else ""
         why = f" ({self.plan.why})" if self.plan.why else ""
+        kept = ""
+        if self.phase in ("stopped", "failed", "finished"):
+            try:  # a stopped job over a table's changes keeps its slot (and the server its log)
+                kept = self.source.kept_on_server(self.root)
+                kept = f"; {kept}" if kept else ""
+            except Exception:  # a repr never fails
+                kept = ""
         return (f"StreamingJob({self.job_name!r}, {self.mode}{why}: phase {self.phase}, "
-                f"{len(self.recorded)} micro-batch{'' if len(self.recorded) == 1 else 'es'}{w}{dropped}{restarted})")
+                f"{len(self.recorded)} micro-batch{'' if len(self.recorded) == 1 else 'es'}{w}{dropped}{restarted}"
+                f"{kept})")
 
 
 def _moment(millis: int | None) -> str | None:

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from ....errors import FullWindowError
+from ....operators.base import REMOVED
 from ....operators.co_process import LATE_KINDS
 from ....recovery.filesystem import Storage
 from ....recovery.paths import CHANGELOG
@@ -143,10 +144,11 @@ def late_frame(spark, root: str, output, fields: tuple, side: str):
 
 
 def latest_rows(changelog, key_names):
-    """One row per key: its last changelog row (by batch, then sequence), every column kept."""
+    """One row per key: its last changelog row (by batch, then sequence), every column kept; a key whose last
+    row withdrew it (``REMOVED``: a mirror's deleted row) has none."""
     order = Window.partitionBy(*[F.col(f"`{k}`") for k in key_names]).orderBy(F.col(BATCH).desc(), F.col(SEQ).desc())
-    return changelog.withColumn("__fw_rank", F.row_number().over(order)).where(F.col("__fw_rank") == 1) \
-        .drop("__fw_rank")
+    return changelog.withColumn("__fw_rank", F.row_number().over(order)) \
+        .where((F.col("__fw_rank") == 1) & ~F.coalesce(F.col(KIND) == REMOVED, F.lit(False))).drop("__fw_rank")
 
 
 def latest_frame(changelog, key_names):

@@ -44,7 +44,7 @@ from .backlog_run import Backlog
 from .job import StreamingJob
 from .operator_job import OperatorJob
 from .phases import Mode, resume_phase
-from .plan import Plan, Trigger, check_max_files, check_parallelism
+from .plan import Plan, Trigger, check_max_files, check_parallelism, settle_rounds
 from .sink import check_sink
 
 
@@ -138,7 +138,7 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     restored = savepoint is not None or state.restored_from is not None
     plan = Plan(mode=mode, trigger=trigger, sink=sink, max_files=max_files, parallelism=chosen,
                 handover=handovers.choose(mode, kind, restored, log.storage), flavour=flavour, restart=restart,
-                why=why)
+                why=why, settle=settle_rounds(source))
     job = (StreamingJob if kind.keyed else OperatorJob)(stateful, source, log, plan, graph)
     job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
     job.skips_noted = set(state.skipped)

@@ -99,6 +99,7 @@ class KeyedProcessor(StatefulProcessor):
             self.record_class = record_type(names)
             self.time_index = names.index(self.spec.event_time) if self.spec.event_time is not None else None
             self.input_index = names.index(INPUT) if self.spec.inputs else None
+            self.sequence = [names.index(c) for c in self.spec.sequence]
         return self.core
 
     def _watermark(self, timer_values) -> int:
@@ -155,7 +156,9 @@ class KeyedProcessor(StatefulProcessor):
                 records = self._broadcast(records, self._watermark(timerValues))
             if not records:
                 return
-        if index is not None:  # event-time order within the batch (stable), then (two inputs) the input's
+        if self.sequence:  # the source's order (a table's changes: commit order), not the event time's
+            records.sort(key=lambda r: tuple(r[i] for i in self.sequence))
+        elif index is not None:  # event-time order within the batch (stable), then (two inputs) the input's
             tag = self.input_index
             records.sort(key=(lambda r: _micros(r[index])) if tag is None else (lambda r: (_micros(r[index]), r[tag])))
         core.begin(key, self._load(key), self._watermark(timerValues))

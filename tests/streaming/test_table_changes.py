@@ -1,0 +1,266 @@
+"""fw.from_table(..., changes=True): a PostgreSQL table's snapshot, then its changes from a replication slot
+(issue 49), against a real server (Debian's, started for the run with wal_level = logical).
+
+The mirror (``key_by("id").mirror()``) is compared with ``SELECT * ORDER BY id`` after each committed
+micro-batch, on hand-picked and random transactions (hypothesis); a process function's view of each key's
+changes with the order they were committed in.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import fw_magics as fw
+from tests.streaming.files import TRIGGER
+
+pytestmark = [pytest.mark.spark]
+
+SCHEMA = "id bigint, customer string, amount double"
+
+
+class Orders:
+    """One test's table: ``id`` (the primary key), ``customer``, ``amount``."""
+
+    def __init__(self, server, name: str):
+        self.server, self.name = server, name
+
+    def run(self, *statements) -> None:
+        """The statements in one transaction."""
+        from fw_magics.connectors.postgres.client import connect
+
+        with connect(self.server.url) as conn, conn.transaction():
+            for statement in statements:
+                if isinstance(statement, tuple):
+                    conn.execute(*statement)
+                else:
+                    conn.execute(statement)
+
+    def rows(self) -> list[tuple]:
+        return [tuple(r) for r in self.server.sql(f"SELECT id, customer, amount FROM {self.name} ORDER BY id")]
+
+    def source(self, **options):
+        return fw.from_table(self.server.url, self.name, SCHEMA, changes=True, **options)
+
+    def slots(self) -> list[str]:
+        return [r[0] for r in self.server.sql("SELECT slot_name FROM pg_replication_slots ORDER BY 1")]
+
+
+@pytest.fixture
+def orders(postgres, area):
+    name = f"orders_{uuid.uuid4().hex[:8]}"
+    postgres.sql(f"CREATE TABLE {name} (id bigint PRIMARY KEY, customer text, amount double precision)")
+    table = Orders(postgres, name)
+    yield table
+    postgres.sql(f"DROP TABLE {name}")
+    for (slot,) in postgres.sql("SELECT slot_name FROM pg_replication_slots WHERE NOT active"):
+        fw.drop_slot(postgres.url, slot)
+
+
+def mirrored(job) -> list[tuple]:
+    return [tuple(None if v != v else v for v in r) for r in
+            job.latest()[["id", "customer", "amount"]].astype(object).itertuples(index=False)]
+
+
+def insert(table, rows):
+    return tuple((f"INSERT INTO {table.name} VALUES (%s, %s, %s)", r) for r in rows)
+
+
+@pytest.mark.core
+def test_a_mirror_equals_the_table_through_inserts_updates_and_deletes_in_mixed_and_stream_mode(orders, area):
+    orders.run(*insert(orders, [(1, "ann", 10.0), (2, "bob", 20.0), (3, "cy", 30.0)]))
+    stream = orders.source().key_by("id").mirror()
+    jobs = {mode: stream.start(job_dir=area.jobs, job_name=f"mirror-{mode}", mode=mode, trigger=TRIGGER)
+            for mode in ("mixed", "stream")}
+    try:
+        for job in jobs.values():
+            assert mirrored(job.process_all_available()) == orders.rows()
+        orders.run(f"UPDATE {orders.name} SET amount = 11 WHERE id = 1", f"DELETE FROM {orders.name} WHERE id = 2",
+                   *insert(orders, [(4, "dee", 40.0)]))
+        orders.run(f"UPDATE {orders.name} SET id = 5 WHERE id = 3")  # the key moves: 3 is gone, 5 is there
+        for job in jobs.values():
+            assert mirrored(job.process_all_available()) == orders.rows() == [
+                (1, "ann", 11.0), (4, "dee", 40.0), (5, "cy", 30.0)]
+        assert sorted(set(orders.slots()) & {f"fw_mirror_{m}" for m in jobs}) == []  # named with a hash too
+        assert len([s for s in orders.slots() if s.startswith("fw_mirror_")]) == 2
+    finally:
+        for job in jobs.values():
+            job.stop()
+
+
+# -- random transactions against SELECT * ORDER BY id, and each key's changes in commit order ----------
+
+STEP = st.lists(st.tuples(st.sampled_from(["insert", "update", "delete"]), st.integers(0, 5),
+                          st.integers(-50, 50)), min_size=1, max_size=5)
+
+
+def statements(table: Orders, model: dict, step, changes: dict) -> list:
+    """One transaction's statements from ``step`` (an op on a missing key becomes an insert, an insert on a
+    present key an update), applied to ``model`` ({id: amount}); each key's expected changes (op, amount)
+    appended to ``changes`` (the table's replica identity is FULL: an update gives its old row)."""
+    out = []
+    for op, key, amount in step:
+        if key not in model:
+            out.append((f"INSERT INTO {table.name} VALUES (%s, %s, %s)", (key, f"c{key % 2}", float(amount))))
+            changes.setdefault(key, []).append(("insert", float(amount)))
+            model[key] = float(amount)
+        elif op == "delete":
+            out.append((f"DELETE FROM {table.name} WHERE id = %s", (key,)))
+            changes[key].append(("delete", model.pop(key)))
+        else:
+            out.append((f"UPDATE {table.name} SET amount = %s WHERE id = %s", (float(amount), key)))
+            changes[key] += [("update_before", model[key]), ("update_after", float(amount))]
+            model[key] = float(amount)
+    return out
+
+
+class Changes(fw.KeyedProcessFunction):
+    """Each change as it reaches its key: op, amount, lsn, seq."""
+
+    schema = "op string, amount double, lsn long, seq int"
+
+    def process_element(self, record, ctx):
+        yield record.op, record.amount, record.lsn, record.seq
+
+
+@pytest.mark.extended  # three jobs, a micro-batch per transaction
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
+@given(backlog=st.lists(st.integers(-50, 50), max_size=6), steps=st.lists(STEP, min_size=1, max_size=4))
+@example(backlog=[], steps=[[("insert", 0, 0)]])  # an empty table at the first start: its snapshot has no rows
+def test_random_transactions_the_mirror_equals_the_table_after_each_micro_batch_and_each_key_sees_commit_order(
+        postgres, area, backlog, steps):
+    name = f"random_{uuid.uuid4().hex[:8]}"
+    postgres.sql(f"CREATE TABLE {name} (id bigint PRIMARY KEY, customer text, amount double precision)")
+    postgres.sql(f"ALTER TABLE {name} REPLICA IDENTITY FULL")
+    table = Orders(postgres, name)
+    model = {}
+    changes: dict = {}
+    table.run(*statements(table, model, [("insert", k, a) for k, a in enumerate(backlog)], changes))
+    snapshot = {k: list(v) for k, v in changes.items()}
+    jobs = {}
+    try:
+        keyed = table.source().key_by("id")
+        for mode in ("mixed", "stream"):
+            jobs[mode] = keyed.mirror().start(job_dir=area.jobs, job_name=f"{name}-{mode}", mode=mode, trigger=TRIGGER)
+        jobs["process"] = keyed.process(Changes()).start(job_dir=area.jobs, job_name=f"{name}-p", mode="stream",
+                                                         trigger=TRIGGER)
+        for step in steps:
+            table.run(*statements(table, model, step, changes))
+            for mode in ("mixed", "stream"):
+                assert mirrored(jobs[mode].process_all_available()) == table.rows(), mode
+        seen = jobs["process"].process_all_available().changelog()
+    finally:
+        for job in jobs.values():
+            job.stop()
+        postgres.sql(f"DROP TABLE {name}")
+        for slot in table.slots():
+            if name in slot:
+                fw.drop_slot(postgres.url, slot)
+    got: dict = {}
+    for row in seen.sort_values(["lsn", "seq"]).itertuples(index=False):  # the commit order
+        got.setdefault(row.id, []).append((row.op, row.amount))
+    assert got == changes
+    for key, rows in seen.groupby("id"):  # the order each key saw them in is the commit order
+        assert list(rows["lsn"]) == sorted(rows["lsn"]) and rows[["lsn", "seq"]].duplicated().sum() == 0, key
+    assert all(k in got and got[k][:len(v)] == v for k, v in snapshot.items())  # the snapshot as inserts
+
+
+# -- bad input: one line naming the table and what to do; nothing created on the server -------------------
+
+
+@pytest.mark.parametrize("case, message", [
+    ("no_key", "from_table(changes=True): table '{table}' has no primary key, so an update or a delete cannot say "
+               "which row it changed; add one (ALTER TABLE {table} ADD PRIMARY KEY (...))"),
+    ("no_replication", "from_table(changes=True) of '{table}': the role '{role}' has no REPLICATION right, which a "
+                       "replication slot needs; ALTER ROLE {role} REPLICATION (as a superuser)"),
+    ("key_left_out", "from_table(changes=True): the schema leaves out 'id', of the primary key of '{table}' (id), "
+                     "which says which row a change is of; add it"),
+    ("change_column", "from_table(changes=True): column 'op' of '{table}' has the name of a change record's own "
+                      "column (op, lsn, seq, commit_time); leave it out of the schema"),
+    ("password", "from_table: the url holds a password, which would be recorded in the job's log (not repeated "
+                 "here); put the password in ~/.pgpass"),
+])
+def test_a_bad_changes_argument_is_one_line_naming_the_table_and_what_to_do(postgres, spark, case, message):
+    name, role = f"bad_{uuid.uuid4().hex[:8]}", f"plain_{uuid.uuid4().hex[:8]}"
+    postgres.sql(f"CREATE TABLE {name} (id bigint{'' if case == 'no_key' else ' PRIMARY KEY'}, customer text, "
+                 "amount double precision)")
+    url = postgres.url
+    if case == "no_replication":
+        postgres.sql(f"CREATE ROLE {role} LOGIN NOREPLICATION; GRANT SELECT ON {name} TO {role}")
+        url = f"postgresql://{role}@127.0.0.1:{postgres.port}/postgres"
+    schema = {"key_left_out": "customer string, amount double", "change_column": SCHEMA + ", op string"}.get(
+        case, SCHEMA)
+    if case == "password":
+        url = url.replace("@", ":hunter2@", 1)
+    slots = postgres.sql("SELECT count(*) FROM pg_replication_slots")
+    try:
+        with pytest.raises(fw.FullWindowError) as refused:
+            fw.from_table(url, name, schema, changes=True)
+    finally:
+        postgres.sql(f"DROP TABLE {name}")
+        if case == "no_replication":
+            postgres.sql(f"DROP ROLE {role}")
+    text = str(refused.value)
+    assert "\n" not in text and text.startswith(message.format(table=name, role=role)), text
+    assert "hunter2" not in text and "hunter2" not in repr(refused.value)
+    assert postgres.sql("SELECT count(*) FROM pg_replication_slots") == slots  # nothing made on the server
+
+
+def test_a_server_without_wal_level_logical_is_one_line_saying_how_to_set_it(spark):
+    from fw_magics.teaching.scratch_postgres import ScratchPostgres
+
+    server = ScratchPostgres().start()  # wal_level = replica, PostgreSQL's default
+    try:
+        server.sql("CREATE TABLE orders (id bigint PRIMARY KEY, customer text, amount double precision)")
+        with pytest.raises(fw.FullWindowError) as refused:
+            fw.from_table(server.url, "orders", SCHEMA, changes=True)
+    finally:
+        server.stop()
+    assert str(refused.value) == (
+        "from_table(changes=True) of 'orders': the server's wal_level is 'replica', so it writes no changes a slot "
+        "can read; set wal_level = logical in postgresql.conf (or ALTER SYSTEM SET wal_level = logical) and "
+        "restart the server")
+
+
+@pytest.mark.extended  # three starts of a job
+def test_stop_keeps_the_slot_so_changes_made_while_stopped_are_read_and_reset_makes_a_new_one(orders, area):
+    orders.run(*insert(orders, [(1, "ann", 10.0), (2, "bob", 20.0)]))
+    stream = orders.source().key_by("id").mirror()
+
+    def slot() -> tuple:
+        (found,) = orders.server.sql("SELECT slot_name, confirmed_flush_lsn - '0/0'::pg_lsn FROM pg_replication_slots "
+                                     "WHERE slot_name LIKE 'fw_kept_%'")
+        return found[0], int(found[1])
+
+    job = stream.start(job_dir=area.jobs, job_name="kept", mode="stream", trigger=TRIGGER)
+    try:
+        assert mirrored(job.process_all_available()) == orders.rows()
+    finally:
+        job.stop()
+    name, read = slot()
+    assert f"holds the replication slot {name!r} on the server" in repr(job)
+    assert f"fw.drop_slot({orders.server.url!r}, {name!r})" in repr(job)
+    orders.run(f"UPDATE {orders.name} SET amount = 21 WHERE id = 2", f"DELETE FROM {orders.name} WHERE id = 1")
+    (stopped_at,) = orders.server.sql("SELECT pg_current_wal_flush_lsn() - '0/0'::pg_lsn")[0]
+    assert slot() == (name, read) and read < int(stopped_at)  # kept, where the job left it
+    job = stream.start(job_dir=area.jobs, job_name="kept", mode="stream", trigger=TRIGGER)
+    try:
+        assert mirrored(job.process_all_available()) == orders.rows() == [(2, "bob", 21.0)]  # read from the slot
+    finally:
+        job.stop()
+    orders.run(*insert(orders, [(3, "cy", 30.0)]))
+    (before_reset,) = orders.server.sql("SELECT pg_current_wal_flush_lsn() - '0/0'::pg_lsn")[0]
+    assert slot()[1] < int(before_reset)
+    job = stream.start(job_dir=area.jobs, job_name="kept", mode="stream", trigger=TRIGGER, reset=True)
+    try:
+        assert mirrored(job.process_all_available()) == orders.rows() == [(2, "bob", 21.0), (3, "cy", 30.0)]
+        assert len(job.changelog()) == 2  # read anew: the new snapshot's two rows, nothing of the old slot's
+    finally:
+        job.stop()
+    assert slot()[0] == name and slot()[1] >= int(before_reset)  # a new slot, made at the new snapshot
+    assert fw.drop_slot(orders.server.url, name) is True
+    assert name not in orders.slots()
+    assert fw.drop_slot(orders.server.url, name) is False
