@@ -32,11 +32,13 @@ import contextlib
 import json
 import os
 import threading
+import time
 import uuid
 
 _GROUP = "spark.jobGroup.id"
 _INTERRUPT = "spark.job.interruptOnCancel"
 POLL_SECONDS = 0.25  # how often classic progress is polled
+SETTLE_SECONDS = 5.0  # how long the last poll after a job waits for its last tasks to be counted
 # How often Connect's server is asked to report while a view follows. The server reports only at
 # its wake-ups, and a report after the operation's last response is dropped: a vertex whose tasks
 # all complete between two wake-ups and the end is never counted. It sends only when something
@@ -309,7 +311,9 @@ def classic_poller(spark, report):
                 s = tracker.getStageInfo(stage)
                 if s is not None and s.numActiveTasks + s.numCompletedTasks + s.numFailedTasks > 0:
                     stages[stage] = s
-        reporter.report(sum(s.numCompletedTasks for s in stages.values()), sum(s.numTasks for s in stages.values()))
+        done, total = sum(s.numCompletedTasks for s in stages.values()), sum(s.numTasks for s in stages.values())
+        reporter.report(done, total)
+        return done, total
 
     def run():
         while not stop.wait(POLL_SECONDS):
@@ -322,10 +326,17 @@ def classic_poller(spark, report):
     context.setLocalProperty(_GROUP, group)
     thread = threading.Thread(target=run, name="fw-magics progress", daemon=True)
     thread.start()
+    ended = False
     try:
         yield
+        ended = True
     finally:
         stop.set()
         thread.join()
         context.setLocalProperty(_GROUP, previous)
-        poll()  # the end state, however short the job was
+        # The end state, however short the job was. The tracker learns of tasks from Spark's listener bus,
+        # which runs behind the job on a busy machine: after a job that ended well, poll until its last
+        # tasks are counted (a few seconds at most); after a failure or a cancel, once.
+        deadline = time.monotonic() + (SETTLE_SECONDS if ended else 0)
+        while (counts := poll())[0] < counts[1] and time.monotonic() < deadline:
+            time.sleep(0.05)
