@@ -206,7 +206,7 @@ def shape_problems(nb) -> list[str]:
 #: strictly, so that a notebook leaves this list when, and only when, it is converted
 NOT_YET_CONVERTED = {"00_quickstart", "01_full_window_partition", "02_operator_attributes",
                      "03_failover_regions", "04_job_recovery", "05_reading_the_graph",
-                     "06_backlog_then_stream", "08_database_backlog"}
+                     "06_backlog_then_stream"}
 
 
 @pytest.mark.parametrize("path", [

@@ -166,6 +166,14 @@ class OrdersTable:
         frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
         return frame
 
+    def pairs_within(self, lower: float, upper: float) -> int:
+        """How many (order, tier change) pairs of one customer have the change from ``lower`` to
+        ``upper`` seconds after the order (both included; before it is negative), counted by pandas
+        from the table and the files landed: what an interval join of the two should find."""
+        both = self.orders().merge(self.tier_changes().rename(columns={"ts": "changed"}), on="customer")
+        gap = (both["changed"] - both["ts"]).dt.total_seconds()
+        return int(((gap >= lower) & (gap <= upper)).sum())
+
     def __repr__(self) -> str:
         return f"OrdersTable: {self.clock:,} orders of {len(self.customers)} customers placed"
 
