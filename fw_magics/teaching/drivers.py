@@ -10,6 +10,8 @@ moment, as when a kernel dies or a laptop sleeps mid-job (tutorials 4, 5 and 6):
 ``run`` goes to the process by value (cloudpickle, as Spark ships a notebook's functions to its
 workers) with the functions and values it refers to, so the job it builds is the notebook's own:
 started again in the notebook, it is the same job (its content fingerprint agrees) and resumes.
+``run`` builds its job itself, from the notebook's functions and values: a stream already made in
+the notebook holds the notebook's Spark session, which cannot be sent.
 The process starts its own embedded Spark (also when the kernel's is Spark Connect), with
 ``spark_conf``; its Spark JVM dies with it. No cleanup, no goodbye: that is the point.
 """
