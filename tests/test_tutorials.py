@@ -156,3 +156,83 @@ def test_a_wrong_table_is_named_by_the_first_key_that_differs_and_a_right_one_pa
         with pytest.raises(NotQuite) as verdict:
             check_same_rows(got, want, key="sensor")
         assert str(verdict.value) == says, name
+
+
+#: the rules of tutorials/README.md ("the rules a student can follow") this file checks without a kernel
+MAX_CELL_LINES = 15
+TITLE = re.compile(r"^# \d+ · \S")
+RUN_TIME = re.compile(r"^\*Run time: about \d+ (seconds|minutes?)\b.*\*$")
+
+
+def opening(nb) -> tuple[str, list[str], str | None]:
+    """The first cell's title line, its opening (the first block quote's text lines, the run time
+    left out) and its run-time line, or None."""
+    first = nb.cells[0]
+    lines = first.source.splitlines() if first.cell_type == "markdown" else [""]
+    quote, started = [], False
+    for line in lines[1:]:
+        if line.startswith(">"):
+            started = True
+            quote.append(line[1:].strip())
+        elif started:
+            break
+    run_time = next((line for line in quote if RUN_TIME.match(line)), None)
+    return lines[0], [line for line in quote if line and line != run_time], run_time
+
+
+def shape_problems(nb) -> list[str]:
+    """What breaks the rules a tutorial follows (tutorials/README.md: 1, 2 and 5)."""
+    problems = []
+    title, said, run_time = opening(nb)
+    if not TITLE.match(title):
+        problems.append(f"the first cell is not markdown starting '# N · Title': {title[:60]!r}")
+    if not 3 <= len(said) <= 5:
+        problems.append(f"the opening block quote has {len(said)} lines of what the reader will see and why; "
+                        "3 to 5 are wanted")
+    if run_time is None:
+        problems.append("the opening states no run time ('> *Run time: about N minutes.*')")
+    code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    for i, cell in code:
+        n = len(cell.source.splitlines())
+        if n > MAX_CELL_LINES:
+            problems.append(f"code cell {i} has {n} lines (at most {MAX_CELL_LINES}): {cell.source.splitlines()[0]!r}")
+    checks = [i for i, c in code if any(t.startswith("check") for t in c.metadata.get("tags", []))]
+    if checks and code[-1][0] != checks[-1]:
+        problems.append(f"code cell {code[-1][0]} follows the last check cell: a tutorial ends with its exercise")
+    return problems
+
+
+#: the notebooks not yet moved onto the rules (issue 51): the shape check is expected to fail on each,
+#: strictly, so that a notebook leaves this list when, and only when, it is converted
+NOT_YET_CONVERTED: set[str] = set()
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=p.stem, marks=pytest.mark.xfail(strict=True, reason="issue 51: not converted yet"))
+    if p.stem in NOT_YET_CONVERTED else pytest.param(p, id=p.stem) for p in TUTORIALS])
+def test_shape_one_step_per_cell_an_opening_and_the_exercise_last(path):
+    problems = shape_problems(nbformat.read(path, as_version=4))
+    assert not problems, f"{path.name}: " + "; ".join(problems)
+
+
+def test_shape_check_finds_each_broken_rule():
+    """The check above on a notebook that keeps the rules, then on one that breaks each (so it
+    cannot pass by finding nothing)."""
+    new = nbformat.v4
+    good = new.new_notebook(cells=[
+        new.new_markdown_cell("# 9 · A title\n\n*a subtitle*\n\n> one\n> two\n> three\n>\n"
+                              "> *Run time: about 2 minutes.*\n\nMore text."),
+        new.new_code_cell("\n".join(["x = 1"] * 15)),
+        new.new_code_cell("answer = ...", metadata={"tags": ["exercise"]}),
+        new.new_code_cell("check(answer)", metadata={"tags": ["check"]}),
+        new.new_markdown_cell("The end."),
+    ])
+    assert shape_problems(good) == []
+    broken = nbformat.from_dict(json.loads(json.dumps(good)))
+    broken.cells[0].source = "# A title without its number\n\n> one\n> two\n\nno run time"
+    broken.cells[1].source += "\nx = 2"
+    broken.cells.append(new.new_code_cell("server.stop()"))
+    said = "; ".join(shape_problems(broken))
+    for expected in ("'# N · Title'", "has 2 lines", "no run time", "code cell 1 has 16 lines",
+                     "code cell 5 follows the last check cell"):
+        assert expected in said, said

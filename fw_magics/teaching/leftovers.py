@@ -9,6 +9,7 @@ kernel 5 s and then kills it, and a killed kernel runs no ``atexit``. ``Leftover
     left.clean()      # now: stop the process by its PID, remove the folders (also at a normal exit)
 
     job_dir = scratch_folder("fw-table-")   # a temporary folder that goes with the kernel
+    work = scratch_folders("fw-", "readings", "jobs")   # the same, with sub-folders work.readings, ...
 
 The watcher (``python -m fw_magics.teaching.leftovers``) holds the read end of a pipe whose write
 end only this process holds: when the kernel exits or is killed the pipe closes, and the watcher
@@ -115,6 +116,21 @@ def scratch_folder(prefix: str = "fw-") -> str:
     folder = tempfile.mkdtemp(prefix=prefix)
     Leftovers(folders=[folder])
     return folder
+
+
+def scratch_folders(prefix: str, *names: str):
+    """A :func:`scratch_folder` with a sub-folder per name: ``.root`` and one attribute per name
+    (``scratch_folders("fw-backlog-", "readings", "jobs").readings``)."""
+    import types
+
+    for name in names:
+        if not name.isidentifier():
+            raise ValueError(f"folder name {name!r}; accepted: a Python identifier, such as 'readings'")
+    folders = types.SimpleNamespace(root=scratch_folder(prefix))
+    for name in names:
+        os.mkdir(os.path.join(folders.root, name))
+        setattr(folders, name, os.path.join(folders.root, name))
+    return folders
 
 
 def main(spec: str) -> None:

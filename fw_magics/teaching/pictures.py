@@ -1,0 +1,199 @@
+"""Pictures for the tutorials, where a table of numbers would be read slowly: plain SVG and HTML,
+drawn here (nothing to install, no network), each with a text form that says the same.
+
+* :func:`rescale_picture` (tutorial 7): where each operator-state unit goes when a job is restored
+  at another parallelism: old subtasks on the left, new ones on the right, a line per move.
+* :func:`switch_picture` (tutorials 6 and 8): a streaming job's backlog, the switch with its
+  watermark W, and what the stream read after it, from the job's event log.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+__all__ = ["Picture", "rescale_moves", "rescale_picture", "savepoint_rescale_picture", "switch_picture"]
+
+#: what a state's mode does on a restore, in a few words
+MODE_WORDS = {"split": "each unit to one new subtask", "union": "every unit to every new subtask",
+              "broadcast": "new subtask i copies old i % p"}
+#: a colour per state name (rescale) or part (switch)
+COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1")
+
+
+class Picture:
+    """A drawing a notebook shows as SVG or HTML; its ``repr`` is the same said in text."""
+
+    def __init__(self, text: str, svg: str | None = None, html_: str | None = None):
+        self.text, self.svg, self.html = text, svg, html_
+
+    def _repr_svg_(self):
+        return self.svg
+
+    def _repr_html_(self):
+        return self.html
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+# -- where each unit goes on a rescale ------------------------------------------------------------
+
+
+def _label(unit) -> str:
+    """A unit in a few characters: a split's file name, a string as it is, anything else as JSON."""
+    if isinstance(unit, dict) and "file" in unit:
+        return str(unit["file"])
+    text = unit if isinstance(unit, str) else json.dumps(unit)
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
+def rescale_moves(old, new_parallelism: int, modes: dict) -> list[tuple]:
+    """``(state, mode, old subtask, unit index, unit, new subtask)`` for every unit each new subtask
+    receives when ``old`` (one dict of state name -> units per old subtask) is restored at
+    ``new_parallelism`` (``fw_magics.state.assignment``: the rule a restore follows)."""
+    from ..state import assignment
+
+    moves = []
+    for name, per_new in assignment(old, new_parallelism, modes).items():
+        for new, positions in enumerate(per_new):
+            moves.extend((name, modes[name], s, k, old[s][name][k], new) for s, k in positions)
+    return moves
+
+
+def rescale_picture(old, new_parallelism: int, modes: dict, title: str | None = None) -> Picture:
+    """Where each unit of ``old`` goes when restored at ``new_parallelism`` (see
+    :func:`rescale_moves`): each old subtask's units on the left, each new subtask's on the right,
+    a line from a unit to every new subtask that gets it, one colour per state."""
+    moves = rescale_moves(old, new_parallelism, modes)
+    names = sorted(modes)
+    colour = {name: COLOURS[i % len(COLOURS)] for i, name in enumerate(names)}
+    chip, gap, head, pad, width = 20, 4, 22, 6, 200
+    left_x, right_x = 10, 10 + width + 170
+
+    def column(boxes):
+        """y of each chip; boxes: [(title, [key, ...])]; returns (parts, {key: y}, height)."""
+        parts, where, y = [], {}, 40
+        for box_title, keys in boxes:
+            height = head + max(len(keys), 1) * (chip + gap) + pad
+            parts.append((y, height, box_title, keys))
+            for i, key in enumerate(keys):
+                where[key] = y + head + i * (chip + gap)
+            y += height + 12
+        return parts, where, y
+
+    left_boxes = [(f"subtask {s}", [(name, s, k) for name in names for k in range(len(old[s].get(name, ())))])
+                  for s in range(len(old))]
+    right_boxes = [(f"subtask {j}", [m for m in moves if m[5] == j]) for j in range(new_parallelism)]
+    left, left_y, h1 = column(left_boxes)
+    right, right_y, h2 = column(right_boxes)
+    svg = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{right_x + width + 10}' height='{max(h1, h2) + 10}' "
+           "font-family='sans-serif' font-size='12'>",
+           f"<text x='{left_x}' y='20' font-weight='bold'>before: parallelism {len(old)}</text>",
+           f"<text x='{right_x}' y='20' font-weight='bold'>after: parallelism {new_parallelism}</text>"]
+    for x, parts in ((left_x, left), (right_x, right)):
+        for y, height, box_title, _ in parts:
+            svg.append(f"<rect x='{x}' y='{y}' width='{width}' height='{height}' rx='6' fill='#f7f7f7' "
+                       "stroke='#999'/>")
+            svg.append(f"<text x='{x + 8}' y='{y + 15}' fill='#555'>{box_title}</text>")
+    for name, mode, s, k, unit, new in moves:  # the lines first, the chips over them
+        y1, y2 = left_y[(name, s, k)] + chip / 2, right_y[(name, mode, s, k, unit, new)] + chip / 2
+        svg.append(f"<line x1='{left_x + width - 8}' y1='{y1}' x2='{right_x + 8}' y2='{y2}' "
+                   f"stroke='{colour[name]}' stroke-width='1.5' opacity='0.7'/>")
+
+    def draw_chip(x, y, name, text):
+        svg.append(f"<rect x='{x + 8}' y='{y}' width='{width - 16}' height='{chip}' rx='4' fill='white' "
+                   f"stroke='{colour[name]}' stroke-width='2'/>")
+        svg.append(f"<text x='{x + 14}' y='{y + 14}'>{html.escape(text)}</text>")
+
+    for name, s, k in left_y:
+        draw_chip(left_x, left_y[(name, s, k)], name, f"{name}: {_label(old[s][name][k])}")
+    for move, y in right_y.items():
+        name, _, s, _, unit, _ = move
+        draw_chip(right_x, y, name, f"{name}: {_label(unit)}  (from {s})")
+    legend = " · ".join(f"{name}: {modes[name]} ({MODE_WORDS.get(modes[name], '')})" for name in names)
+    svg.append(f"<text x='{left_x}' y='{max(h1, h2) + 2}' fill='#555'>{html.escape(legend)}</text></svg>")
+    lines = [title] if title else []
+    for j in range(new_parallelism):
+        got = [f"{name} {_label(unit)} (from {s})" for name, _, s, _, unit, new in moves if new == j]
+        lines.append(f"new subtask {j}: {', '.join(got) or 'nothing'}")
+    return Picture("\n".join(lines), svg="".join(svg))
+
+
+def savepoint_rescale_picture(savepoint, operator: str, new_parallelism: int) -> Picture:
+    """:func:`rescale_picture` of one operator's state in a savepoint (a path or a loaded one),
+    each state in the mode it was saved with."""
+    from .savepoints import operator_snapshots
+
+    snapshots = operator_snapshots(savepoint, operator)
+    modes = {name: entry["mode"] for snapshot in snapshots for name, entry in snapshot.items()}
+    old = [{name: entry["units"] for name, entry in snapshot.items()} for snapshot in snapshots]
+    return rescale_picture(old, new_parallelism, modes, title=f"{operator} restored at {new_parallelism}")
+
+
+# -- the backlog, the switch and the stream ---------------------------------------------------------
+
+
+def _when(millis) -> str:
+    import datetime as dt
+
+    if millis is None:
+        return "none (no event time)"
+    moment = dt.datetime.fromtimestamp(millis / 1000, tz=dt.timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _counted(n: int, word: str, words: str | None = None) -> str:
+    """1 micro-batch, 3 micro-batches."""
+    return f"{n:,} {word if n == 1 else words or word + 's'}"
+
+
+def switch_picture(job) -> Picture:
+    """A streaming job's life as one bar, from its event log (``job.events()``): the backlog (what
+    the source recorded at the first start, read as one batch job, its state writes), the switch
+    with its watermark W, then the stream's micro-batches with the records each read. Widths
+    follow the records read; the stream gets at least a fifth of the bar, so that it shows."""
+    from ..recovery.events import MICRO_BATCH, SWITCH
+
+    events = job.events()
+    recorded = next((e["position"] for e in events if e["type"] == "backlog_recorded"), None)
+    switch = next((e for e in events if e["type"] == SWITCH), None)
+    batches = [e for e in events if e["type"] == MICRO_BATCH]
+    backlog = (switch or {}).get("records") or 0
+    streamed = sum(e.get("input_rows") or 0 for e in batches)
+    what = ", ".join(f"{_counted(v, k.rstrip('s'))}" for k, v in (recorded or {}).items() if isinstance(v, int)
+                     and k in ("files", "rows"))
+    if switch:
+        backlog_words = (f"backlog: {what or 'recorded'} ({backlog:,} records), one batch job, "
+                         f"{_counted(switch.get('state_writes') or 0, 'state write')}")
+    else:
+        backlog_words = f"backlog: {what or 'recorded'}, not read yet" if recorded is not None else "no backlog"
+    switch_words = f"switch: W = {_when(switch.get('watermark'))}" if switch else "no switch yet"
+    with_rows = [e for e in batches if e.get("input_rows")]
+    stream_words = (f"stream: {streamed:,} records in {_counted(len(with_rows), 'micro-batch', 'micro-batches')}"
+                    f" with records ({len(batches)} in all)")
+    text = f"{backlog_words} | {switch_words} | {stream_words}"
+    total = backlog + streamed
+    stream_share = 0.0 if not batches else max(0.2, streamed / total if total else 0.2)
+    stream_share = min(stream_share, 0.8 if switch else 1.0)
+    backlog_share = 1.0 - stream_share if switch else 0.0
+    cells = []
+    if switch:
+        cells.append(f"<div title='{html.escape(backlog_words)}' style='flex:{backlog_share:.4f};background:{COLOURS[0]};"
+                     "color:white;padding:6px 8px;border-right:3px solid #222'>backlog · one batch</div>")
+    per_batch = [e.get("input_rows") or 0 for e in with_rows]
+    for rows, e in zip(per_batch, with_rows):
+        share = stream_share * (rows / streamed) if streamed else 0
+        cells.append(f"<div title='micro-batch {e.get('batch')}: {rows:,} records' style='flex:{share:.4f};"
+                     f"background:{COLOURS[1]};border-left:1px solid white;color:white;padding:6px 4px;"
+                     f"overflow:hidden;white-space:nowrap'>{e.get('batch')}</div>")
+    if not with_rows and batches:
+        cells.append(f"<div style='flex:{stream_share:.4f};background:#ddd;padding:6px 8px'>stream (nothing new yet)"
+                     "</div>")
+    bar = "<div style='display:flex;font:12px sans-serif;min-width:420px;max-width:760px'>" + "".join(cells) + "</div>"
+    legend = (f"<div style='font:12px sans-serif;margin-top:4px;max-width:760px'>"
+              f"<span style='color:{COLOURS[0]}'>■</span> {html.escape(backlog_words)}<br>"
+              f"<b>|</b> {html.escape(switch_words)}<br>"
+              f"<span style='color:{COLOURS[1]}'>■</span> {html.escape(stream_words)} "
+              "(each block a micro-batch, by its number)</div>")
+    return Picture(text, html_=bar + legend)
