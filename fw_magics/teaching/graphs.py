@@ -51,8 +51,9 @@ def _sort_then_aggregate() -> JobGraph:
 def _history_join_live() -> JobGraph:
     """Tutorial 2's job: streaming, the aggregate of a bounded history joined with a live input."""
     g = JobGraph(mode="streaming")
+    attributes = {"aggregate": ENDS_ONLY}  # the history's aggregate emits only at the end of its input
     for op in ("history", "aggregate", "live", "join", "sink"):
-        g.add_operator(op, 4, attributes=ENDS_ONLY if op == "aggregate" else None)
+        g.add_operator(op, 4, attributes=attributes.get(op))
     g.connect("history", "aggregate", "all_to_all")
     g.connect("aggregate", "join", "all_to_all")
     g.connect("live", "join", "all_to_all")

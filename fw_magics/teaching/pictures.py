@@ -148,21 +148,25 @@ def _counted(n: int, word: str, words: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else words or word + 's'}"
 
 
+#: What a backlog's recorded size counts (a folder's files, a table's rows), in the order shown.
+_SIZES = ("files", "rows")
+
+
 def switch_picture(job) -> Picture:
     """A streaming job's life as one bar, from its event log (``job.events()``): the backlog (what
     the source recorded at the first start, read as one batch job, its state writes), the switch
     with its watermark W, then the stream's micro-batches with the records each read. Widths
     follow the records read; the stream gets at least a fifth of the bar, so that it shows."""
-    from ..recovery.events import MICRO_BATCH, SWITCH
+    from ..recovery.events import BACKLOG_RECORDED, MICRO_BATCH, SWITCH
 
     events = job.events()
-    recorded = next((e["position"] for e in events if e["type"] == "backlog_recorded"), None)
+    recorded = next((e["position"] for e in events if e["type"] == BACKLOG_RECORDED), None)
     switch = next((e for e in events if e["type"] == SWITCH), None)
     batches = [e for e in events if e["type"] == MICRO_BATCH]
     backlog = (switch or {}).get("records") or 0
     streamed = sum(e.get("input_rows") or 0 for e in batches)
-    what = ", ".join(f"{_counted(v, k.rstrip('s'))}" for k, v in (recorded or {}).items() if isinstance(v, int)
-                     and k in ("files", "rows"))
+    sizes = {k: (recorded or {}).get(k) for k in _SIZES}
+    what = ", ".join(_counted(v, k.rstrip("s")) for k, v in sizes.items() if isinstance(v, int))
     if switch:
         backlog_words = (f"backlog: {what or 'recorded'} ({backlog:,} records), one batch job, "
                          f"{_counted(switch.get('state_writes') or 0, 'state write')}")
