@@ -5,6 +5,7 @@ What a tutorial cell calls so that it shows only the idea (tutorials/README.md l
 * data and files: ``land_file`` (files.py); ``scratch_folder``, ``scratch_folders`` (leftovers.py:
   removed when the kernel ends, however it ends); ``SensorReadings``, ``OrderFiles``,
   ``orders_table`` (data.py); a scratch PostgreSQL server: ``ScratchPostgres`` (scratch_postgres.py, stopped when the kernel ends);
+  a second session writing to it: ``other_connection`` (tables.py);
 * a driver that dies: ``run_and_kill_driver`` (drivers.py); fault injection for tests (testing.py);
 * reading what a job left: ``event_table``, ``recorded_events`` (tables.py); ``operator_units``,
   ``units_table`` (savepoints.py);
@@ -27,7 +28,7 @@ _LAZY = {
     "SensorReadings": "data", "OrderFiles": "data", "OrdersTable": "data", "orders_table": "data",
     "ScratchPostgres": "scratch_postgres",
     "KilledDriver": "drivers", "run_and_kill_driver": "drivers",
-    "event_table": "tables", "recorded_events": "tables",
+    "event_table": "tables", "recorded_events": "tables", "OtherConnection": "tables", "other_connection": "tables",
     "operator_units": "savepoints", "units_table": "savepoints",
     "Picture": "pictures", "rescale_picture": "pictures", "savepoint_rescale_picture": "pictures",
     "switch_picture": "pictures",

@@ -146,6 +146,15 @@ class OrdersTable:
         rows = self.server.sql(f"SELECT customer, max(amount) FROM {self.table} GROUP BY customer ORDER BY customer")
         return pd.DataFrame(rows, columns=["customer", "amount"])
 
+    def big_per_customer(self, over: float):
+        """How many orders over ``over`` each customer has (``big``), asked of PostgreSQL (a customer with none
+        has no row)."""
+        import pandas as pd
+
+        rows = self.server.sql(f"SELECT customer, count(*) FROM {self.table} WHERE amount > {float(over)!r} "
+                               "GROUP BY customer ORDER BY customer")
+        return pd.DataFrame(rows, columns=["customer", "big"])
+
     def orders(self):
         """Every order (``id, customer, amount, ts``), from PostgreSQL, in id order."""
         import pandas as pd

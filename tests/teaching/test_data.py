@@ -49,6 +49,10 @@ def test_orders_table_places_orders_and_lands_tier_changes(postgres, tmp_path):
     assert said["customer"].tolist() == mine["customer"].tolist() and said["n"].tolist() == mine["n"].tolist()
     assert said["spent"].round(6).tolist() == mine["spent"].round(6).tolist()
     assert table.largest_per_customer()["amount"].tolist() == orders.groupby("customer")["amount"].max().tolist()
+    for over in (-1, 50, 150.5, 1e9):  # SQL's count per customer against pandas' (a customer with none: no row)
+        big = orders[orders["amount"] > over].groupby("customer").size()
+        said = table.big_per_customer(over)
+        assert said["customer"].tolist() == big.index.tolist() and said["big"].tolist() == big.tolist()
     table.land_tier_changes(str(tmp_path), "tiers-1.parquet", 7)
     changes = table.tier_changes()
     assert len(changes) == 7 and set(changes["tier"]) <= {"bronze", "silver", "gold"}
@@ -61,3 +65,22 @@ def test_orders_table_places_orders_and_lands_tier_changes(postgres, tmp_path):
     assert table.pairs_within(-1e9, 1e9) == sum((orders["customer"] == c).sum() for c in changes["customer"])
     with pytest.raises(ValueError, match=r"table name 'x; drop'; accepted: an identifier"):
         orders_table(postgres, table="x; drop")
+
+
+def test_another_connection_commits_its_statements_as_one_transaction(postgres, capsys):
+    from fw_magics.teaching import other_connection
+
+    table = orders_table(postgres, customers=2, seed=3, table="teaching_other")
+    table.place(10)
+    other = other_connection(postgres)
+    assert other.run("UPDATE teaching_other SET amount = 1 WHERE id <= 3", "DELETE FROM teaching_other WHERE id > 8",
+                     "DELETE FROM teaching_other WHERE id = 99") == [3, 2, 0]
+    assert capsys.readouterr().out == ("the other connection committed one transaction: UPDATE 3 rows, "
+                                       "DELETE 2 rows, DELETE 0 rows\n")
+    orders = table.orders()
+    assert orders["id"].tolist() == list(range(1, 9)) and orders["amount"].head(3).tolist() == [1.0] * 3
+    with pytest.raises(Exception, match="no_such_column"):  # one statement fails: none of them is committed
+        other.run("DELETE FROM teaching_other WHERE id = 1", "UPDATE teaching_other SET no_such_column = 1")
+    assert table.orders()["id"].tolist() == list(range(1, 9))
+    with pytest.raises(ValueError, match="one or more SQL statements"):
+        other.run()
