@@ -3,6 +3,7 @@
     python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,import,widgets,recovery,fullwindow,backlog]
     python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R] [--ratio-only]
     python -m benchmarks --only two [--backlog-records N] [--updates U] [--keys K] [--files F] [--quick Q] [--runs R]
+    python -m benchmarks --only cdc [--table-rows N] [--changes C] [--runs R]   (a scratch PostgreSQL, wal_level=logical)
     python -m benchmarks --only cold [--runs R]    (fresh processes: embedded Spark against FW_SPARK_SHARED=1)
     python -m benchmarks --only keys [--keys 10000,1000000] [--backlog-records N] [--files F] [--runs R]
                                      [--references-up-to K]
@@ -127,6 +128,9 @@ def main() -> None:
                              "(default 1,000,000)")
     parser.add_argument("--files", type=int, default=20, help="backlog: Parquet files (default 20)")
     parser.add_argument("--updates", type=int, default=100_000, help="two: the second input's records (default 100,000)")
+    parser.add_argument("--table-rows", type=int, default=1_000_000, help="cdc: the table's rows (default 1,000,000)")
+    parser.add_argument("--changes", type=int, default=100_000,
+                        help="cdc: the changes after the snapshot (default 100,000: a third updates, a tenth deletes)")
     parser.add_argument("--quick", type=int, default=None,
                         help="backlog: run the 1-file-per-trigger stream over only this many files, scaled")
     parser.add_argument("--ratio-only", action="store_true",
@@ -224,6 +228,14 @@ def main() -> None:
               f"{sizes[0] if sizes else 10_000:,} keys, a keyed count and sum; median of {args.runs} runs taken in "
               "turns after one warm-up round, embedded Spark local[*], a scratch PostgreSQL on loopback")
         table.print_table(table.run(args.backlog_records, sizes[0] if sizes else 10_000, args.runs))
+    if "cdc" in only:  # needs a PostgreSQL server with wal_level = logical (a scratch one is started)
+        from benchmarks import cdc
+
+        print(f"\na table's snapshot then its changes (issue 49): a mirror of {args.table_rows:,} rows, then "
+              f"{args.changes:,} changes in transactions of {cdc.PER_TRANSACTION:,} (a third updates, a tenth "
+              f"deletes, the rest inserts); median of {args.runs} run(s) taken in turns, trigger {cdc.TRIGGER}, "
+              "embedded Spark local[*], a scratch PostgreSQL on loopback")
+        cdc.print_table(cdc.run(args.table_rows, args.changes, args.runs))
     if "cold" in only:  # fresh processes, a server started and stopped: only when asked for
         from benchmarks import cold_start
 
