@@ -73,6 +73,14 @@ class Spread(fw.AggregateFunction):
         "exercise": "def biggest(a, b):\n    return a if a.amount >= b.amount else b",
         "exercise-2": "lower = -600_000\nupper = 0",
     },
+    "09_table_changes": {
+        "exercise": (
+            "def big(change, count):\n"
+            "    if change.amount <= 100:\n"
+            "        return count\n"
+            "    return count + SIGN[change.op]"
+        ),
+    },
 }
 
 #: Wrong answers a learner might try first: the test runs each (with its check, which must say
@@ -108,6 +116,9 @@ class Spread(fw.AggregateFunction):  # swapped: the highest reading as low, the 
         "exercise": "def biggest(a, b):  # the smaller one\n    return a if a.amount <= b.amount else b",
         "exercise-2": "lower = 0  # the ten minutes after the order\nupper = 600_000",
     },
+    "09_table_changes": {  # every change over 100 counted as one more: an update's old row and a delete too
+        "exercise": "def big(change, count):\n    return count + 1 if change.amount > 100 else count",
+    },
 }
 
 #: What a wrong answer's verdict must name (it says what differs, not only "not quite": issue 47, item 11).
@@ -116,4 +127,5 @@ WRONG_SAYS = {
     "08_database_backlog": {"exercise": r"not quite: customer 'c\d\d': got amount=[\d.]+; want amount=[\d.]+",
                             "exercise-2": r"not quite: the join found \d+ \(order, change\) pairs; the ten minutes "
                                           r"before each order hold \d+"},
+    "09_table_changes": {"exercise": r"not quite: customer 'c\d\d': got big=\d+; want big=\d+"},
 }
