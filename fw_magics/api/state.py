@@ -19,6 +19,7 @@ every other value fw-magics writes.
 from __future__ import annotations
 
 import abc
+import enum
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -39,6 +40,34 @@ def _check_type(type_, what: str) -> None:
         )
 
 
+class StateKind(str, enum.Enum):
+    """The kinds of keyed state: what a descriptor describes, what a spec records (a str, so the recorded
+    values stay "value" and "list"), and the context method that asks for it."""
+
+    VALUE = "value"
+    LIST = "list"
+
+    def __str__(self) -> str:  # "value", in messages and f-strings (as enum.StrEnum, Python 3.11+, does)
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @property
+    def getter(self) -> str:
+        return "get_state" if self is StateKind.VALUE else "get_list_state"
+
+    def descriptor_class(self) -> type[StateDescriptor]:
+        return ValueStateDescriptor if self is StateKind.VALUE else ListStateDescriptor
+
+    def check_descriptor(self, descriptor) -> None:
+        """The one line a context's ``get_state``/``get_list_state`` gives for a descriptor of another class."""
+        expected = self.descriptor_class()
+        if not isinstance(descriptor, expected):
+            raise FullWindowError(f"{self.getter} takes an fw.{expected.__name__}; "
+                                  f"got {type(descriptor).__name__} {descriptor!r:.60}")
+
+
 @dataclass(frozen=True)
 class StateDescriptor:
     """What a function asks its context for: a state's ``name`` and ``type`` (a DDL type, or None for JSON
@@ -46,8 +75,8 @@ class StateDescriptor:
 
     name: str
     type: str | None = None
-    #: which state it describes: "value" or "list" (in messages: "value state 'count'")
-    kind: ClassVar[str] = "?"
+    #: which state it describes (in messages: "value state 'count'")
+    kind: ClassVar[StateKind]
 
     def __post_init__(self):
         _check_name(self.name, f"{self.kind} state")
@@ -58,14 +87,14 @@ class StateDescriptor:
 class ValueStateDescriptor(StateDescriptor):
     """One value per key: ``type`` is a DDL type ("long", "a long, b string" for a record) or None for JSON."""
 
-    kind: ClassVar[str] = "value"
+    kind: ClassVar[StateKind] = StateKind.VALUE
 
 
 @dataclass(frozen=True)
 class ListStateDescriptor(StateDescriptor):
     """A list of values per key: ``type`` is the DDL type of one element, or None for JSON values."""
 
-    kind: ClassVar[str] = "list"
+    kind: ClassVar[StateKind] = StateKind.LIST
 
 
 class State(abc.ABC):

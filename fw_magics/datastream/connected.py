@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 
 from ..api.co_process import KeyedBroadcastProcessFunction, KeyedCoProcessFunction, ProcessJoinFunction
 from ..api.function import check_function, required_methods, signature
+from ..api.state import StateKind
 from ..connectors.registry import is_backlog_source
 from ..connectors.two_inputs.source import ConnectedSource
 from ..errors import FullWindowError
@@ -257,8 +258,9 @@ class IntervalJoined:
         operator = IntervalJoinOperator(low, high, join, sides[0][0], sides[1][0], self.late)
         declared = schema if schema is not None else getattr(join, "schema", None)
         label = f"interval_join{shown}({name})"
-        states = {"left": ("list", sides[0][1]), "right": ("list", sides[1][1]),
-                  "left_times": ("list", StateType(ddl=None)), "right_times": ("list", StateType(ddl=None))}
+        states = {"left": (StateKind.LIST, sides[0][1]), "right": (StateKind.LIST, sides[1][1]),
+                  "left_times": (StateKind.LIST, StateType(ddl=None)),
+                  "right_times": (StateKind.LIST, StateType(ddl=None))}
         return co_process(self._pair, operator, label, declared, states=states, schema_owner=name)
 
 

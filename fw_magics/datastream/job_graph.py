@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..graph import JobGraph, OperatorAttributes
+from ..graph import model as graph_model
 from .lineage import Step
 
 
@@ -53,9 +54,9 @@ def build_streaming_graph(stateful) -> JobGraph:
     n = stateful.parallelism
     sources = source.detail.get("input_names", [source.name])  # a two-input operator: one source per input
     for name in sources:
-        graph.add_operator(name, parallelism=n, kind="source")
+        graph.add_operator(name, parallelism=n, kind=graph_model.SOURCE)
     graph.add_operator(step.name, parallelism=n, kind=step.kind)
-    graph.add_operator(SINK, parallelism=n, kind="sink")
+    graph.add_operator(SINK, parallelism=n, kind=graph_model.SINK)
     for name in sources:
         graph.connect(name, step.name, pattern="all_to_all")
     graph.connect(step.name, SINK, pattern="pointwise")
@@ -88,9 +89,9 @@ def build_operator_graph(operator) -> JobGraph:
     source, step = operator.source.step.lineage()[0], operator.step
     graph = JobGraph(mode="streaming", chaining=True)
     n = operator.parallelism
-    graph.add_operator(source.name, parallelism=n, kind="source")
+    graph.add_operator(source.name, parallelism=n, kind=graph_model.SOURCE)
     graph.add_operator(step.name, parallelism=n, kind=step.kind)
-    graph.add_operator(SINK, parallelism=n, kind="sink")
+    graph.add_operator(SINK, parallelism=n, kind=graph_model.SINK)
     graph.connect(source.name, step.name, pattern="pointwise")
     graph.connect(step.name, SINK, pattern="pointwise")
     return graph

@@ -28,6 +28,9 @@ from .job_vertices import JobVertex, job_vertices
 MODES = ("batch", "streaming")
 PATTERNS = ("pointwise", "all_to_all")
 RESULTS = ("pipelined", "blocking")
+#: The operator kinds the graph itself reads (any other kind is a label it only shows): a job's inputs,
+#: in the order added (``source_names``), and where its results go.
+SOURCE, SINK = "source", "sink"
 #: The parallelism bounds, both here. MAX_PARALLELISM: the most subtasks an operator of a job graph may
 #: have, Flink's upper bound of max parallelism (2^15); ``execute()`` runs any graph within it.
 MAX_PARALLELISM = 1 << 15
@@ -117,7 +120,7 @@ class JobGraph:
     def source_names(self) -> list[str]:
         """The names of its source operators (kind ``"source"``), in the order they were added: a
         two-input job's first input, then its second."""
-        return [op.name for op in self.operators if op.kind == "source"]
+        return [op.name for op in self.operators if op.kind == SOURCE]
 
     # -- building ------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..api.state import StateKind
 from .base import KeyedKind, Operation
 from .running import Running
 
@@ -39,6 +40,6 @@ class Aggregate(KeyedKind):
         return AggregatePerKey(core)
 
     def declared_states(self, spec) -> dict:
-        return {Running.STATE: ("value", spec.accumulator)}  # the accumulator (None: JSON)
+        return {Running.STATE: (StateKind.VALUE, spec.accumulator)}  # the accumulator (None: JSON)
 
 

@@ -111,7 +111,7 @@ class KeyedKind(OperatorKind):
         """Its part of the per-key core (``KeyedCore``): ``begin()``, ``element(record)``, ``timer(ts)``, ``end()``."""
 
     def declared_states(self, spec) -> dict | None:
-        """The keyed state a key of this kind holds: name -> ("value" or "list", its ``StateType``; ddl None or
+        """The keyed state a key of this kind holds: name -> (its ``StateKind``, its ``StateType``; ddl None or
         no type: JSON values). A savepoint's states are checked against it before a restore (a name it does
         not declare would be lost, a value of another type fail later); None: not declared, not checked."""
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..api.state import StateKind
 from ..errors import FullWindowError
 from ..values.records import Record, record_type
 from .base import KeyedKind, Operation
@@ -54,6 +55,6 @@ class Reduce(KeyedKind):
         return ReducePerKey(core)
 
     def declared_states(self, spec) -> dict:
-        return {Running.STATE: ("value", spec.record)}  # the reduced record
+        return {Running.STATE: (StateKind.VALUE, spec.record)}  # the reduced record
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..api.checkpointed import is_checkpointed
-from ..api.state import ListStateDescriptor, ValueStateDescriptor
+from ..api.state import StateKind
 from ..errors import FullWindowError
 from ..values.codecs import JsonCodec, TypedCodec
 
@@ -74,7 +74,7 @@ class KeyedOperatorSpec:
     ``key``: the key columns' type (their values lead every aggregate or process output);
     ``result``: the output columns after the key (aggregate, process); ``accumulator``: the
     aggregate's accumulator type (``ddl`` None: JSON); ``states``: a process function's state name
-    -> ("value" or "list", type), from its ``open()``; ``inputs``: a co-process function's two
+    -> (``StateKind``, type), from its ``open()``; ``inputs``: a co-process function's two
     inputs' column names (its records are tagged rows, see the module docstring); ``sequence``: the
     columns its source orders records by (a table's changes: commit LSN, then place in the commit), by
     which a key's records are applied, before event time.
@@ -170,12 +170,8 @@ class DescriptorProbe:
     def __init__(self):
         self.found: dict[str, tuple[str, object]] = {}
 
-    def _declare(self, kind: str, descriptor, expected: type):
-        if not isinstance(descriptor, expected):
-            raise FullWindowError(
-                f"get_{'list_' if kind == 'list' else ''}state takes an fw.{expected.__name__}; "
-                f"got {type(descriptor).__name__} {descriptor!r:.60}"
-            )
+    def _declare(self, kind: StateKind, descriptor):
+        kind.check_descriptor(descriptor)
         previous = self.found.get(descriptor.name)
         if previous is not None and previous != (kind, descriptor.type):
             raise FullWindowError(
@@ -186,7 +182,7 @@ class DescriptorProbe:
         return _ProbeState(descriptor.name)
 
     def get_state(self, descriptor):
-        return self._declare("value", descriptor, ValueStateDescriptor)
+        return self._declare(StateKind.VALUE, descriptor)
 
     def get_list_state(self, descriptor):
-        return self._declare("list", descriptor, ListStateDescriptor)
+        return self._declare(StateKind.LIST, descriptor)

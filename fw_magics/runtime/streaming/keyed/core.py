@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from ....api import context as api_context
 from ....api import state as api_state
 from ....api.co_process import ReadOnlyBroadcastState
-from ....api.state import ListStateDescriptor, ValueStateDescriptor
+from ....api.state import ListStateDescriptor, StateKind, ValueStateDescriptor
 from ....errors import FullWindowError
 from ....operators.co_process import BroadcastOperator
 from ....operators.spec import KeyedOperatorSpec, codec_for
@@ -220,12 +220,8 @@ class RuntimeContext(api_context.RuntimeContext):
     def __init__(self, core: KeyedCore):
         self._core = core
 
-    def _lookup(self, descriptor, kind: str, expected: type):
-        if not isinstance(descriptor, expected):
-            raise FullWindowError(
-                f"get_{'list_' if kind == 'list' else ''}state takes an fw.{expected.__name__}; "
-                f"got {type(descriptor).__name__}"
-            )
+    def _lookup(self, descriptor, kind: StateKind):
+        kind.check_descriptor(descriptor)
         declared = (self._core.spec.states or {}).get(descriptor.name)
         if declared is None or declared[0] != kind or declared[1].ddl != descriptor.type:
             raise FullWindowError(
@@ -235,10 +231,10 @@ class RuntimeContext(api_context.RuntimeContext):
         return codec_for(declared[1], f"{kind} state {descriptor.name!r}")
 
     def get_state(self, descriptor: ValueStateDescriptor) -> ValueState:
-        return ValueState(self._core, descriptor.name, self._lookup(descriptor, "value", ValueStateDescriptor))
+        return ValueState(self._core, descriptor.name, self._lookup(descriptor, StateKind.VALUE))
 
     def get_list_state(self, descriptor: ListStateDescriptor) -> ListState:
-        return ListState(self._core, descriptor.name, self._lookup(descriptor, "list", ListStateDescriptor))
+        return ListState(self._core, descriptor.name, self._lookup(descriptor, StateKind.LIST))
 
     def get_index_of_this_subtask(self) -> int:
         return self._core.subtask

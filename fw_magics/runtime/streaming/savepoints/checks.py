@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ....api.state import StateKind
 from ..keyed.changelog import KIND, ROW, SEQ, STATE, STATE_ROW
 from ..keyed.keys import normal
 from ..keyed.spark_hash import partition as spark_partition
@@ -73,7 +74,7 @@ class StateShape:
             raise Refused(f"holds a state whose 'v', 'l' or 't' is not the per-key core's ({json.dumps(doc)[:60]!r}): "
                           "the savepoint is damaged", where)
         self.timers = self.timers or bool(timers)
-        for kind, named in (("value", values), ("list", lists)):
+        for kind, named in ((StateKind.VALUE, values), (StateKind.LIST, lists)):
             for name, stored in named.items():
                 kept = self.names.get((kind, name))
                 if kept is None:
@@ -81,7 +82,7 @@ class StateShape:
                         raise Refused(f"holds states of more than {MAX_NAMES} names: the savepoint is damaged", where)
                     kept = self.names[(kind, name)] = []
                 if len(kept) < SAMPLE_VALUES:
-                    kept.extend((stored if kind == "list" else [stored])[:SAMPLE_VALUES - len(kept)])
+                    kept.extend((stored if kind is StateKind.LIST else [stored])[:SAMPLE_VALUES - len(kept)])
 
 
 def check_states(path: str, name: str, shape: StateShape) -> None:
