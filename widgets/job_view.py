@@ -4,7 +4,7 @@ A background thread wakes on the job's hooks (``micro_batch``, ``stream_phase``)
 new micro-batch committed or its phase changed, at most every ``MIN_INTERVAL_S``: the metrics from the event
 log (``recovery/metrics.py``, as ``job.metrics()``), the new micro-batches' changelog parts from their
 committed Parquet files (pyarrow: no Spark job competes with the stream; the backlog's and a restored
-savepoint's part are read once, through Spark, when the view opens). What it draws is ``job_view_model.py``'s.
+savepoint's part are read once, through Spark, when the backlog is over). What it draws is ``job_view_model.py``'s.
 Stop, Savepoint and Stop with savepoint call the job's own ``stop()`` and ``savepoint()``. A job that is not
 running in this kernel (stopped, finished, or found by name after a kernel restart) is shown read-only.
 """
@@ -134,14 +134,18 @@ class JobView(W.VBox):
             self._wake.set()
 
     def _follow(self) -> None:
-        try:
-            self._load_earlier_parts()
-        except Exception as error:  # never fails the job: the view says it
-            self._say(f"the backlog's rows are not shown: {error_summary(error)}")
+        earlier = False  # whether the backlog's part is read: once the backlog has committed it
         while not self._closed.is_set():
             began = time.monotonic()
+            loaded = not earlier and self.job.phase != "backlog"
+            if loaded:
+                earlier = True
+                try:
+                    self._load_earlier_parts()
+                except Exception as error:  # never fails the job: the view says it
+                    self._say(f"the backlog's rows are not shown: {error_summary(error)}")
             try:
-                self.refresh()
+                self.refresh(force=loaded or self._seen is None)
             except Exception as error:
                 self._say(f"view not updated: {error_summary(error)}")
             if self.job.phase in ENDED and self._seen is not None and self._seen[1] in ENDED:
