@@ -3,6 +3,7 @@
     python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,import,widgets,recovery,fullwindow,backlog]
     python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R] [--ratio-only]
     python -m benchmarks --only two [--backlog-records N] [--updates U] [--keys K] [--files F] [--quick Q] [--runs R]
+    python -m benchmarks --only live [--runs R]    (a burst of 300,000 fresh records with job.show() open vs without)
     python -m benchmarks --only cold [--runs R]    (fresh processes: embedded Spark against FW_SPARK_SHARED=1)
     python -m benchmarks --only keys [--keys 10000,1000000] [--backlog-records N] [--files F] [--runs R]
                                      [--references-up-to K]
@@ -224,6 +225,14 @@ def main() -> None:
               f"{sizes[0] if sizes else 10_000:,} keys, a keyed count and sum; median of {args.runs} runs taken in "
               "turns after one warm-up round, embedded Spark local[*], a scratch PostgreSQL on loopback")
         table.print_table(table.run(args.backlog_records, sizes[0] if sizes else 10_000, args.runs))
+    if "live" in only:  # a streaming job's bursts: only when asked for
+        from benchmarks import live
+
+        runs = min(args.runs, 3)
+        print(f"\nthe live view (issue 48): bursts of 300,000 fresh records into a running mixed job (a keyed count "
+              f"and sum), landing to processed, with job.show() open and without, in turns after one warm-up burst; "
+              f"median of {runs} runs, embedded Spark local[*]")
+        live.print_table(live.run(runs=runs))
     if "cold" in only:  # fresh processes, a server started and stopped: only when asked for
         from benchmarks import cold_start
 

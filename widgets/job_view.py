@@ -29,7 +29,7 @@ from fw_magics.runtime.streaming.driver.sink import batch_dir, committed_batches
 from fw_magics.runtime.streaming.keyed.changelog import BATCH, KIND, SEQ
 from fw_magics.runtime.streaming.savepoints.files import list_savepoints
 
-from .job_view_model import KEPT_ROWS, SHOWN, Mode, Results, chart_svg, header_html, table_html
+from .job_view_model import CHARTED_BATCHES, KEPT_ROWS, SHOWN, Mode, Results, chart_svg, header_html, table_html
 
 #: The least time between two reads of the job; the longest a woken view waits for a hook before it looks anyway.
 MIN_INTERVAL_S = 0.25
@@ -179,9 +179,9 @@ class JobView(W.VBox):
                 return False
             state = self.job.replayed() if self.job is not None else self.recorded.state
             for batch in committed_batches(self.root):
-                if batch not in self.results.batches:
+                if self.results.wants(batch):
                     self.results.take(batch, read_part(self.root, batch))
-            self.metrics = metric_rows(state)
+            self.metrics = metric_rows(state)[-CHARTED_BATCHES - 1:]  # the charts' and the header's: bounded
             self._seen = seen
             self.refreshes += 1
             self._draw(state)

@@ -56,14 +56,15 @@ class Results:
         self.kept_keys = kept_keys
         self.latest: OrderedDict = OrderedDict()  # key tuple -> its latest row, least recently updated first
         self.newest: deque = deque(maxlen=kept_rows)
-        self.batches: set[int] = set()
+        self.last_batch: int | None = None  # the greatest batch taken: batches come in order, each once
         self.columns: list[str] = []
 
     def take(self, batch: int, rows: list[dict]) -> None:
-        """One micro-batch's rows (the output columns and ``kind``), in their changelog order; once each."""
-        if batch in self.batches:
+        """One micro-batch's rows (the output columns and ``kind``), in their changelog order; a batch not
+        after the last one taken is ignored (read twice, or committed again by a restarted query)."""
+        if not self.wants(batch):
             return
-        self.batches.add(batch)
+        self.last_batch = batch
         for row in rows:
             if not self.columns:
                 self.columns = [c for c in row if c != KIND]
@@ -80,9 +81,8 @@ class Results:
             if len(self.latest) > self.kept_keys:
                 self.latest.popitem(last=False)
 
-    @property
-    def last_batch(self) -> int | None:
-        return max(self.batches) if self.batches else None
+    def wants(self, batch: int) -> bool:
+        return self.last_batch is None or batch > self.last_batch
 
     def top(self, column: str | None = None, n: int = SHOWN, descending: bool = True) -> list[dict]:
         """The latest rows of ``n`` keys: by ``column`` (nulls last), else the keys in order."""
