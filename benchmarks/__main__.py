@@ -4,6 +4,7 @@
     python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R] [--ratio-only]
     python -m benchmarks --only two [--backlog-records N] [--updates U] [--keys K] [--files F] [--quick Q] [--runs R]
     python -m benchmarks --only cdc [--table-rows N] [--changes C] [--runs R]   (a scratch PostgreSQL, wal_level=logical)
+    python -m benchmarks --only live [--runs R]    (a burst of 300,000 fresh records with job.show() open vs without)
     python -m benchmarks --only cold [--runs R]    (fresh processes: embedded Spark against FW_SPARK_SHARED=1)
     python -m benchmarks --only keys [--keys 10000,1000000] [--backlog-records N] [--files F] [--runs R]
                                      [--references-up-to K]
@@ -236,6 +237,14 @@ def main() -> None:
               f"deletes, the rest inserts); median of {args.runs} run(s) taken in turns, trigger {cdc.TRIGGER}, "
               "embedded Spark local[*], a scratch PostgreSQL on loopback")
         cdc.print_table(cdc.run(args.table_rows, args.changes, args.runs))
+    if "live" in only:  # a streaming job's bursts: only when asked for
+        from benchmarks import live
+
+        runs = min(args.runs, 3)
+        print(f"\nthe live view (issue 48): bursts of 300,000 fresh records into a running mixed job (a keyed count "
+              f"and sum), landing to processed, with job.show() open and without, in turns after one warm-up burst; "
+              f"median of {runs} runs, embedded Spark local[*]")
+        live.print_table(live.run(runs=runs))
     if "cold" in only:  # fresh processes, a server started and stopped: only when asked for
         from benchmarks import cold_start
 

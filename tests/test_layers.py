@@ -47,6 +47,7 @@ ALLOWED_LATE = {
     ("fw_magics.datastream.operator_stream", "OperatorStream.start", "fw_magics.runtime.streaming.driver.start"),
     ("fw_magics.datastream.datastream", "DataStream.show_graph", "fw_magics.widgets"),
     ("fw_magics.runtime.batch.job_result", "JobResult.show_graph", "fw_magics.widgets"),
+    ("fw_magics.runtime.streaming.driver.results", "JobResults.show", "fw_magics.widgets"),
 }
 
 #: Pure Python models, the user API and the recovery machinery: no Spark (they are tested without starting one).

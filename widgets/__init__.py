@@ -9,6 +9,7 @@ import os
 from fw_magics.errors import FullWindowError
 
 from .graph_view import GraphView
+from .job_view import JobView
 from .recovery_panel import RecoveryPanel
 
 
@@ -60,4 +61,27 @@ def _streaming_view(job, title) -> GraphView:
     return view
 
 
-__all__ = ["GraphView", "RecoveryPanel", "show_graph"]
+def show_job(value, job_dir: str | None = None, key=None, mode=None, sort: str | None = None, n: int = 20) -> JobView:
+    """A JobView of a streaming job: a running or ended ``StreamingJob`` (``job.show()``), or a job's name, found
+    as ``%fw_recover`` finds it (``job_dir``, else ``$FW_JOB_DIR`` or ``.fw-jobs``, the jobs this kernel ran and
+    the per-user index) and shown read-only from its folder; ``key``: its key column(s), for the update mode."""
+    if _is_streaming_job(value):
+        return JobView(value, key_names=key, mode=mode, sort=sort, n=n)
+    if not isinstance(value, str):
+        raise FullWindowError(f"cannot show a {type(value).__name__}; accepted: a streaming job (start()) or a job's name")
+    from fw_magics.recovery.jobs import find_jobs
+    from fw_magics.recovery.paths import default_job_dir
+
+    found = [job for job in find_jobs(job_dir or default_job_dir(), elsewhere=job_dir is None).jobs if job.name == value]
+    streaming = [job for job in found if job.streaming]
+    if not streaming:
+        names = sorted({job.name for job in find_jobs(job_dir or default_job_dir(), job_dir is None).jobs
+                        if job.streaming})
+        raise FullWindowError(f"no streaming job named {value!r:.80} in {job_dir or default_job_dir()!r}"
+                              f"{'' if job_dir else ' nor in the job index'}; streaming jobs found: "
+                              f"{', '.join(names[:10]) or 'none'}")
+    keys = [key] if isinstance(key, str) else key
+    return JobView(recorded=streaming[0], key_names=keys, mode=mode, sort=sort, n=n)
+
+
+__all__ = ["GraphView", "JobView", "RecoveryPanel", "show_graph", "show_job"]

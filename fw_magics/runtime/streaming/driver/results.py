@@ -83,6 +83,14 @@ class JobResults:
         says where each comes from."""
         return metrics_frame(self.replayed())
 
+    def show(self, mode=None, sort=None, n: int = 20):
+        """A view under the cell that follows the job while the kernel stays free: phase, W, lag, its results
+        (``mode`` "update": each key's latest row, top ``n`` by ``sort``; "append": the newest rows), charts
+        of its metrics, and Stop / Savepoint / Stop with savepoint (``fw_magics.widgets.JobView``)."""
+        from ....widgets import show_job
+
+        return show_job(self, mode=mode, sort=sort, n=n)
+
     def changelog_frame(self):
         """Every committed changelog row as a Spark DataFrame (the output columns, kind, seq, batch)."""
         restored = savepoints.restored_rows(self.spark, self.storage, self.output, self.spec.key_names)
