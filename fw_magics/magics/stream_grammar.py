@@ -13,7 +13,7 @@ before anything runs. The option values follow the streaming API's own rules: th
                  (the operator kinds' operations: ``fw_magics.operators``, in its registry's order)
     option    := --mode mixed|stream|batch | --job NAME | --job-dir DIR | --trigger T
                | --max-files N | --parallelism N | --from-savepoint NAME | -o NAME | --show N
-               | --graph | --no-wait | --reset | --in NAME[,NAME]
+               | --graph | --live | --no-wait | --reset | --in NAME[,NAME]
                | --key2 COL[,COL...] | --between LOWER,UPPER            two inputs only
 """
 
@@ -153,6 +153,7 @@ OPTION_TABLE = (
     Option("--show", "how many keys' latest values to show (a whole number, 0 or more)",
            unquoted(whole_number("--show"))),
     Option("--graph"),
+    Option("--live"),
     Option("--no-wait"),
     Option("--reset"),
     Option("--in", "the name of a variable holding the input (two, NAME,NAME, for co_process and interval_join)",
@@ -183,6 +184,7 @@ class StreamCommand:
     output: str | None = None
     show: int = DEFAULT_SHOW
     graph: bool = False
+    live: bool = False  # job.show() under the cell instead of the status
     wait: bool = True
     reset: bool = False  # start(reset=True): discard what the job recorded (never its savepoints), start afresh
     input: tuple[str, ...] | None = None  # the line form's variable(s): two for an operation of two inputs
@@ -200,7 +202,7 @@ class StreamCommand:
             ("--mode", None if self.mode == DEFAULT_MODE else self.mode), ("--job", self.job),
             ("--job-dir", self.job_dir), ("--trigger", self.trigger), ("--max-files", self.max_files),
             ("--parallelism", self.parallelism), ("--from-savepoint", self.savepoint), ("-o", self.output), ("--show", None if self.show == DEFAULT_SHOW else self.show),
-            ("--graph", self.graph), ("--no-wait", not self.wait), ("--reset", self.reset),
+            ("--graph", self.graph), ("--live", self.live), ("--no-wait", not self.wait), ("--reset", self.reset),
             ("--in", None if self.input is None else ",".join(self.input)),
             ("--key2", None if self.key2 is None else key_text(self.key2)[len("key="):]),
             ("--between", None if self.between is None else f"{self.between[0]},{self.between[1]}"),
@@ -222,7 +224,7 @@ def parse(line: str) -> StreamCommand:
         job=options.get("--job"), job_dir=options.get("--job-dir"), trigger=options.get("--trigger"),
         max_files=options.get("--max-files"), parallelism=options.get("--parallelism"),
         savepoint=options.get("--from-savepoint"), output=options.get("-o"), show=options.get("--show", DEFAULT_SHOW),
-        graph=options.get("--graph", False), wait=not options.get("--no-wait", False),
+        graph=options.get("--graph", False), live=options.get("--live", False), wait=not options.get("--no-wait", False),
         reset=options.get("--reset", False), input=options.get("--in"), key2=options.get("--key2"),
         between=options.get("--between"), silent=silent,
     )

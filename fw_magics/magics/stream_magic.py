@@ -64,6 +64,8 @@ class StreamMagics(Magics):
             -o NAME                 bind the running job to NAME (it is also in _fwstream)
             --show N                show N keys' latest values (default 5; 0: the status only)
             --graph                 also show the job graph, following the job live
+            --live                  show the job's live view (job.show()) instead of its status: results,
+                                    charts of its metrics, Stop and Savepoint buttons; it updates itself
             --no-wait               return at once (default: wait until every file present is processed)
             --reset                 start the job afresh: discard what it recorded (events, backlog results,
                                     checkpoint, changelog; never its savepoints), e.g. after changing FN
@@ -128,7 +130,7 @@ class StreamMagics(Magics):
 
             %fwstream co_process fn=Calibrated key=sensor --key2 sensor --in readings,calibrations --mode batch --job calibrated-batch --show 0
 
-            %%fwstream reduce fn="lambda a, b: a if a.reading >= b.reading else b" key=sensor --job top --mode stream --trigger available_now --max-files 1
+            %%fwstream reduce fn="lambda a, b: a if a.reading >= b.reading else b" key=sensor --job top --mode stream --trigger available_now --max-files 1 --live
             readings
 
             totals.stop(); at3.stop()
@@ -147,7 +149,7 @@ class StreamMagics(Magics):
         shell.user_ns[LAST_JOB] = job
         if command.output is not None:
             shell.user_ns[command.output] = job
-        if not command.silent:
+        if not command.silent and not command.live:
             display(status_bundle(job, command.show), raw=True)
         return None
 
@@ -165,6 +167,8 @@ class StreamMagics(Magics):
         job = stateful.start(job_dir=command.job_dir, job_name=command.job, mode=command.mode,
                              trigger=command.trigger, max_files_per_trigger=command.max_files,
                              parallelism=command.parallelism, from_savepoint=savepoint, reset=command.reset)
+        if command.live and not command.silent:  # before the wait: the view follows it
+            display(job.show())
         if command.wait:
             try:
                 job.process_all_available()
