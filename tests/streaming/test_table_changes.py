@@ -275,3 +275,63 @@ def test_stop_keeps_the_slot_so_changes_made_while_stopped_are_read_and_reset_ma
     assert fw.drop_slot(orders.server.url, name) is True
     assert name not in orders.slots()
     assert fw.drop_slot(orders.server.url, name) is False
+
+
+# -- the table changed under a running job; the server restarted mid-stream ------------------------------
+
+
+@pytest.mark.extended  # two jobs, each failed by what the table did
+def test_a_column_added_is_not_read_a_column_dropped_and_a_truncate_are_one_line_each(orders, area):
+    from fw_magics.failover import FixedDelayRestart
+
+    orders.run(*insert(orders, [(1, "ann", 10.0), (2, "bob", 20.0)]))
+    stream = orders.source().key_by("id").mirror()
+    job = stream.start(job_dir=area.jobs, job_name="altered", mode="stream", trigger=TRIGGER)
+    try:
+        assert mirrored(job.process_all_available()) == orders.rows()
+        orders.run(f"ALTER TABLE {orders.name} ADD COLUMN note text",
+                   (f"INSERT INTO {orders.name} VALUES (%s, %s, %s, %s)", (3, "cy", 30.0, "new")))
+        assert mirrored(job.process_all_available()) == orders.rows()  # carried without it: the schema lists what is
+        assert "note" not in job.latest().columns
+        orders.run(f"ALTER TABLE {orders.name} DROP COLUMN customer", f"UPDATE {orders.name} SET amount = 1")
+        with pytest.raises(fw.FullWindowError) as dropped:
+            job.process_all_available()
+    finally:
+        job.stop()
+    assert str(dropped.value).startswith(
+        f"column 'customer' of table '{orders.name}' was dropped or renamed while the job reads it (LSN ")
+    assert str(dropped.value).endswith("; declare the columns the table has now and start(..., reset=True) (a column "
+                                       "added is not read: the schema lists what is)")
+    orders.run(f"ALTER TABLE {orders.name} ADD COLUMN customer text")
+    job = stream.start(job_dir=area.jobs, job_name="truncated", mode="stream", trigger=TRIGGER,
+                       restart=FixedDelayRestart(attempts=0))
+    try:
+        assert mirrored(job.process_all_available()) == orders.rows()
+        orders.run(f"TRUNCATE {orders.name}")
+        with pytest.raises(fw.FullWindowError) as truncated:
+            job.process_all_available()
+    finally:
+        job.stop()
+    text = str(truncated.value)
+    assert "\n" not in text and text.startswith(f"table '{orders.name}' was truncated (the transaction ending at LSN ")
+    assert text.endswith("): a TRUNCATE removes every row without a change per row, which the job cannot follow; "
+                         "start(..., reset=True) reads the table anew")
+
+
+@pytest.mark.extended  # a server restart
+def test_the_server_restarted_mid_stream_the_job_goes_on_with_nothing_lost_or_twice(orders, area):
+    orders.run(*insert(orders, [(1, "ann", 10.0), (2, "bob", 20.0)]))
+    counted = orders.source().key_by("id").process(Changes())
+    job = counted.start(job_dir=area.jobs, job_name="restarted", mode="stream", trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        orders.run(f"UPDATE {orders.name} SET amount = 11 WHERE id = 1")
+        orders.server.restart()
+        orders.run(f"DELETE FROM {orders.name} WHERE id = 2", *insert(orders, [(3, "cy", 30.0)]))
+        seen = job.process_all_available().changelog()
+        restarts = job.restarts
+    finally:
+        job.stop()
+    got = sorted((int(r.id), r.op, None if r.amount != r.amount else r.amount) for r in seen.itertuples(index=False))
+    assert got == sorted([(1, "insert", 10.0), (2, "insert", 20.0), (1, "update_after", 11.0), (2, "delete", None),
+                          (3, "insert", 30.0)]), restarts
