@@ -8,6 +8,7 @@ changes with the order they were committed in.
 
 from __future__ import annotations
 
+import html
 import uuid
 
 import pytest
@@ -254,6 +255,14 @@ def test_stop_keeps_the_slot_so_changes_made_while_stopped_are_read_and_reset_ma
     name, read = slot()
     assert f"holds the replication slot {name!r} on the server" in repr(job)
     assert f"fw.drop_slot({orders.server.url!r}, {name!r})" in repr(job)
+    from fw_magics.widgets import RecoveryPanel
+
+    panel = RecoveryPanel(area.jobs)  # %fw_recover's listing, and the job opened in it
+    assert [label for label, _ in panel.jobs.options if label.startswith("kept:")][0].endswith(
+        f"; holds the replication slot {name!r} on the server")
+    panel.open_job("kept")
+    assert html.escape(f"This job holds the replication slot {name!r} on the server") in panel.status.value
+    assert html.escape(f"fw.drop_slot({orders.server.url!r}, {name!r}) drops it") in panel.status.value
     orders.run(f"UPDATE {orders.name} SET amount = 21 WHERE id = 2", f"DELETE FROM {orders.name} WHERE id = 1")
     (stopped_at,) = orders.server.sql("SELECT pg_current_wal_flush_lsn() - '0/0'::pg_lsn")[0]
     assert slot() == (name, read) and read < int(stopped_at)  # kept, where the job left it

@@ -149,12 +149,17 @@ class ChangesSource(OneInput):
         return ChangesPosition(root)
 
     def kept_on_server(self, root: str) -> str | None:
+        return self.kept_on_server_as(self.describe(), root)
+
+    @classmethod
+    def kept_on_server_as(cls, described: dict, root: str) -> str | None:
         position = ChangesPosition(root)
         if not position.exists():
             return None
-        slot = position.read()["slot"]
+        slot, url = position.read()["slot"], described.get("url")
+        url = postgres.redacted(url) if isinstance(url, str) else "<the job's url>"  # untrusted: no secret repeated
         return (f"holds the replication slot {slot!r} on the server, which keeps the table's changes (WAL) until "
-                f"the job reads them; fw.drop_slot({self.url!r}, {slot!r}) drops it")
+                f"the job reads them; fw.drop_slot({url!r}, {slot!r}) drops it")
 
     # -- the first start: the slot and the snapshot --------------------------------------------------
 
