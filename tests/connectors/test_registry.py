@@ -191,3 +191,15 @@ def test_what_a_stopped_job_keeps_on_a_server_is_read_from_its_record_alone(tmp_
     for other in (registry.source_for(FILES, SCHEMA).describe(), registry.source_for(TABLE, SCHEMA).describe(),
                   registry.source_for(connected(), SCHEMA).describe(), {"kind": "nothing"}, None):
         assert registry.kept_on_server(other, str(tmp_path)) is None
+
+
+def test_a_changes_position_names_the_publication_its_slot_reads_through_as_fw_magics_names_them():
+    """A restored CDC job reads through the first job's publication (kept in the position); a savepoint's
+    position is untrusted: a publication not named as fw-magics names them is refused, one line."""
+    described = {"kind": ChangesSource.kind, "url": "postgresql://me@localhost/db", "table": "rates"}
+    kept = dict(CHANGES_POSITION, publication="fw_orders_0a1b")
+    assert registry.check_saved_position(kept, described, "of savepoint s", SavepointError) == kept
+    for bad in ("orders; DROP TABLE x", "", 7):
+        with pytest.raises(SavepointError, match="^the table changes source's position of savepoint s is not one "
+                                                 r"fw-magics wrote \(format 1\)$"):
+            registry.check_saved_position(dict(kept, publication=bad), described, "of savepoint s", SavepointError)
