@@ -379,3 +379,36 @@ def test_a_cdc_mirrors_savepoint_restored_at_1_and_3_equals_the_job_that_never_r
         assert rows == expected, n
         assert sum(read) == 3, (n, read)  # the delete, the update, the insert after the savepoint: each once
 
+
+@pytest.mark.extended  # three driver processes, each killed
+@pytest.mark.filterwarnings("ignore:taking over a stale lock")
+def test_kill_9_of_the_driver_in_the_snapshot_at_the_switch_and_mid_stream_each_change_once(orders, area):
+    """A keyed count of each key's changes (a lost one lowers it, one read twice raises it) and its last change,
+    over three kill -9s of the driver: in the snapshot's backlog, in the first micro-batch after it, and in a
+    later micro-batch; the job finished here equals the changes made and the table."""
+    from tests.streaming.driver import changes_counted, kill_file
+    from tests.streaming.test_kill import kill_at
+
+    orders.server.sql(f"ALTER TABLE {orders.name} REPLICA IDENTITY FULL")
+    model: dict = {}
+    changes: dict = {}
+    orders.run(*statements(orders, model, [("insert", k, 10 * k) for k in range(8)], changes))
+    kill_at(area, "cdc-backlog", table=orders)  # the slot and the snapshot made, killed in backlog subtask 1
+    orders.run(*statements(orders, model, [("update", 1, 11), ("delete", 2, 0), ("insert", 50, 5)], changes))
+    kill_at(area, "cdc-switch", table=orders)  # the backlog finishes, killed in the first micro-batch
+    orders.run(*statements(orders, model, [("update", 3, 33), ("insert", 100, 1)], changes))
+    orders.run(*statements(orders, model, [("delete", 4, 0), ("update", 100, 2)], changes))
+    kill_at(area, "cdc-stream", table=orders)  # the killed micro-batch run again, killed in the next one
+    orders.run(*statements(orders, model, [("update", 5, 55), ("insert", 101, 3)], changes))
+    job = changes_counted(orders.server.url, orders.name, kill_file(area.jobs)).start(
+        job_dir=area.jobs, job_name="counts", trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        latest = job.latest()
+        kinds = [e["type"] for e in job.events()]
+    finally:
+        job.stop()
+    got = {int(r.id): (int(r.n), r.op, r.amount) for r in latest.itertuples(index=False)}
+    assert got == {k: (len(v), *v[-1]) for k, v in changes.items()}  # every change once, the last one last
+    assert {k: a for k, (_, op, a) in got.items() if op != "delete"} == {r[0]: r[2] for r in orders.rows()}
+    assert kinds.count("switch") == 1 and kinds.count("stream_started") == 4
