@@ -8,6 +8,7 @@ import threading
 
 import ipywidgets as W
 
+from fw_magics.connectors.registry import kept_on_server
 from fw_magics.datastream.datastream import DataStream
 from fw_magics.datastream.job_graph import build_graph
 from fw_magics.errors import Interrupted, JobLockedError, ResumeError, error_summary
@@ -32,6 +33,16 @@ def _namespace() -> dict:
         return {}
     shell = get_ipython()
     return shell.user_ns if shell is not None else {}
+
+
+def kept(job: Job) -> str | None:
+    """What a streaming job that is not running keeps on a server (a CDC job's replication slot), or None."""
+    if not job.streaming or job.status in ("running", "damaged"):
+        return None
+    try:
+        return kept_on_server(job.state.source, job.root)
+    except Exception:  # a damaged position file: the panel still lists the job
+        return None
 
 
 def find_stream(namespace: dict, job: Job):
@@ -167,6 +178,8 @@ class RecoveryPanel(W.VBox):
 
     def _label(self, job: Job) -> str:
         label = job.label()
+        held = kept(job)
+        label = f"{label}; {held.split(', which', 1)[0]}" if held else label
         return label if self._here(job) else f"{label} (in {job.root.rsplit('/', 1)[0]})"
 
     def _title_html(self, looked, count: int) -> str:
@@ -230,6 +243,9 @@ class RecoveryPanel(W.VBox):
             stream = (f"<div class='fw-stream-summary'>streaming job, {html.escape(str(s['mode']))} mode: "
                       f"phase {html.escape(str(s['phase']))}{html.escape(switch)}, "
                       f"{counted(len(s['batches']), 'micro-batch', 'micro-batches')}</div>")
+            held = kept(job)
+            if held:
+                stream += f"<div class='fw-kept'>This job {html.escape(held)}.</div>"
         return (f"<span class='fw-status' data-status='{job.status}'><b>{html.escape(job.name)}</b>: "
                 f"{html.escape(words)}</span> ({len(job.events)} events in {html.escape(job.root)}){stream}")
 

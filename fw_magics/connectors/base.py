@@ -159,6 +159,12 @@ class Source(abc.ABC):
         return next(filter(None, (source.kept_on_server(own) for source, own, _ in self.inputs_at(root))), None) \
             if not isinstance(self, OneInput) else None
 
+    @classmethod
+    def kept_on_server_as(cls, described: dict, root: str) -> str | None:
+        """``kept_on_server`` from a job's record alone (``%fw_recover``): the job in ``root`` whose source was
+        described as ``described`` (its ``describe()``, untrusted). A one-input kind that keeps something says it."""
+        return None
+
     def without_backlog(self) -> list[str]:
         """Its inputs made with ``backlog=False`` (FLIP-327's ``isBacklog=false``), each named (a folder, a table)."""
         return [name for source, _, _ in self.inputs_at("") for name in source.without_backlog()]

@@ -51,6 +51,14 @@ def source_for(detail: dict, schema) -> Source | None:
     return cls(detail, schema)
 
 
+def kept_on_server(described, root: str) -> str | None:
+    """What the stopped job in ``root``, whose source its log described as ``described`` (untrusted), keeps on a
+    server (a replication slot: the server keeps its log for it), as a clause, or None. Inputs of two are not
+    looked into (the job's own repr says theirs)."""
+    cls = KINDS.get(described.get("kind")) if isinstance(described, dict) else None
+    return None if cls is None else cls.kept_on_server_as(described, root)
+
+
 def is_backlog_source(detail: dict) -> bool:
     """Whether a step's ``detail`` is read straight from one source with a backlog (``fw.from_files``,
     ``fw.from_table``): what a two-input or a non-keyed operator takes as an input."""

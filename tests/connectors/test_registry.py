@@ -173,3 +173,33 @@ def test_no_module_outside_a_kinds_own_folder_compares_its_name():
                 if own[kind] not in path.parents:
                     found.append(f"{path.relative_to(ROOT)}:{line} compares the source kind {kind!r}")
     assert not found, "ask the source, or the registry (fw_magics/connectors/registry.py):\n" + "\n".join(found)
+
+
+def test_what_a_stopped_job_keeps_on_a_server_is_read_from_its_record_alone(tmp_path):
+    """``%fw_recover`` has only a job's folder and its log: a CDC job's slot is named, with how to drop it; a
+    password in an (untrusted) recorded url is never repeated; other kinds keep nothing."""
+    from fw_magics.connectors.postgres_cdc.source import ChangesPosition
+
+    described = {"kind": ChangesSource.kind, "url": "postgresql://me@localhost/db", "table": "rates"}
+    assert registry.kept_on_server(described, str(tmp_path)) is None  # no slot made yet
+    ChangesPosition(str(tmp_path)).write(dict(CHANGES_POSITION, slot="fw_orders_0a1b"))
+    assert registry.kept_on_server(described, str(tmp_path)) == (
+        "holds the replication slot 'fw_orders_0a1b' on the server, which keeps the table's changes (WAL) until "
+        "the job reads them; fw.drop_slot('postgresql://me@localhost/db', 'fw_orders_0a1b') drops it")
+    leaked = registry.kept_on_server(dict(described, url="postgresql://me:hunter2@localhost/db"), str(tmp_path))
+    assert "hunter2" not in leaked and "fw.drop_slot('postgresql://me:***@localhost/db', 'fw_orders_0a1b')" in leaked
+    for other in (registry.source_for(FILES, SCHEMA).describe(), registry.source_for(TABLE, SCHEMA).describe(),
+                  registry.source_for(connected(), SCHEMA).describe(), {"kind": "nothing"}, None):
+        assert registry.kept_on_server(other, str(tmp_path)) is None
+
+
+def test_a_changes_position_names_the_publication_its_slot_reads_through_as_fw_magics_names_them():
+    """A restored CDC job reads through the first job's publication (kept in the position); a savepoint's
+    position is untrusted: a publication not named as fw-magics names them is refused, one line."""
+    described = {"kind": ChangesSource.kind, "url": "postgresql://me@localhost/db", "table": "rates"}
+    kept = dict(CHANGES_POSITION, publication="fw_orders_0a1b")
+    assert registry.check_saved_position(kept, described, "of savepoint s", SavepointError) == kept
+    for bad in ("orders; DROP TABLE x", "", 7):
+        with pytest.raises(SavepointError, match="^the table changes source's position of savepoint s is not one "
+                                                 r"fw-magics wrote \(format 1\)$"):
+            registry.check_saved_position(dict(kept, publication=bad), described, "of savepoint s", SavepointError)

@@ -5,7 +5,10 @@ count; POINT "two-...": each input's, of SOURCE connected with SOURCE-b) over SO
 every new row per micro-batch), and kills itself with SIGKILL at
 POINT: "backlog" (inside a backlog task of subtask 1), "switch" (in the sink of the first
 micro-batch after the switch, before its commit: the query warmed up during the backlog, so
-this is the first batch its held source let through), "stream" (in the sink of micro-batch 2). The test finishes the job in its own process.
+this is the first batch its held source let through), "stream" (in the sink of micro-batch 2).
+POINT "cdc-...": the same kills of KillingChangeCount over the table's changes (TABLE: ``url table``, its
+columns CHANGES_SCHEMA); "cdc-stream" kills in the first micro-batch with a change of a key >= 100 (not the
+one "cdc-switch" killed, which its restart runs again first). The test finishes the job in its own process.
 POINT "exit" is no kill: the interpreter exits normally while the backlog runs (a kernel restart).
 """
 
@@ -71,6 +74,33 @@ class KillingCoCounts(fw.KeyedCoProcessFunction):
         yield from self._add(1, record)
 
 
+class KillingChangeCount(fw.KeyedProcessFunction):
+    """A table's changes (``fw.from_table(..., changes=True)``) counted per key, with the key's last change, and
+    KillingCountSum's kill: a lost change lowers a count, one read twice raises it."""
+
+    schema = "n long, op string, amount double"
+
+    def __init__(self, kill_file: str):
+        self.kill_file = kill_file
+
+    def open(self, ctx):
+        self.count = ctx.get_state(fw.ValueStateDescriptor("n", "long"))
+
+    def process_element(self, record, ctx):
+        kill_if_armed(self.kill_file)
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        yield n, record.op, record.amount
+
+
+CHANGES_SCHEMA = "id bigint, customer string, amount double"
+
+
+def changes_counted(url: str, table: str, armed: str):
+    """The CDC kill tests' job: each key's changes counted (KillingChangeCount) over ``table``'s changes."""
+    return fw.from_table(url, table, CHANGES_SCHEMA, changes=True).key_by("id").process(KillingChangeCount(armed))
+
+
 def kill_file(jobs: str) -> str:
     """Where the backlog's kill is armed (the driver's pid), beside the job's folder."""
     return os.path.join(jobs, ".kill-in-backlog")
@@ -81,6 +111,14 @@ def killing_sink(batch_to_kill: int | None):
     def sink(df, batch_id):
         if batch_id == batch_to_kill or (batch_to_kill is None and batch_id >= 0):
             os.kill(os.getpid(), signal.SIGKILL)  # classic: foreachBatch runs in the driver process
+    return sink
+
+
+def killing_sink_at_key(key: int):
+    """A sink that kills the driver in the first micro-batch holding a change of a key >= ``key``."""
+    def sink(df, batch_id):
+        if df.filter(f"id >= {key}").limit(1).count():
+            os.kill(os.getpid(), signal.SIGKILL)
     return sink
 
 
@@ -129,6 +167,7 @@ def main() -> None:
     source, jobs, point = sys.argv[1:4]
     table = sys.argv[4] if len(sys.argv) > 4 else None
     two, point = point.startswith("two-"), point.removeprefix("two-")
+    cdc, point = point.startswith("cdc-"), point.removeprefix("cdc-")
     fw.get_spark({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
     if point == "exit":
         exit_during_the_backlog(source, jobs)
@@ -139,8 +178,8 @@ def main() -> None:
             f.write(str(os.getpid()))
     elif os.path.exists(armed):
         os.remove(armed)
-    op = operator(source, table, armed, two)
-    sink = {"switch": killing_sink(None), "stream": killing_sink(2)}.get(point)
+    op = changes_counted(*table.split(" "), armed) if cdc else operator(source, table, armed, two)
+    sink = {"switch": killing_sink(None), "stream": killing_sink_at_key(100) if cdc else killing_sink(2)}.get(point)
     job = op.start(job_dir=jobs, job_name="counts", sink=sink, max_files_per_trigger=None if table else 1,
                    trigger="100 milliseconds")
     job.process_all_available()

@@ -8,6 +8,7 @@ changes with the order they were committed in.
 
 from __future__ import annotations
 
+import html
 import uuid
 
 import pytest
@@ -71,22 +72,33 @@ def insert(table, rows):
 
 @pytest.mark.core
 def test_a_mirror_equals_the_table_through_inserts_updates_and_deletes_in_mixed_and_stream_mode(orders, area):
+    from fw_magics.connectors.postgres.client import connect
+
     orders.run(*insert(orders, [(1, "ann", 10.0), (2, "bob", 20.0), (3, "cy", 30.0)]))
     stream = orders.source().key_by("id").mirror()
     jobs = {mode: stream.start(job_dir=area.jobs, job_name=f"mirror-{mode}", mode=mode, trigger=TRIGGER)
             for mode in ("mixed", "stream")}
+    late = None
     try:
         for job in jobs.values():
             assert mirrored(job.process_all_available()) == orders.rows()
+        late = connect(orders.server.url)  # a transaction that inserts key 7 and commits after key 9 was read
+        late.execute(f"INSERT INTO {orders.name} VALUES (7, 'eve', 70.0)")
         orders.run(f"UPDATE {orders.name} SET amount = 11 WHERE id = 1", f"DELETE FROM {orders.name} WHERE id = 2",
-                   *insert(orders, [(4, "dee", 40.0)]))
+                   *insert(orders, [(4, "dee", 40.0), (9, "fay", 90.0)]))
         orders.run(f"UPDATE {orders.name} SET id = 5 WHERE id = 3")  # the key moves: 3 is gone, 5 is there
         for job in jobs.values():
             assert mirrored(job.process_all_available()) == orders.rows() == [
-                (1, "ann", 11.0), (4, "dee", 40.0), (5, "cy", 30.0)]
+                (1, "ann", 11.0), (4, "dee", 40.0), (5, "cy", 30.0), (9, "fay", 90.0)]
+        late.commit()  # out of key order: 7 after 9 (a growing column's reader would never see it)
+        for job in jobs.values():
+            assert mirrored(job.process_all_available()) == orders.rows() == [
+                (1, "ann", 11.0), (4, "dee", 40.0), (5, "cy", 30.0), (7, "eve", 70.0), (9, "fay", 90.0)]
         assert sorted(set(orders.slots()) & {f"fw_mirror_{m}" for m in jobs}) == []  # named with a hash too
         assert len([s for s in orders.slots() if s.startswith("fw_mirror_")]) == 2
     finally:
+        if late is not None:
+            late.close()  # a failed assertion must not leave the table locked
         for job in jobs.values():
             job.stop()
 
@@ -243,6 +255,14 @@ def test_stop_keeps_the_slot_so_changes_made_while_stopped_are_read_and_reset_ma
     name, read = slot()
     assert f"holds the replication slot {name!r} on the server" in repr(job)
     assert f"fw.drop_slot({orders.server.url!r}, {name!r})" in repr(job)
+    from fw_magics.widgets import RecoveryPanel
+
+    panel = RecoveryPanel(area.jobs)  # %fw_recover's listing, and the job opened in it
+    assert [label for label, _ in panel.jobs.options if label.startswith("kept:")][0].endswith(
+        f"; holds the replication slot {name!r} on the server")
+    panel.open_job("kept")
+    assert html.escape(f"This job holds the replication slot {name!r} on the server") in panel.status.value
+    assert html.escape(f"fw.drop_slot({orders.server.url!r}, {name!r}) drops it") in panel.status.value
     orders.run(f"UPDATE {orders.name} SET amount = 21 WHERE id = 2", f"DELETE FROM {orders.name} WHERE id = 1")
     (stopped_at,) = orders.server.sql("SELECT pg_current_wal_flush_lsn() - '0/0'::pg_lsn")[0]
     assert slot() == (name, read) and read < int(stopped_at)  # kept, where the job left it
@@ -264,3 +284,131 @@ def test_stop_keeps_the_slot_so_changes_made_while_stopped_are_read_and_reset_ma
     assert fw.drop_slot(orders.server.url, name) is True
     assert name not in orders.slots()
     assert fw.drop_slot(orders.server.url, name) is False
+
+
+# -- the table changed under a running job; the server restarted mid-stream ------------------------------
+
+
+@pytest.mark.extended  # two jobs, each failed by what the table did
+def test_a_column_added_is_not_read_a_column_dropped_and_a_truncate_are_one_line_each(orders, area):
+    from fw_magics.failover import FixedDelayRestart
+
+    orders.run(*insert(orders, [(1, "ann", 10.0), (2, "bob", 20.0)]))
+    stream = orders.source().key_by("id").mirror()
+    job = stream.start(job_dir=area.jobs, job_name="altered", mode="stream", trigger=TRIGGER)
+    try:
+        assert mirrored(job.process_all_available()) == orders.rows()
+        orders.run(f"ALTER TABLE {orders.name} ADD COLUMN note text",
+                   (f"INSERT INTO {orders.name} VALUES (%s, %s, %s, %s)", (3, "cy", 30.0, "new")))
+        assert mirrored(job.process_all_available()) == orders.rows()  # carried without it: the schema lists what is
+        assert "note" not in job.latest().columns
+        orders.run(f"ALTER TABLE {orders.name} DROP COLUMN customer", f"UPDATE {orders.name} SET amount = 1")
+        with pytest.raises(fw.FullWindowError) as dropped:
+            job.process_all_available()
+    finally:
+        job.stop()
+    assert str(dropped.value).startswith(
+        f"column 'customer' of table '{orders.name}' was dropped or renamed while the job reads it (LSN ")
+    assert str(dropped.value).endswith("; declare the columns the table has now and start(..., reset=True) (a column "
+                                       "added is not read: the schema lists what is)")
+    orders.run(f"ALTER TABLE {orders.name} ADD COLUMN customer text")
+    job = stream.start(job_dir=area.jobs, job_name="truncated", mode="stream", trigger=TRIGGER,
+                       restart=FixedDelayRestart(attempts=0))
+    try:
+        assert mirrored(job.process_all_available()) == orders.rows()
+        orders.run(f"TRUNCATE {orders.name}")
+        with pytest.raises(fw.FullWindowError) as truncated:
+            job.process_all_available()
+    finally:
+        job.stop()
+    text = str(truncated.value)
+    assert "\n" not in text and text.startswith(f"table '{orders.name}' was truncated (the transaction ending at LSN ")
+    assert text.endswith("): a TRUNCATE removes every row without a change per row, which the job cannot follow; "
+                         "start(..., reset=True) reads the table anew")
+
+
+@pytest.mark.extended  # a server restart
+def test_the_server_restarted_mid_stream_the_job_goes_on_with_nothing_lost_or_twice(orders, area):
+    orders.run(*insert(orders, [(1, "ann", 10.0), (2, "bob", 20.0)]))
+    counted = orders.source().key_by("id").process(Changes())
+    job = counted.start(job_dir=area.jobs, job_name="restarted", mode="stream", trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        orders.run(f"UPDATE {orders.name} SET amount = 11 WHERE id = 1")
+        orders.server.restart()
+        orders.run(f"DELETE FROM {orders.name} WHERE id = 2", *insert(orders, [(3, "cy", 30.0)]))
+        seen = job.process_all_available().changelog()
+        restarts = job.restarts
+    finally:
+        job.stop()
+    got = sorted((int(r.id), r.op, None if r.amount != r.amount else r.amount) for r in seen.itertuples(index=False))
+    assert got == sorted([(1, "insert", 10.0), (2, "insert", 20.0), (1, "update_after", 11.0), (2, "delete", None),
+                          (3, "insert", 30.0)]), restarts
+
+
+@pytest.mark.extended  # four jobs
+def test_a_cdc_mirrors_savepoint_restored_at_1_and_3_equals_the_job_that_never_rescaled(orders, area):
+    """The savepoint keeps the LSN read through (and a copy of the slot): a restore at 1 and at 3 reads only the
+    changes after it, once, its keyed state re-partitioned; its mirror equals the table and the job that ran on."""
+    orders.run(*insert(orders, [(k, f"c{k}", 10.0 * k) for k in range(1, 7)]))
+    stream = orders.source().key_by("id").mirror()
+    job = stream.start(job_dir=area.jobs, job_name="kept", mode="mixed", trigger=TRIGGER)
+    try:
+        orders.run(f"UPDATE {orders.name} SET amount = 1 WHERE id = 1", *insert(orders, [(7, "c7", 70.0)]))
+        job.process_all_available()
+        path = job.savepoint()
+        saved = fw.load_savepoint(path)
+        assert "LSN" in repr(saved)
+        orders.run(f"DELETE FROM {orders.name} WHERE id = 2", f"UPDATE {orders.name} SET amount = 3 WHERE id = 3",
+                   *insert(orders, [(8, "c8", 80.0)]))
+        assert mirrored(job.process_all_available()) == orders.rows()
+        restored = {}
+        for n in (1, 3):
+            again = stream.start(job_dir=area.jobs, job_name=f"restored-{n}", from_savepoint=path, parallelism=n,
+                                 trigger=TRIGGER)
+            try:
+                again.process_all_available()
+                restored[n] = (mirrored(again), [e["input_rows"] for e in again.events() if e["type"] == "micro_batch"])
+            finally:
+                again.stop()
+        expected = mirrored(job)
+    finally:
+        job.stop()
+    assert expected == orders.rows()
+    for n, (rows, read) in restored.items():
+        assert rows == expected, n
+        assert sum(read) == 3, (n, read)  # the delete, the update, the insert after the savepoint: each once
+
+
+@pytest.mark.extended  # three driver processes, each killed
+@pytest.mark.filterwarnings("ignore:taking over a stale lock")
+def test_kill_9_of_the_driver_in_the_snapshot_at_the_switch_and_mid_stream_each_change_once(orders, area):
+    """A keyed count of each key's changes (a lost one lowers it, one read twice raises it) and its last change,
+    over three kill -9s of the driver: in the snapshot's backlog, in the first micro-batch after it, and in a
+    later micro-batch; the job finished here equals the changes made and the table."""
+    from tests.streaming.driver import changes_counted, kill_file
+    from tests.streaming.test_kill import kill_at
+
+    orders.server.sql(f"ALTER TABLE {orders.name} REPLICA IDENTITY FULL")
+    model: dict = {}
+    changes: dict = {}
+    orders.run(*statements(orders, model, [("insert", k, 10 * k) for k in range(8)], changes))
+    kill_at(area, "cdc-backlog", table=orders)  # the slot and the snapshot made, killed in backlog subtask 1
+    orders.run(*statements(orders, model, [("update", 1, 11), ("delete", 2, 0), ("insert", 50, 5)], changes))
+    kill_at(area, "cdc-switch", table=orders)  # the backlog finishes, killed in the first micro-batch
+    orders.run(*statements(orders, model, [("update", 3, 33), ("insert", 100, 1)], changes))
+    orders.run(*statements(orders, model, [("delete", 4, 0), ("update", 100, 2)], changes))
+    kill_at(area, "cdc-stream", table=orders)  # the killed micro-batch run again, killed in the next one
+    orders.run(*statements(orders, model, [("update", 5, 55), ("insert", 101, 3)], changes))
+    job = changes_counted(orders.server.url, orders.name, kill_file(area.jobs)).start(
+        job_dir=area.jobs, job_name="counts", trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        latest = job.latest()
+        kinds = [e["type"] for e in job.events()]
+    finally:
+        job.stop()
+    got = {int(r.id): (int(r.n), r.op, r.amount) for r in latest.itertuples(index=False)}
+    assert got == {k: (len(v), *v[-1]) for k, v in changes.items()}  # every change once, the last one last
+    assert {k: a for k, (_, op, a) in got.items() if op != "delete"} == {r[0]: r[2] for r in orders.rows()}
+    assert kinds.count("switch") == 1 and kinds.count("stream_started") == 4

@@ -1,7 +1,9 @@
 """``fw_table_changes``: a Python data source over a PostgreSQL table's changes, read from the job's
 replication slot (``slot``) after its snapshot, staged in the job's folder (``snapshot``).
 
-Options: ``url``, ``table``, ``slot`` (also its publication's name), ``after`` (the LSN the stream starts
+Options: ``url``, ``table``, ``slot``, ``publication`` (the one made at the job's first start, before its
+slot: a publication is looked up as the catalog was when each change was written, so one made later, as a
+restored job's would be, is not there for the changes before it; the slot's name when not given), ``after`` (the LSN the stream starts
 after: the slot's consistent point, or a savepoint's), ``snapshot`` (the folder of the staged snapshot's
 Parquet files, read by the first micro-batch when ``unread`` is "1": a stream-mode job), ``hold`` (as
 ``fw_files``: nothing is read before that file exists). The schema is the reader's: the table's columns
@@ -123,6 +125,7 @@ class ChangesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise FullWindowError(f"the changes of {options.get('table')!r} are read by a job, from its replication "
                                   "slot: key_by(<primary key>).mirror() or another keyed operator, then .start()")
         self.url, self.table, self.slot = options["url"], options["table"], options["slot"]
+        self.publication = options.get("publication") or self.slot
         self.after = int(options["after"])
         self.snapshot, self.unread = options.get("snapshot"), options.get("unread") == "1"
         self.hold = options.get("hold")
@@ -137,12 +140,12 @@ class ChangesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _last(self) -> int | None:
         try:
-            return slots.last_commit(self._connection(), self.slot, self.slot, self.table)
+            return slots.last_commit(self._connection(), self.slot, self.publication, self.table)
         except FullWindowError:
             raise
         except Exception:  # the server restarted: connect again, once
             self._conn = None
-            return slots.last_commit(self._connection(), self.slot, self.slot, self.table)
+            return slots.last_commit(self._connection(), self.slot, self.publication, self.table)
 
     def initialOffset(self) -> dict:
         return {"lsn": self.after, "snapshot": 0 if self.unread else 1, "switch": 0}
@@ -178,7 +181,7 @@ class ChangesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield from pq.ParquetFile(partition.path).iter_batches(BATCH_ROWS)
             return
         with slots.connect(self.url) as conn:
-            found = slots.messages(conn, self.slot, self.slot, partition.through, self.table)
+            found = slots.messages(conn, self.slot, self.publication, partition.through, self.table)
         yield from change_batches(pgoutput.transactions(found), self.table, self.schema, partition.after,
                                   partition.through)
 
@@ -212,9 +215,11 @@ def outside_a_job(spark, url: str, table: str, schema):
     return spark.readStream.format(NAME).schema(schema).option("url", url).option("table", table).load()
 
 
-def reader(spark, url: str, table: str, slot: str, schema, after: int, snapshot: str | None, unread: bool):
-    """A ``readStream`` set to read ``table``'s changes from ``slot`` after LSN ``after``."""
+def reader(spark, url: str, table: str, slot: str, schema, after: int, snapshot: str | None, unread: bool,
+           publication: str | None = None):
+    """A ``readStream`` set to read ``table``'s changes from ``slot`` (through ``publication``) after LSN ``after``."""
     spark.dataSource.register(ChangesDataSource)
     stream = (spark.readStream.format(NAME).schema(schema).option("url", url).option("table", table)
-              .option("slot", slot).option("after", str(after)).option("unread", "1" if unread else "0"))
+              .option("slot", slot).option("publication", publication or slot).option("after", str(after))
+              .option("unread", "1" if unread else "0"))
     return stream.option("snapshot", snapshot) if snapshot else stream

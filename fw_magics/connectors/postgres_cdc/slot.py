@@ -120,16 +120,12 @@ def drop(url: str, slot: str) -> bool:
     return bool(there)
 
 
-def copy_slot(url: str, source: str, target: str, publication: str) -> None:
-    """``target``: a copy of the slot ``source`` (where it is, what it keeps), with ``publication``'s tables."""
-    sql = _sql()
+def copy_slot(url: str, source: str, target: str) -> None:
+    """``target``: a copy of the slot ``source`` (where it is, what it keeps). It reads through the publication
+    ``source`` reads through: one made now would not be in the catalog its older changes are decoded with."""
     drop(url, target)
     with connect(url) as conn:
         conn.execute("SELECT pg_copy_logical_replication_slot(%s, %s)", (source, target))
-        tables = conn.execute("SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s",
-                              (publication,)).fetchall()
-        conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(
-            sql.Identifier(target), sql.SQL(", ").join(sql.Identifier(*t) for t in tables)))
 
 
 def status(url: str, slot: str) -> dict | None:
@@ -209,6 +205,11 @@ def _guarded(call, table: str, slot: str):
     except Exception as error:
         if getattr(error, "sqlstate", None) == UNDEFINED and "replication slot" in str(error):
             raise gone(table, slot, "is not on the server (dropped, or the server was replaced)") from None
+        if getattr(error, "sqlstate", None) == UNDEFINED and "publication" in str(error):
+            raise FullWindowError(
+                f"the publication the changes of table {table!r} are read through is not on the server: the job "
+                "this one was restored from was started afresh or its slot dropped (fw.drop_slot drops its "
+                "publication too); start(..., reset=True) reads the table anew") from None
         if "can no longer get changes" in str(error) or "has been invalidated" in str(error):
             raise gone(table, slot, "was invalidated by the server (max_slot_wal_keep_size removed its WAL)") \
                 from None

@@ -9,8 +9,10 @@ again as it was. Every change committed after the snapshot is fresh, read from t
 micro-batch committed. Each record is the row's columns, then ``op``, ``lsn``, ``seq``, ``commit_time``
 (``fw_magics.values.changes``); a snapshot row is an insert at the slot's consistent point.
 
-The position (``source/changes.json``, :class:`ChangesPosition`) is the LSN read through and the slot;
-a savepoint keeps a copy of the slot (``saved_position``), from which each restore copies its own.
+The position (``source/changes.json``, :class:`ChangesPosition`) is the LSN read through, the slot and the
+publication; a savepoint keeps a copy of the slot (``saved_position``), from which each restore copies its
+own, and every copy reads through the publication made at the first start (``datasource``: one made later
+is not there for the changes written before it).
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ def check_changes_position(doc, where: str, error) -> dict:
     """``doc`` if it is a table changes source's position fw-magics wrote; ``error`` with one line naming ``where``."""
     if not (isinstance(doc, dict) and doc.get("format") == 1 and isinstance(doc.get("table"), str)
             and isinstance(doc.get("slot"), str) and _SLOT.fullmatch(doc["slot"])
-            and lsn_value(doc.get("lsn")) is not None and (doc.get("rows") is None or type(doc["rows"]) is int)):
+            and lsn_value(doc.get("lsn")) is not None and (doc.get("rows") is None or type(doc["rows"]) is int)
+            and (doc.get("publication") is None or (isinstance(doc["publication"], str)
+                                                     and _SLOT.fullmatch(doc["publication"])))):
         raise error(f"the table changes source's position {where} is not one fw-magics wrote (format 1)")
     return doc
 
@@ -149,12 +153,17 @@ class ChangesSource(OneInput):
         return ChangesPosition(root)
 
     def kept_on_server(self, root: str) -> str | None:
+        return self.kept_on_server_as(self.describe(), root)
+
+    @classmethod
+    def kept_on_server_as(cls, described: dict, root: str) -> str | None:
         position = ChangesPosition(root)
         if not position.exists():
             return None
-        slot = position.read()["slot"]
+        slot, url = position.read()["slot"], described.get("url")
+        url = postgres.redacted(url) if isinstance(url, str) else "<the job's url>"  # untrusted: no secret repeated
         return (f"holds the replication slot {slot!r} on the server, which keeps the table's changes (WAL) until "
-                f"the job reads them; fw.drop_slot({self.url!r}, {slot!r}) drops it")
+                f"the job reads them; fw.drop_slot({url!r}, {slot!r}) drops it")
 
     # -- the first start: the slot and the snapshot --------------------------------------------------
 
@@ -227,7 +236,8 @@ class ChangesSource(OneInput):
         position = ChangesPosition(root)
         doc = position.read()
         reader = datasource.reader(spark, self.url, self.table, doc["slot"], self.schema, lsn_value(doc["lsn"]),
-                                   position.snapshot if doc.get("unread") else None, doc.get("unread", False))
+                                   position.snapshot if doc.get("unread") else None, doc.get("unread", False),
+                                   doc.get("publication"))
         return (reader.option("hold", hold) if hold else reader).load()
 
     def fresh_stream(self, spark, root: str, max_files: int | None, parallelism: int | None = None,
@@ -251,8 +261,9 @@ class ChangesSource(OneInput):
                                   "after its first micro-batch")
         doc = ChangesPosition(root).read()
         kept = slots.savepoint_slot_name(root, end["lsn"])
-        _reached(lambda: slots.copy_slot(self.url, doc["slot"], kept, doc["slot"]), self.url, self.table)
-        return {"format": 1, "table": self.table, "slot": kept, "lsn": lsn_text(end["lsn"]), "rows": None}
+        _reached(lambda: slots.copy_slot(self.url, doc["slot"], kept), self.url, self.table)
+        return {"format": 1, "table": self.table, "slot": kept, "lsn": lsn_text(end["lsn"]), "rows": None,
+                "publication": doc.get("publication", doc["slot"])}
 
     def position_fields(self, position: dict) -> dict:
         return {"read_lsn": position["lsn"]}
@@ -273,9 +284,10 @@ class ChangesSource(OneInput):
                                   f"read through {position['lsn']}")
         slots.check_usable(self.url, self.table, position["slot"])
         name = slots.slot_name(root)
-        _reached(lambda: slots.copy_slot(self.url, position["slot"], name, position["slot"]), self.url, self.table)
+        _reached(lambda: slots.copy_slot(self.url, position["slot"], name), self.url, self.table)
         ChangesPosition(root).write({"format": 1, "table": self.table, "slot": name, "lsn": position["lsn"],
-                                     "rows": None, "unread": False})
+                                     "rows": None, "unread": False,
+                                     "publication": position.get("publication", position["slot"])})
         return {}
 
     def same_place(self, position: dict) -> str | None:
