@@ -114,7 +114,7 @@ class Spread(fw.AggregateFunction):  # swapped: the highest reading as low, the 
     },
     "08_database_backlog": {
         "exercise": "def biggest(a, b):  # the smaller one\n    return a if a.amount <= b.amount else b",
-        "exercise-2": "lower = 0  # the ten minutes after the order\nupper = 600_000",
+        "exercise-2": "lower = -600  # ten minutes in seconds: the bounds are milliseconds\nupper = 0",
     },
     "09_table_changes": {  # every change over 100 counted as one more: an update's old row and a delete too
         "exercise": "def big(change, count):\n    return count + 1 if change.amount > 100 else count",
@@ -125,7 +125,10 @@ class Spread(fw.AggregateFunction):  # swapped: the highest reading as low, the 
 WRONG_SAYS = {
     "06_backlog_then_stream": {"exercise": r"not quite: sensor \d+: got low=\d+, high=\d+; want low=\d+, high=\d+"},
     "08_database_backlog": {"exercise": r"not quite: customer 'c\d\d': got amount=[\d.]+; want amount=[\d.]+",
-                            "exercise-2": r"not quite: the join found \d+ \(order, change\) pairs; the ten minutes "
-                                          r"before each order hold \d+"},
+                            "exercise-2": r"not quite: between\(-600, 0\) found [\d,]+ \(order, change\) pairs; want "
+                                          r"[\d,]+; off by 1,000x: the bounds are in milliseconds, so \(-600, 0\) is "
+                                          r"-600 ms to 0 ms, not seconds"},
+    "07_rescaling_state": {"exercise": r"not quite: got \['KP4'\] \(1 partition\), want 3 partitions; the first "
+                                      r"difference is at position 0: got 'KP4', want 'KP5' \(count the units: .*\)"},
     "09_table_changes": {"exercise": r"not quite: customer 'c\d\d': got big=\d+; want big=\d+"},
 }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import os
 
 import ipywidgets as W
 
@@ -12,7 +11,7 @@ from fw_magics.graph.render import counted, legend_html, node_ids, summary, to_h
 from . import live
 from .canvas import GraphCanvas
 from .model import operator_info, operator_states, vertex_states, what_if
-from .rescale_view import RescaleControls, rescale_rows, table_html
+from .rescale_view import RescaleControls, rescale_rows, savepoint_label, table_html
 
 STATE_LEGEND = (
     "Outline and badge give each operator's state in a run: "
@@ -213,8 +212,11 @@ class GraphView(W.VBox):
         self.last_rescale = [row for rows in found.values() for row in rows]
         self.last_rescale_operators = found
         verb = "Restored" if restored else "Restore"
+        batch = savepoint.document.get("batch")
+        after = f", after micro-batch {batch}" if isinstance(batch, int) and batch >= 0 else ""
         parts = [f"<b>{verb} at parallelism {new_parallelism}</b> from "
-                 f"<code>{html.escape(os.path.basename(savepoint.path))}</code> (taken at {old}): "
+                 f"<code title='{html.escape(savepoint.path, quote=True)}'>"
+                 f"{html.escape(savepoint_label(savepoint.path))}</code> (taken at parallelism {old}{after}): "
                  "which old subtask's units go to which new subtask."]
         for name, rows in found.items():
             parts.append(f"<div><b>{html.escape(name)}</b></div>" + table_html(rows))

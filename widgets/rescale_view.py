@@ -30,6 +30,28 @@ def unit_text(unit) -> str:
     return json.dumps(unit)[:80]
 
 
+def savepoint_label(path: str) -> str:
+    """A savepoint's name and its job's: ``savepoint-000001 of 'orders'`` (a job's savepoints are in
+    ``<job folder>/savepoints/``; a savepoint found elsewhere is named with the folder it is in)."""
+    path = os.path.normpath(path)
+    parent = os.path.dirname(path)
+    owner = os.path.dirname(parent) if os.path.basename(parent) == "savepoints" else parent
+    return f"{os.path.basename(path)} of {os.path.basename(owner)!r}"
+
+
+def savepoint_choices(paths) -> list[tuple[str, str]]:
+    """``(label, path)`` per savepoint, each once however it was spelled (a restored job's savepoint
+    may be among the ones listed too), in the order given; a label names the savepoint alone, or
+    with its job's name (:func:`savepoint_label`) when two of them share a name (``savepoint-000001``
+    of the job restored from, and of the restored job)."""
+    unique = {}
+    for path in paths:
+        unique.setdefault(os.path.realpath(path), path)
+    paths = list(unique.values())
+    names = [os.path.basename(os.path.normpath(p)) for p in paths]
+    return [(savepoint_label(p) if names.count(name) > 1 else name, p) for name, p in zip(names, paths)]
+
+
 def rescale_rows(snapshots, new_parallelism: int) -> list[tuple]:
     """``(state, mode, old subtask, unit, new subtask)`` for every unit each new subtask receives."""
     modes = subtask_modes(snapshots)
@@ -73,8 +95,9 @@ class RescaleControls(W.HBox):
 
     def offer(self, paths, parallelism: int | None = None) -> None:
         """Offer ``paths`` (savepoint directories, oldest first; the newest is chosen); show the row."""
-        paths = list(dict.fromkeys(paths))
-        self.savepoint.options = [(os.path.basename(p.rstrip("/")), p) for p in paths]
+        choices = savepoint_choices(paths)
+        paths = [path for _, path in choices]
+        self.savepoint.options = choices
         if paths:
             self.savepoint.value = paths[-1]
         if parallelism is not None:

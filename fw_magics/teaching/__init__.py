@@ -10,6 +10,7 @@ What a tutorial cell calls so that it shows only the idea (tutorials/README.md l
 * reading what a job left: ``event_table``, ``recorded_events`` (tables.py); ``operator_units``,
   ``units_table`` (savepoints.py);
 * pictures: ``rescale_picture``, ``savepoint_rescale_picture``, ``switch_picture`` (pictures.py);
+  mistakes side by side, each with the one line it was refused with: ``refusals`` (mistakes.py);
 * the failover tutorial's graphs and clock: ``shape``, ``ManualClock`` (graphs.py);
 * the exercises' checks: ``check``, ``check_same_rows`` (exercises.py);
 * the demo job of ``make demo`` (demo.py).
@@ -31,7 +32,7 @@ _LAZY = {
     "event_table": "tables", "recorded_events": "tables", "OtherConnection": "tables", "other_connection": "tables",
     "operator_units": "savepoints", "units_table": "savepoints",
     "Picture": "pictures", "rescale_picture": "pictures", "savepoint_rescale_picture": "pictures",
-    "switch_picture": "pictures",
+    "switch_picture": "pictures", "refusals": "mistakes",
     "ManualClock": "graphs", "shape": "graphs",
     "NotQuite": "exercises", "check": "exercises", "check_same_rows": "exercises",
 }

@@ -177,10 +177,13 @@ class OrdersTable:
 
     def pairs_within(self, lower: float, upper: float) -> int:
         """How many (order, tier change) pairs of one customer have the change from ``lower`` to
-        ``upper`` seconds after the order (both included; before it is negative), counted by pandas
-        from the table and the files landed: what an interval join of the two should find."""
+        ``upper`` milliseconds after the order (both included; before it is negative: the unit and
+        the sign of ``between(lower, upper)``), counted by pandas from the table and the files
+        landed: what an interval join of the two should find."""
+        import pandas as pd
+
         both = self.orders().merge(self.tier_changes().rename(columns={"ts": "changed"}), on="customer")
-        gap = (both["changed"] - both["ts"]).dt.total_seconds()
+        gap = (both["changed"] - both["ts"]) / pd.Timedelta(milliseconds=1)
         return int(((gap >= lower) & (gap <= upper)).sum())
 
     def __repr__(self) -> str:

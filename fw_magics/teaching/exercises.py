@@ -8,7 +8,7 @@ itself), so a learner reads what to look at, not a frame of the check's own code
 
 from __future__ import annotations
 
-__all__ = ["NotQuite", "check", "check_same_rows"]
+__all__ = ["NotQuite", "check", "check_interval", "check_same_list", "check_same_rows", "interval_hint"]
 
 
 class NotQuite(AssertionError):
@@ -52,3 +52,57 @@ def check_same_rows(got, want, key: str) -> None:
         if differ:
             got_says, want_says = (", ".join(f"{c}={row.get(c)!r}" for c in differ) for row in (mine, theirs))
             raise NotQuite(f"not quite: {key} {k!r}: got {got_says}; want {want_says}")
+
+
+def check_same_list(got, want: list, what: str = "item", hint: str = "") -> None:
+    """Raise ``NotQuite`` unless ``got`` is a list (or tuple) equal to ``want``, naming the first
+    position where they differ with both values there (or where one of them ends); ``hint`` follows."""
+    plural = f"{what}s"
+    if not isinstance(got, (list, tuple)):
+        raise NotQuite(f"not quite: the answer is a {type(got).__name__} ({got!r:.60}); accepted: a list of {plural}")
+    got = list(got)
+    if got == want:
+        return
+    at = next((i for i, (mine, theirs) in enumerate(zip(got, want)) if mine != theirs), min(len(got), len(want)))
+    mine = repr(got[at]) if at < len(got) else "nothing more"
+    theirs = repr(want[at]) if at < len(want) else "nothing more"
+    raise NotQuite(f"not quite: got {got!r} ({_counted(len(got), what)}), want {_counted(len(want), what)}; "
+                   f"the first difference is at position {at}: got {mine}, want {theirs}" + (f" ({hint})" if hint else ""))
+
+
+def _counted(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+#: units a learner may give a bound in instead of milliseconds, and how many milliseconds one is
+_UNITS = (("seconds", 1_000), ("minutes", 60_000))
+
+
+def interval_hint(bounds: tuple, want: tuple) -> str:
+    """What is wrong with ``bounds`` (lower, upper: milliseconds from a record's time) given the
+    ``want``-ed ones, in a few words, or "" when nothing is recognised: another unit (off by 1,000x:
+    seconds), the interval on the other side of the record, or the bounds the wrong way round."""
+    lower, upper = bounds
+    if tuple(bounds) == tuple(want):
+        return ""
+    if lower > upper:
+        return f"lower {lower:,} is greater than upper {upper:,}: lower is the earlier bound"
+    for unit, millis in _UNITS:
+        if (lower * millis, upper * millis) == tuple(want):
+            return (f"off by {millis:,}x: the bounds are in milliseconds, so ({lower:,}, {upper:,}) is "
+                    f"{lower:,} ms to {upper:,} ms, not {unit}")
+    if (-upper, -lower) == tuple(want) != tuple(bounds):
+        return "that is the interval after each record: before it is negative"
+    return ""
+
+
+def check_interval(found: int, want: int, bounds: tuple, want_bounds: tuple, what: str = "pairs") -> None:
+    """Raise ``NotQuite`` unless a join with ``bounds`` found the ``want``-ed number of ``what``: the
+    verdict names both counts, the bounds and their unit (milliseconds), and what is wrong with them when
+    it is recognised (:func:`interval_hint`: seconds for milliseconds, after for before)."""
+    if found == want:
+        return
+    hint = interval_hint(bounds, want_bounds)
+    raise NotQuite(f"not quite: between({bounds[0]:,}, {bounds[1]:,}) found {found:,} {what}; want {want:,}"
+                   + (f"; {hint}" if hint else " (the bounds are milliseconds from the record's time, before it "
+                      "negative)"))

@@ -48,6 +48,15 @@ def _label(unit) -> str:
     return text if len(text) <= 24 else text[:23] + "…"
 
 
+def _text_width(text: str) -> int:
+    """An upper bound, in pixels, of ``text`` drawn in 12 px sans-serif (DejaVu Sans, the widest
+    of the usual ones: m, w, M, W, @ and % up to 12 px, other capitals up to 9.5, the rest up to
+    7.7): what a box or the picture needs to hold it uncut."""
+    wide = sum(ch in "MWmw@%" for ch in text)
+    capitals = sum(ch.isupper() for ch in text) - sum(ch in "MW" for ch in text)
+    return int(12 * wide + 9.5 * capitals + 7.7 * (len(text) - wide - capitals)) + 1
+
+
 def rescale_moves(old, new_parallelism: int, modes: dict) -> list[tuple]:
     """``(state, mode, old subtask, unit index, unit, new subtask)`` for every unit each new subtask
     receives when ``old`` (one dict of state name -> units per old subtask) is restored at
@@ -68,7 +77,13 @@ def rescale_picture(old, new_parallelism: int, modes: dict, title: str | None = 
     moves = rescale_moves(old, new_parallelism, modes)
     names = sorted(modes)
     colour = {name: COLOURS[i % len(COLOURS)] for i, name in enumerate(names)}
-    chip, gap, head, pad, width = 20, 4, 22, 6, 200
+    left_chips = {(name, s, k): f"{name}: {_label(old[s][name][k])}"
+                  for s in range(len(old)) for name in names for k in range(len(old[s].get(name, ())))}
+    right_chips = {move: f"{move[0]}: {_label(move[4])}  (from {move[2]})" for move in moves}
+    legend = [f"{name}: {modes[name]} ({MODE_WORDS.get(modes[name], '')})" for name in names]
+    # every box as wide as its longest chip, the picture as wide as its widest line: nothing is cut
+    chip, gap, head, pad = 20, 4, 22, 6
+    width = max([200] + [_text_width(t) + 30 for t in (*left_chips.values(), *right_chips.values())])
     left_x, right_x = 10, 10 + width + 170
 
     def column(boxes):
@@ -82,13 +97,15 @@ def rescale_picture(old, new_parallelism: int, modes: dict, title: str | None = 
             y += height + 12
         return parts, where, y
 
-    left_boxes = [(f"subtask {s}", [(name, s, k) for name in names for k in range(len(old[s].get(name, ())))])
-                  for s in range(len(old))]
+    left_boxes = [(f"subtask {s}", [key for key in left_chips if key[1] == s]) for s in range(len(old))]
     right_boxes = [(f"subtask {j}", [m for m in moves if m[5] == j]) for j in range(new_parallelism)]
     left, left_y, h1 = column(left_boxes)
     right, right_y, h2 = column(right_boxes)
-    svg = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{right_x + width + 10}' height='{max(h1, h2) + 10}' "
-           "font-family='sans-serif' font-size='12'>",
+    line_height = 16
+    bottom = max(h1, h2) + 2
+    total_width = max([right_x + width + 10] + [left_x + _text_width(line) + 10 for line in legend])
+    svg = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{total_width}' "
+           f"height='{bottom + line_height * (len(legend) - 1) + 8}' font-family='sans-serif' font-size='12'>",
            f"<text x='{left_x}' y='20' font-weight='bold'>before: parallelism {len(old)}</text>",
            f"<text x='{right_x}' y='20' font-weight='bold'>after: parallelism {new_parallelism}</text>"]
     for x, parts in ((left_x, left), (right_x, right)):
@@ -106,13 +123,13 @@ def rescale_picture(old, new_parallelism: int, modes: dict, title: str | None = 
                    f"stroke='{colour[name]}' stroke-width='2'/>")
         svg.append(f"<text x='{x + 14}' y='{y + 14}'>{html.escape(text)}</text>")
 
-    for name, s, k in left_y:
-        draw_chip(left_x, left_y[(name, s, k)], name, f"{name}: {_label(old[s][name][k])}")
-    for move, y in right_y.items():
-        name, _, s, _, unit, _ = move
-        draw_chip(right_x, y, name, f"{name}: {_label(unit)}  (from {s})")
-    legend = " · ".join(f"{name}: {modes[name]} ({MODE_WORDS.get(modes[name], '')})" for name in names)
-    svg.append(f"<text x='{left_x}' y='{max(h1, h2) + 2}' fill='#555'>{html.escape(legend)}</text></svg>")
+    for key, text in left_chips.items():
+        draw_chip(left_x, left_y[key], key[0], text)
+    for move, text in right_chips.items():
+        draw_chip(right_x, right_y[move], move[0], text)
+    for i, line in enumerate(legend):  # the caption: a line per state, its mode and what the mode does
+        svg.append(f"<text x='{left_x}' y='{bottom + i * line_height}' fill='#555'>{html.escape(line)}</text>")
+    svg.append("</svg>")
     lines = [title] if title else []
     for j in range(new_parallelism):
         got = [f"{name} {_label(unit)} (from {s})" for name, _, s, _, unit, new in moves if new == j]
@@ -148,6 +165,18 @@ def _counted(n: int, word: str, words: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else words or word + 's'}"
 
 
+def _stream_sentence(records: int, with_records: int, in_all: int) -> str:
+    """What the stream read, in one sentence: 40 records, read by 1 of 3 micro-batches (...)."""
+    if not in_all:
+        return "no micro-batch yet"
+    if not with_records:
+        return f"nothing new yet ({_counted(in_all, 'micro-batch', 'micro-batches')}, each empty)"
+    if with_records == in_all:
+        return f"{_counted(records, 'record')} read by {_counted(in_all, 'micro-batch', 'micro-batches')}"
+    return (f"{_counted(records, 'record')} read by {with_records} of {in_all} micro-batches "
+            "(the others found nothing new)")
+
+
 #: What a backlog's recorded size counts (a folder's files, a table's rows), in the order shown.
 _SIZES = ("files", "rows")
 
@@ -168,14 +197,16 @@ def switch_picture(job) -> Picture:
     sizes = {k: (recorded or {}).get(k) for k in _SIZES}
     what = ", ".join(_counted(v, k.rstrip("s")) for k, v in sizes.items() if isinstance(v, int))
     if switch:
-        backlog_words = (f"backlog: {what or 'recorded'} ({backlog:,} records), one batch job, "
+        # the records only when they are not what the size already says (a table's rows are its records)
+        records = _counted(backlog, "record")
+        size = what if sizes.get("rows") == backlog else f"{what} ({records})" if what else records
+        backlog_words = (f"backlog: {size} read by one batch job with "
                          f"{_counted(switch.get('state_writes') or 0, 'state write')}")
     else:
         backlog_words = f"backlog: {what or 'recorded'}, not read yet" if recorded is not None else "no backlog"
     switch_words = f"switch: W = {_when(switch.get('watermark'))}" if switch else "no switch yet"
     with_rows = [e for e in batches if e.get("input_rows")]
-    stream_words = (f"stream: {streamed:,} records in {_counted(len(with_rows), 'micro-batch', 'micro-batches')}"
-                    f" with records ({len(batches)} in all)")
+    stream_words = f"stream: {_stream_sentence(streamed, len(with_rows), len(batches))}"
     text = f"{backlog_words} | {switch_words} | {stream_words}"
     total = backlog + streamed
     stream_share = 0.0 if not batches else max(0.2, streamed / total if total else 0.2)
@@ -198,6 +229,6 @@ def switch_picture(job) -> Picture:
     legend = (f"<div style='font:12px sans-serif;margin-top:4px;max-width:760px'>"
               f"<span style='color:{COLOURS[0]}'>■</span> {html.escape(backlog_words)}<br>"
               f"<b>|</b> {html.escape(switch_words)}<br>"
-              f"<span style='color:{COLOURS[1]}'>■</span> {html.escape(stream_words)} "
-              "(each block a micro-batch, by its number)</div>")
+              f"<span style='color:{COLOURS[1]}'>■</span> {html.escape(stream_words)}. "
+              "Each block is a micro-batch, by its number.</div>")
     return Picture(text, html_=bar + legend)

@@ -58,11 +58,13 @@ def test_orders_table_places_orders_and_lands_tier_changes(postgres, tmp_path):
     assert len(changes) == 7 and set(changes["tier"]) <= {"bronze", "silver", "gold"}
     assert set(changes["customer"]) <= set(table.customers)
     assert changes["ts"].between(orders["ts"].min() - pd.Timedelta(seconds=1), orders["ts"].max()).all()
-    for lower, upper in ((-600, 0), (-5.5, 0), (0, 3.5), (-1e9, 1e9)):  # pandas' count against a plain double loop
+    # pandas' count against a plain double loop, in milliseconds as between(lower, upper) takes them
+    for lower, upper in ((-600_000, 0), (-5_500, 0), (0, 3_500), (-1_000, 1_000), (-1e12, 1e12)):
         pairs = sum(1 for o in orders.itertuples() for c in changes.itertuples()
-                    if o.customer == c.customer and lower <= (c.ts - o.ts).total_seconds() <= upper)
+                    if o.customer == c.customer and lower <= (c.ts - o.ts).total_seconds() * 1000 <= upper)
         assert table.pairs_within(lower, upper) == pairs
-    assert table.pairs_within(-1e9, 1e9) == sum((orders["customer"] == c).sum() for c in changes["customer"])
+    assert table.pairs_within(-600, 0) < table.pairs_within(-600_000, 0)  # 0.6 s is not ten minutes
+    assert table.pairs_within(-1e12, 1e12) == sum((orders["customer"] == c).sum() for c in changes["customer"])
     with pytest.raises(ValueError, match=r"table name 'x; drop'; accepted: an identifier"):
         orders_table(postgres, table="x; drop")
 

@@ -81,8 +81,30 @@ def test_the_rescale_row_tells_where_every_operators_units_go(tmp_path):
                 [expected[j][name] for j in range(3)], (operator, name)
     assert view.highlighted == {"files(src)": "state 2 \u2192 3", "process(Tally)": "state 2 \u2192 3"}
     text = view.rescale_text.value
-    assert "Restore at parallelism 3" in text and "savepoint-000001" in text and "(taken at 2)" in text
+    assert "Restore at parallelism 3" in text and "savepoint-000001 of &#x27;job&#x27;" in text
+    assert "(taken at parallelism 2, after micro-batch 4)" in text and f"title='{path}'" in text
     assert text.count("<table") == 2 and "kp4 (to read)" in text
     view.rescale_savepoint(path, 1, restored=True)
     assert "Restored at parallelism 1" in view.rescale_text.value
     assert {row[4] for row in view.last_rescale} == {0}
+
+
+def test_a_restored_jobs_savepoints_are_offered_once_each_and_told_apart(tmp_path):
+    """show_graph(restored job) offers the savepoint it was restored from and its own savepoints: tutorial 7
+    listed "savepoint-000001" twice, the original job's and the restored job's, alike (issue 51)."""
+    import os
+
+    from fw_magics.runtime.streaming.savepoints.files import list_savepoints
+
+    restored_from = _savepoint(str(tmp_path / "orders"))
+    own = _savepoint(str(tmp_path / "orders-at-3"))
+    view = GraphView(_graph(), follow=False)
+    offered = [restored_from, *list_savepoints(str(tmp_path / "orders-at-3")), own + os.sep,
+               os.path.relpath(restored_from)]  # each also spelled another way
+    view.offer_savepoints(offered, 3)
+    options = view.rescale_controls.savepoint.options
+    assert [label for label, _ in options] == ["savepoint-000001 of 'orders'", "savepoint-000001 of 'orders-at-3'"]
+    assert [os.path.realpath(p) for _, p in options] == [os.path.realpath(restored_from), os.path.realpath(own)]
+    assert view.rescale_controls.savepoint.value == options[-1][1]  # the newest chosen
+    view.offer_savepoints([own], 3)  # a name no other shares: the name alone
+    assert view.rescale_controls.savepoint.options == (("savepoint-000001", own),)
