@@ -82,6 +82,28 @@ class FailingCountSum(CountSum):
         return super().add(value, accumulator)
 
 
+class FailingOnceOthersCommitted(FailingCountSum):
+    """FailingCountSum whose failure on key 3 waits (up to 120 s) until another subtask of the job in ``job``
+    committed its result (a sidecar in its ``results`` folder): which subtasks a failed backlog keeps is then
+    the failure's doing, not a race between two tasks on a busy machine."""
+
+    def __init__(self, flag: str, job: str):
+        super().__init__(flag)
+        self.job = job
+
+    def add(self, value, accumulator):
+        import glob
+        import os
+        import time
+
+        if value.k == 3 and os.path.exists(self.flag):
+            deadline = time.monotonic() + 120
+            while not glob.glob(os.path.join(self.job, "**", "results", "*", "*.json"), recursive=True) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return super().add(value, accumulator)
+
+
 class HangingCountSum(CountSum):
     """CountSum whose task does not return on key 3 while the file ``flag`` exists (a stuck Python worker):
     only a cancel of the task (its Python worker killed) ends it. The file ``flag.hanging`` says one hangs."""

@@ -28,14 +28,17 @@ def kinds(events, kind):
     return [e for e in events if e["type"] == kind]
 
 
-def failing(area, tmp_path, on: bool = True, files=BACKLOG):
-    """The backlog ``files`` written, and a keyed CountSum failing on key 3 while the returned flag file exists."""
+def failing(area, tmp_path, on: bool = True, files=BACKLOG, after_others_of: str | None = None):
+    """The backlog ``files`` written, and a keyed CountSum failing on key 3 while the returned flag file exists
+    (``after_others_of``: a job's name; the failure waits for another of its subtasks to commit)."""
     flag = tmp_path / "fail"
     if on:
         flag.write_text("on")
     for f in files:
         area.write(f)
-    return flag, source(area).key_by("k").aggregate(functions.FailingCountSum(str(flag)))
+    fn = functions.FailingCountSum(str(flag)) if after_others_of is None else \
+        functions.FailingOnceOthersCommitted(str(flag), os.path.join(area.jobs, after_others_of))
+    return flag, source(area).key_by("k").aggregate(fn)
 
 
 @pytest.mark.core
@@ -159,8 +162,8 @@ def test_a_failed_micro_batch_restarts_the_query_from_its_checkpoint_with_nothin
 
 @pytest.mark.core
 def test_a_failed_backlog_restarts_only_its_subtasks_that_did_not_commit(area, tmp_path):
-    flag, op = failing(area, tmp_path)
-    job = op.start(job_dir=area.jobs, job_name="healed", mode="batch", restart=Healing(flag)).process_all_available()
+    flag, op = failing(area, tmp_path, after_others_of="healed-backlog")
+    job = op.start(job_dir=area.jobs, job_name="healed-backlog", mode="batch", restart=Healing(flag)).process_all_available()
     assert job.phase == "finished" and job.restarts == 1
     events = job.events()
     attempts = {e["subtask"]: e["attempt"] for e in kinds(events, "subtask_finished")}
