@@ -116,7 +116,7 @@ class LateRows:
         from ....values.schema import arrow_schema
 
         self.writer, self.schema = writer, schema
-        self.kinds = {kind: SIDES[i] for i, kind in enumerate(LATE_KINDS.values())}
+        self.kinds = dict(zip(LATE_KINDS.values(), SIDES))  # left_late -> the first input's struct column
         self.records = {f.name: RowWriter(arrow_schema(T.StructType([f])), [f.dataType], "a late record")
                         for f in fields}
 
