@@ -55,6 +55,10 @@ _EMBEDDED_CONF = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
     "spark.ui.killEnabled": "false",
+    # How long a Python process Spark starts (a streaming source's runner, a worker) has to connect back, and
+    # the JVM waits for it: Spark's 15 s was missed on a loaded 2-core machine ("Python worker failed to
+    # connect back", the query failed and its restart strategy ran it again); a slow start is not a failure.
+    "spark.python.authenticate.socketTimeout": "120s",
 }
 #: Where the Spark UI of a JVM started here listens, unless the user's SPARK_LOCAL_IP says otherwise.
 LOOPBACK = "127.0.0.1"
