@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from fw_magics.runtime.streaming.driver.stall import FLOOR_S
 from tests.kernels import Kernel
 from tests.streaming.files import Area
 
@@ -49,7 +50,10 @@ def test_a_view_updates_under_its_cell_with_the_kernel_free_and_steers_the_job(t
             except queue.Empty:
                 break
         area.write([(2, 70, 10)])  # from this process, while no cell runs
-        updates_until(kernel, "<td>71</td>", within=60)
+        # Within the stall guard's recovery: a micro-batch Spark leaves hanging (its state server's thread was seen
+        # to die on a loaded machine: "assertion failed" in TransformWithStateInPySparkStateServer) is cancelled
+        # after the guard's 60 s floor and run again from its checkpoint, and the view shows the re-run's result.
+        updates_until(kernel, "<td>71</td>", within=FLOOR_S * 3)
         assert kernel.ok("print(1 + 1)").stdout.strip() == "2"  # the kernel is free
         ran = kernel.ok("import json\npath = view.savepoint(); view.stop()\n"
                         "print(json.dumps([path, job.phase, [b.disabled for b in view.buttons], view.message_text]))")
