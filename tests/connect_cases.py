@@ -58,6 +58,7 @@ CONNECT_CASES = {
     # streaming: Python data sources registered per session, transformWithState and its state client, the
     # state partitions Connect's server keeps, the state data source (savepoints), foreachBatch, query progress
     "tests/streaming/test_follow.py": "query progress polled through Connect",
+    "tests/widgets/test_job_view_spark.py": "job.show(): the backlog's rows read through the server, the buttons' calls",
     "tests/streaming/test_handover.py": "the handover as Flavour.CONNECT decides it",
     "tests/streaming/test_keyed_operator_state.py": "transformWithState's state client under Connect",
     "tests/streaming/test_modes.py": "every mode's query under Connect",

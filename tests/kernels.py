@@ -26,6 +26,7 @@ class Ran:
     stdout: str = ""
     stderr: str = ""
     results: list = field(default_factory=list)  # text/plain of execute_result and display_data
+    kinds: list = field(default_factory=list)  # the mime types of each of those, as sets
     error: dict | None = None  # {"ename", "evalue", "traceback"} with colours removed
     seconds: float = 0.0
     interrupted_at: float | None = None  # seconds after the start, when the test interrupted it
@@ -108,6 +109,7 @@ class Kernel:
                     ran.stderr += content["text"]
             elif kind in ("execute_result", "display_data"):
                 ran.results.append(content["data"].get("text/plain", ""))
+                ran.kinds.append(set(content["data"]))
             elif kind == "error":
                 ran.error = {"ename": content["ename"], "evalue": content["evalue"],
                              "traceback": [ANSI.sub("", line) for line in content["traceback"]]}

@@ -29,7 +29,17 @@ from fw_magics.runtime.streaming.driver.sink import batch_dir, committed_batches
 from fw_magics.runtime.streaming.keyed.changelog import BATCH, KIND, SEQ
 from fw_magics.runtime.streaming.savepoints.files import list_savepoints
 
-from .job_view_model import CHARTED_BATCHES, KEPT_ROWS, SHOWN, Mode, Results, chart_svg, header_html, table_html
+from .job_view_model import (
+    CHARTED_BATCHES,
+    KEPT_ROWS,
+    SHOWN,
+    Mode,
+    Results,
+    chart_svg,
+    header_html,
+    result_chart_svg,
+    table_html,
+)
 
 #: The least time between two reads of the job; the longest a woken view waits for a hook before it looks anyway.
 MIN_INTERVAL_S = 0.25
@@ -89,6 +99,7 @@ class JobView(W.VBox):
         self.sort = sort
         self.table = W.HTML()
         self.table.add_class("fw-job-results")
+        self.result_chart = W.HTML()  # the chosen column of the top keys (update mode, top by a column)
         self.charts = W.HTML()
         self.charts.add_class("fw-job-charts")
         self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger")
@@ -107,7 +118,7 @@ class JobView(W.VBox):
             control.observe(lambda _: self._draw_results(), "value")
         super().__init__([self.header, W.HBox([self.stop_button, self.savepoint_button, self.stop_savepoint_button]),
                           self.message, W.HBox([self.mode_pick, self.sort_pick, self.count]), self.table,
-                          self.charts, self.savepoints])
+                          self.result_chart, self.charts, self.savepoints])
         self.add_class("fw-job-view")
         self._hooks = []
         self._thread = None
@@ -219,8 +230,10 @@ class JobView(W.VBox):
                 rows = self.results.top(column, n)
                 caption = (f"latest row of {len(rows)} of {len(self.results.latest):,} keys"
                            + (f", top by {column}" if column else ""))
+                self.result_chart.value = result_chart_svg(rows, column, self.results.key_names)
             else:
                 rows, caption = self.results.recent(n), f"newest {n} changelog rows"
+                self.result_chart.value = ""
             self.table.value = table_html([*columns, "batch"], rows, caption)
 
     def _say(self, text: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import html
+import numbers
 from collections import OrderedDict, deque
 
 from fw_magics.errors import FullWindowError
@@ -182,9 +183,9 @@ def _panel(title: str, series: list[tuple[str, list]], bars: bool = False) -> st
 
 
 def chart_svg(metrics: list[dict], last: int = CHARTED_BATCHES) -> str:
-    """Four small charts over the last ``last`` micro-batches (``job.metrics()``'s rows, the backlog's left
-    out): input vs processed rate, duration, watermark gap, and the state rows per partition after the
-    newest one."""
+    """Five small charts over the last ``last`` micro-batches (``job.metrics()``'s rows, the backlog's left
+    out): input vs processed rate, duration, watermark gap, late rows, and the state rows per partition after
+    the newest one."""
     batches = [m for m in metrics if m.get("batch", 0) >= 0][-last:]
     column = {name: [m.get(name) for m in batches] for name in
               ("input_rows_per_second", "processed_rows_per_second", "duration_ms", "watermark_gap_ms")}
@@ -195,6 +196,43 @@ def chart_svg(metrics: list[dict], last: int = CHARTED_BATCHES) -> str:
                           ("processed", column["processed_rows_per_second"])]),
         _panel("duration (ms)", [("per micro-batch", column["duration_ms"])]),
         _panel("watermark gap (ms)", [("start less W", column["watermark_gap_ms"])]),
+        _panel("late rows", [("per micro-batch", [m.get("late") for m in batches])]),
         _panel("state rows per partition", [("now", list(per_partition))], bars=True),
     ]
     return f"<div class='fw-job-charts' style='display:flex;flex-wrap:wrap;gap:6px'>{''.join(panels)}</div>"
+
+
+#: Keys a result column's chart shows (the view's top rows, at most this many).
+CHARTED_KEYS = 12
+
+
+def result_chart_svg(rows: list[dict], column: str | None, key_names: tuple) -> str:
+    """A bar per key of ``column`` over the view's top ``rows`` (update mode, sorted by that column), the key
+    under its bar and both on hover; empty when no column is chosen or it holds no number."""
+    if column is None:
+        return ""
+    bars = [(tuple(r.get(k) for k in key_names), r.get(column)) for r in rows[:CHARTED_KEYS]]
+    bars = [(key, value) for key, value in bars  # numbers of Python, numpy (the backlog's rows) or pyarrow
+            if isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value]
+    if not bars:
+        return ""
+    width = WIDTH * 2
+    top = max(max(v for _, v in bars), 0) or 1
+    low = min(min(v for _, v in bars), 0)
+    span = (top - low) or 1
+    step = (width - 2 * PAD) / len(bars)
+    zero = HEIGHT - PAD - (0 - low) / span * (HEIGHT - 2 * PAD)
+    inner = ""
+    for i, (key, value) in enumerate(bars):
+        label = html.escape(", ".join(str(k) for k in key))
+        y = HEIGHT - PAD - (value - low) / span * (HEIGHT - 2 * PAD)
+        inner += (f"<rect x='{PAD + i * step + 1:.1f}' y='{min(y, zero):.1f}' width='{max(step - 2, 1):.1f}' "
+                  f"height='{abs(zero - y):.1f}' fill='{COLOURS[1]}'><title>{label}: {value:,}</title></rect>"
+                  f"<text x='{PAD + (i + 0.5) * step:.1f}' y='{HEIGHT - 4}' font-size='9' text-anchor='middle'>"
+                  f"{label[:8]}</text>")
+    title = html.escape(f"{column} of the top {len(bars)} keys")
+    return (f"<svg class='fw-chart fw-result-chart' xmlns='http://www.w3.org/2000/svg' width='{width}' "
+            f"height='{HEIGHT}' viewBox='0 0 {width} {HEIGHT}' role='img' aria-label='{title}'>"
+            f"<text x='{PAD}' y='12' font-size='11'>{title}</text>"
+            f"<text x='{width - 4}' y='12' font-size='10' text-anchor='end'>max {top:,.4g}</text>"
+            f"<line x1='{PAD}' y1='{zero:.1f}' x2='{width - PAD}' y2='{zero:.1f}' stroke='#999'/>{inner}</svg>")

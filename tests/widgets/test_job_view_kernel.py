@@ -55,6 +55,9 @@ def test_a_view_updates_under_its_cell_with_the_kernel_free_and_steers_the_job(t
         # after the guard's 60 s floor and run again from its checkpoint, and the view shows the re-run's result.
         updates_until(kernel, "<td>71</td>", within=FLOOR_S * 3)
         assert kernel.ok("print(1 + 1)").stdout.strip() == "2"  # the kernel is free
+        shown = kernel.ok("job")  # the job as a cell's last value: its live view, its repr as the text
+        assert shown.results[-1].startswith("StreamingJob('live'")
+        assert "application/vnd.jupyter.widget-view+json" in shown.kinds[-1]
         ran = kernel.ok("import json\npath = view.savepoint(); view.stop()\n"
                         "print(json.dumps([path, job.phase, [b.disabled for b in view.buttons], view.message_text]))")
         path, phase, disabled, message = json.loads(ran.stdout)

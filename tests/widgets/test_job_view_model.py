@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fw_magics.errors import FullWindowError
-from fw_magics.widgets.job_view_model import Mode, Results, chart_svg, header_html, table_html
+from fw_magics.widgets.job_view_model import (
+    CHARTED_KEYS,
+    Mode,
+    Results,
+    chart_svg,
+    header_html,
+    result_chart_svg,
+    table_html,
+)
 
 row = st.fixed_dictionaries({"k": st.integers(0, 6), "total": st.one_of(st.none(), st.integers(-50, 50)),
                              "kind": st.sampled_from(["element", "element", "timer", "removed"])})
@@ -97,13 +105,13 @@ def _points(svg: str) -> list[list[tuple[float, float]]]:
 @given(st.lists(st.fixed_dictionaries({
     "input_rows_per_second": st.one_of(st.none(), st.floats(0, 1e6)),
     "processed_rows_per_second": st.floats(0, 1e6), "duration_ms": st.integers(0, 10_000),
-    "watermark_gap_ms": st.one_of(st.none(), st.integers(0, 10**9)),
+    "watermark_gap_ms": st.one_of(st.none(), st.integers(0, 10**9)), "late": st.integers(0, 50),
     "state_rows_per_partition": st.lists(st.integers(0, 1000), max_size=6)}), min_size=1, max_size=40))
 def test_the_charts_are_well_formed_svg_and_draw_the_last_batches(metrics):
     metrics = [{"batch": i, **m} for i, m in enumerate(metrics)]
     html = chart_svg([{"batch": -1, "duration_ms": 10**9}, *metrics], last=30)
     charts = re.findall(r"<svg.*?</svg>", html)
-    assert len(charts) == 4
+    assert len(charts) == 5
     for chart in charts:
         ET.fromstring(chart)  # well-formed
     shown = metrics[-30:]
@@ -112,6 +120,35 @@ def test_the_charts_are_well_formed_svg_and_draw_the_last_batches(metrics):
     assert all(0 <= x <= 230 and 0 <= y <= 90 for line in rates for x, y in line)
     top = max(m["duration_ms"] for m in shown)  # the backlog's row is not charted
     assert f"max {top if top > 0 else 1:,.4g}" in charts[1]
-    bars = re.findall(r"<title>partition (\d+): (\d+)</title>", charts[3])
+    assert f"max {max(max(m['late'] for m in shown), 1):,.4g}" in charts[3]  # late rows, per micro-batch
+    bars = re.findall(r"<title>partition (\d+): (\d+)</title>", charts[4])
     last = next((m["state_rows_per_partition"] for m in reversed(shown) if m["state_rows_per_partition"]), [])
     assert [int(count) for _, count in bars] == last
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches, st.integers(1, 30))
+def test_a_result_columns_chart_draws_the_top_keys_the_table_lists(parts, n):
+    results = Results(("k",))
+    for batch, rows in enumerate(parts):
+        results.take(batch, rows)
+    rows = results.top("total", n)
+    svg = result_chart_svg(rows, "total", ("k",))
+    want = [(r["k"], r["total"]) for r in rows[:CHARTED_KEYS] if r["total"] is not None]
+    if not want:
+        assert svg == ""
+        return
+    ET.fromstring(svg)
+    bars = [(int(k), int(v.replace(",", ""))) for k, v in re.findall(r"<title>(-?\d+): (-?[\d,]+)</title>", svg)]
+    assert bars == want  # one bar per listed key, in the table's order, with its value
+    heights = [float(h) for h in re.findall(r"height='([\d.]+)' fill", svg)]
+    assert all(0 <= h <= 90 for h in heights)
+    assert result_chart_svg(rows, None, ("k",)) == ""  # by key: no column to chart
+
+
+def test_a_result_chart_takes_numpy_numbers_and_leaves_out_nan_and_text():
+    import numpy as np
+
+    rows = [{"k": 1, "v": np.int64(5)}, {"k": 2, "v": float("nan")}, {"k": 3, "v": "x"}, {"k": 4, "v": np.float64(2.5)}]
+    titles = re.findall(r"<title>(.*?)</title>", result_chart_svg(rows, "v", ("k",)))
+    assert titles == ["1: 5", "4: 2.5"]

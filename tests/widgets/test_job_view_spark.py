@@ -14,7 +14,8 @@ from fw_magics.widgets.job_view import MIN_INTERVAL_S
 from tests.streaming import functions
 from tests.streaming.files import TRIGGER, Area
 
-pytestmark = [pytest.mark.spark, pytest.mark.extended]  # make test-extended (CI)
+#: make test-extended (CI); a core case: make test-extended runs it again under Spark Connect (tests/connect_cases.py)
+pytestmark = [pytest.mark.spark, pytest.mark.extended, pytest.mark.core]
 
 
 def wait_for(condition, within: float = 30.0):
@@ -45,7 +46,9 @@ def test_a_view_follows_a_job_by_itself_and_its_buttons_are_the_jobs_api(spark, 
         assert view.status["batches"] == len(job.replayed().batches) >= 1
         assert [m["batch"] for m in view.metrics] == list(job.metrics()["batch"])[-31:]  # the last 30 and the backlog's
         assert "state rows per partition" in view.charts.value and "polyline" in view.charts.value
+        assert "total of the top 5 keys" in view.result_chart.value and "<title>1: 43</title>" in view.result_chart.value
         assert not any(button.disabled for button in view.buttons)
+        assert job._repr_mimebundle_() == {"text/plain": repr(job)}  # no kernel here: no view follows the job
         assert MIN_INTERVAL_S == 0.25
 
         path = view.savepoint()  # what the Savepoint button runs

@@ -85,11 +85,27 @@ class JobResults:
 
     def show(self, mode=None, sort=None, n: int = 20):
         """A view under the cell that follows the job while the kernel stays free: phase, W, lag, its results
-        (``mode`` "update": each key's latest row, top ``n`` by ``sort``; "append": the newest rows), charts
-        of its metrics, and Stop / Savepoint / Stop with savepoint (``fw_magics.widgets.JobView``)."""
+        (``mode`` "update": each key's latest row, top ``n`` by ``sort``, a chart of that column; "append": the
+        newest rows), charts of its metrics, and Stop / Savepoint / Stop with savepoint
+        (``fw_magics.widgets.JobView``). A job that is a cell's last value shows this view too."""
         from ....widgets import show_job
 
         return show_job(self, mode=mode, sort=sort, n=n)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """The job as a cell's last value: in a Jupyter kernel its live view (``show()``), the repr as its text;
+        elsewhere (a terminal, a script) the repr alone: no view follows a job nobody can see."""
+        text = {"text/plain": repr(self)}
+        try:
+            from IPython import get_ipython
+
+            in_kernel = getattr(get_ipython(), "kernel", None) is not None
+        except ImportError:
+            in_kernel = False
+        if not in_kernel:
+            return text
+        bundle = dict(self.show()._repr_mimebundle_(include=include, exclude=exclude) or {})
+        return {**bundle, **text}
 
     def changelog_frame(self):
         """Every committed changelog row as a Spark DataFrame (the output columns, kind, seq, batch)."""
