@@ -197,3 +197,43 @@ def test_a_restart_gives_the_same_frame(area, mixed, stream):
     finally:
         again.stop()
     pd.testing.assert_frame_equal(after.iloc[:len(frame)], frame)
+
+
+@pytest.fixture(scope="module")
+def two(area):
+    """A mixed two-input job (``Ledger`` over two folders): a backlog on both inputs, then one file on each,
+    stopped: (job, its metrics, the progress of its micro-batches)."""
+    from tests.streaming.test_two_inputs import ledger, run
+
+    seen = {}
+    job, _ = run(area, ledger, "mixed", "two", TWO_BACKLOG, TWO_FRESH,
+                 after_each=lambda running: seen.update(_ran(running.query)))
+    return job, job.metrics(), seen
+
+
+#: (k, v, seconds) of the first input, (key, w, seconds) of the second: W after the backlog is 8 s; the fresh
+#: records come after it (none late). Every key a record reaches holds state (Ledger never clears one).
+TWO_BACKLOG = ([(k, 1, k + 1) for k in range(5)], [(k, 2, k + 2) for k in (3, 4, 5, 6)])
+TWO_FRESH = [(1, [(10, 1, 30)]), (2, [(11, 5, 31), (3, 1, 32)])]
+
+
+def held(keys) -> list[int]:
+    counts = [0] * PARTITIONS
+    for k in set(keys):
+        counts[partition((k,), (True,), PARTITIONS)] += 1
+    return counts
+
+
+@pytest.mark.extended  # make test-extended (CI): a third job, of two inputs
+def test_a_two_input_job_s_micro_batches_are_their_progress_and_its_state_the_model(two):
+    _, frame, progress = two
+    _assert_as_progress(frame, progress)
+    backlog = frame[frame["batch"] == -1].iloc[0]
+    assert backlog["input_rows"] == sum(len(rows) for rows in TWO_BACKLOG) and backlog["late"] == 0
+    before = [r[0] for rows in TWO_BACKLOG for r in rows]
+    assert backlog["state_rows_per_partition"] == held(before)
+    fresh = frame[(frame["batch"] >= 0) & (frame["input_rows"] > 0)]
+    assert fresh["late"].sum() == 0
+    last = frame[frame["batch"] >= 0].iloc[-1]
+    assert last["state_rows_per_partition"] == held(before + [r[0] for _, rows in TWO_FRESH for r in rows])
+    assert (frame["state_rows"] == frame["state_rows_per_partition"].map(sum)).all()
