@@ -66,6 +66,7 @@ from ..keyed.query import STATE_VARIABLE
 from ..keyed.seed import Handed, overlaid, read_handover
 from ..keyed.state_files import handed_over_outputs, handover_layers, partition_states, saved_states, write_parquet
 from ..operator.query import OPERATOR_VARIABLE
+from . import declared as states_field
 from .checks import shape_problem
 from .files import Savepoint, load_savepoint, share, write_savepoint
 
@@ -340,6 +341,9 @@ def take(job) -> str:
         "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind.name,
         **job.source.position_fields(position),
     }
+    declared = job.spec.kind.declared_states(job.spec) if job.state_kind is KEYED else None
+    if declared is not None:  # what its function declared: a reader's typed columns, without the function
+        document[states_field.FIELD] = states_field.record(declared)
     if tops and None not in tops:  # two inputs: each one's time, carried into a restored job's stream
         document["tops"] = {str(tag): top for tag, top in sorted(tops.items())}
     return write_savepoint(job.storage.base, document, operators, position, snap.keyed, snap.latest, snap.base)
