@@ -51,7 +51,8 @@ def _stream(area):
 
 @pytest.fixture(scope="module")
 def taken(spark, tmp_path_factory):
-    """The savepoint of the Tally job over BACKLOG then FRESH, and its stream."""
+    """The savepoint of the Tally job over BACKLOG then FRESH, its stream, and what job.state() read just before
+    it was taken (info, keyed_state rows, timers rows)."""
     before = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     area = Area(tmp_path_factory.mktemp("reader"))
@@ -64,12 +65,14 @@ def taken(spark, tmp_path_factory):
             job.process_all_available()
             area.write(_table(FRESH), "tally")
             job.process_all_available()
+            live = job.state()
+            rows = (live.info, sorted(live.keyed_state().collect()), sorted(live.timers().collect()))
             path = job.savepoint()
         finally:
             job.stop()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
-    return path, stream
+    return path, stream, rows
 
 
 def _utc(stamp):
@@ -77,7 +80,7 @@ def _utc(stamp):
 
 
 def test_keyed_state_has_the_keys_and_one_typed_column_per_declared_state(taken):
-    path, _ = taken
+    path, *_ = taken
     reader = fw.read_savepoint(path)
     frame = reader.keyed_state()
     assert [(f.name, f.dataType.simpleString()) for f in frame.schema.fields] == [
@@ -91,7 +94,7 @@ def test_keyed_state_has_the_keys_and_one_typed_column_per_declared_state(taken)
 
 
 def test_timers_positions_operator_state_and_info(taken):
-    path, _ = taken
+    path, *_ = taken
     reader = fw.read_savepoint(path)
     timers = {(r["k"], r["g"], r["timestamp"]) for r in reader.timers().collect()}
     assert timers == {(*key, t) for key, value in _model([r for f in BACKLOG for r in f] + FRESH).items()
@@ -115,7 +118,7 @@ def test_a_savepoint_without_recorded_state_is_read_with_its_stream_and_refused_
     import os
     import shutil
 
-    path, stream = taken
+    path, stream, _ = taken
     old = str(tmp_path / "old")
     shutil.copytree(path, old)
     document = os.path.join(old, "savepoint.json")
@@ -133,6 +136,19 @@ def test_a_savepoint_without_recorded_state_is_read_with_its_stream_and_refused_
     with pytest.raises(SavepointError, match=r"/old holds event-time timers, which CountSum does not keep$"):
         fw.read_savepoint(old, stream=operator("aggregate", fw.from_files(
             str(tmp_path), "parquet", functions.SCHEMA, event_time="ts")))
+
+
+def test_a_running_jobs_state_is_what_its_savepoint_holds(taken):
+    """job.state(): the same reader over the job's latest committed micro-batch, nothing written."""
+    path, _, (info, keyed, timers) = taken
+    reader = fw.read_savepoint(path)
+    assert keyed == sorted(reader.keyed_state().collect()) and len(keyed) == len(_model(
+        [r for f in BACKLOG for r in f] + FRESH))
+    assert timers == sorted(reader.timers().collect())
+    assert {k: v for k, v in info.items() if k not in ("graph", "path")} == \
+        {k: v for k, v in reader.info.items() if k not in ("graph", "path")}
+    assert info["path"] is None and info["graph"] == reader.info["graph"]
+    assert path.endswith("savepoint-000001")  # state() took no savepoint
 
 
 @pytest.mark.parametrize("bad", ["/nonexistent/savepoint", __file__])

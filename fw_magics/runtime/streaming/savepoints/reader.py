@@ -48,7 +48,32 @@ def read_savepoint(path, stream=None) -> SavepointReader:
     """The savepoint at ``path`` (what ``job.savepoint()`` returned) as tables; ``stream``: the keyed
     stream it was taken of, for a savepoint that does not record its declared state (older ones)."""
     savepoint = load_savepoint(path)
-    return SavepointReader(savepoint, _declared(savepoint, stream))
+    declared = _declared(savepoint, stream)
+    spark = _spark()
+    return SavepointReader(savepoint.document, savepoint.operator_state, savepoint.manifest, declared,
+                           lambda: spark.read.parquet(savepoint.keyed_path), savepoint.path,
+                           [p for p, _ in savepoint.base], spark, savepoint.path)
+
+
+def state_of(job) -> SavepointReader:
+    """The running ``job``'s state at its latest committed micro-batch, read as a savepoint of it would be
+    (``savepoints.contents``: nothing written): its store at that batch over the files its state was handed
+    over in."""
+    from ....state import parse_operator_state
+    from . import KEYED, contents
+
+    document, operators, position, snap = contents(job)
+    declared = job.spec.kind.declared_states(job.spec) if job.state_kind is KEYED else None
+    if declared is not None:
+        declared = {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
+    return SavepointReader(document, parse_operator_state(operators), position, declared, lambda: snap.states,
+                           job.root, [p for p, _ in snap.base], job.spark)
+
+
+def _spark():
+    from ....spark.session import get_spark
+
+    return get_spark()
 
 
 def _declared(savepoint: Savepoint, stream):
@@ -82,54 +107,54 @@ def _declared(savepoint: Savepoint, stream):
 
 
 class SavepointReader:
-    """A checked savepoint and what its function declared; each method a Spark DataFrame over its files."""
+    """A savepoint's contents (or a running job's, ``state_of``) and what its function declared; each method a
+    Spark DataFrame over its files. ``over()``: the keyed states written over the base (key columns,
+    ``__fw_state``, tombstones kept); ``base``: the base files (absolute paths inside ``root``)."""
 
-    def __init__(self, savepoint: Savepoint, declared: dict | None, spark=None):
-        from ....spark.session import get_spark
-
-        self.savepoint = savepoint
-        self.declared = declared
-        self.spark = spark or get_spark()
+    def __init__(self, document: dict, operator_state: dict, manifest: dict, declared: dict | None, over, root: str,
+                 base: list, spark, path: str | None = None):
+        self.document, self.held, self.manifest, self.declared = document, operator_state, manifest, declared
+        self._over, self.root, self.base, self.spark, self.path = over, root, list(base), spark, path
 
     @property
     def info(self) -> dict:
         """The job, its graph (a ``JobGraph``), parallelism, watermark (W, epoch ms or None), the micro-batch it
-        was taken after, the operator kind, the key columns, the path."""
-        doc = self.savepoint.document
+        was taken after, the operator kind, the key columns, the savepoint's path (None: a running job's)."""
+        doc = self.document
         return {"job": doc["job"], "graph": JobGraph.from_json(doc["graph"]), "parallelism": doc["parallelism"],
                 "watermark": doc["watermark"], "batch": doc.get("batch"), "kind": doc.get("kind"),
-                "key_names": list(doc["key_names"]), "path": self.savepoint.path}
+                "key_names": list(doc["key_names"]), "path": self.path}
 
     @property
     def key_names(self) -> list:
-        return list(self.savepoint.document["key_names"])
+        return list(self.document["key_names"])
 
     # -- keyed state -----------------------------------------------------------------------------------
 
-    def _keyed(self):
-        if self.declared is None:
-            raise SavepointError(f"savepoint {self.savepoint.path} holds no keyed state (its operator is "
-                                 f"{self.savepoint.document.get('kind')!r}); read its operator_state(name)")
+    def _where(self) -> str:
+        return f"savepoint {self.path}" if self.path else f"job {self.document['job']!r}"
 
     def states(self):
-        """Every key's state as stored: the key columns and ``__fw_state`` (the per-key core's JSON), the
-        keyed-state file's keys over the base's others, cleared keys dropped."""
-        self._keyed()
-        keys = self.key_names
-        over = self.spark.read.parquet(self.savepoint.keyed_path)
-        if not self.savepoint.base:
-            return over.where(F.col(STATE) != F.lit(TOMBSTONE))
-        base = self._base_states(over.schema)
-        return overlaid(over, base, keys).where(F.col(STATE) != F.lit(TOMBSTONE))
+        """Every key's state as stored: the key columns and ``__fw_state`` (the per-key core's JSON), the keys
+        written over the base over the base's others, cleared keys dropped."""
+        if self.declared is None:
+            raise SavepointError(f"{self._where()} holds no keyed state (its operator is "
+                                 f"{self.document.get('kind')!r}); read its operator_state(name)")
+        over = self._over()
+        if self.base:
+            over = overlaid(over, self._base_states(over.schema), self.key_names)
+        return over.where(F.col(STATE) != F.lit(TOMBSTONE))
 
     def _base_states(self, state_schema: T.StructType):
+        import os
+
         import pyarrow as pa
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        names = [f"base/{path.rsplit('/', 1)[-1]}" for path, _ in self.savepoint.base]
-        with pa.ipc.open_stream(pa.OSFile(self.savepoint.base[0][0])) as first:
+        with pa.ipc.open_stream(pa.OSFile(self.base[0])) as first:
             schema = from_arrow_schema(first.schema)
-        rows = read_results(self.spark, self.savepoint.path, names, schema)
+        names = [os.path.relpath(path, self.root) for path in self.base]
+        rows = read_results(self.spark, self.root, names, schema)
         return rows.where(F.col(ROW) == STATE_ROW).select(*[F.col(f"`{f.name}`") for f in state_schema.fields])
 
     def keyed_state(self):
@@ -140,7 +165,7 @@ class SavepointReader:
         out = T.StructType(keys + [T.StructField(name, _spark_type(kind, t)) for name, kind, t in columns])
         task = functools.partial(_typed_batches, [f.name for f in keys], columns, arrow_schema(out))
         typed = map_in_arrow(states, task, out)
-        kind = self.savepoint.document.get("kind")
+        kind = self.document.get("kind")
         if kind is None or len(columns) != 1 or _timed(kind):
             return typed
         name, _, state_type = columns[0]
@@ -165,9 +190,9 @@ class SavepointReader:
     def operator_state(self, name: str):
         """Operator ``name``'s state: one row per element of each subtask's state (subtask, state, mode, element
         as JSON text), a list, union or broadcast state alike."""
-        held = self.savepoint.operator_state
+        held = self.held
         if name not in held:
-            raise SavepointError(f"savepoint {self.savepoint.path} holds no operator state of {name!r:.80}"
+            raise SavepointError(f"{self._where()} holds no operator state of {name!r:.80}"
                                  f"{did_you_mean(name, list(held))}; accepted: {', '.join(map(repr, held)) or 'none'}")
         rows = []
         for subtask, snapshot in enumerate(held[name]):
@@ -179,7 +204,7 @@ class SavepointReader:
 
     def positions(self):
         """Each input's recorded position: its source operator, the position in words, and as recorded (JSON)."""
-        doc, manifest = self.savepoint.document, self.savepoint.manifest
+        doc, manifest = self.document, self.manifest
         names = JobGraph.from_json(doc["graph"]).source_names()
         cls = source_class(doc["source"].get("kind"))
         if issubclass(cls, Composite):
@@ -191,7 +216,7 @@ class SavepointReader:
         return self.spark.createDataFrame(rows, "source string, position string, recorded string")
 
     def __repr__(self) -> str:
-        return f"SavepointReader({self.savepoint!r})"
+        return f"SavepointReader(of {self._where()}: after micro-batch {self.document.get('batch')})"
 
 
 def _timed(kind_name: str) -> bool:
