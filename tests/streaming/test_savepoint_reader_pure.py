@@ -98,3 +98,30 @@ def test_a_recorded_state_that_record_did_not_write_is_refused(recorded, words):
     with pytest.raises(ValueError, match=words):
         declared.parse(recorded)
     assert not declared.valid(recorded)
+
+
+def test_a_savepoints_recorded_states_are_checked_at_load_and_against_what_it_holds(tmp_path):
+    """A forged 'states' field is refused by the load in one line; recorded states that are not what the
+    savepoint holds are refused by read_savepoint in one line naming the state, before Spark is asked."""
+    import fw_magics as fw
+    from fw_magics.runtime.streaming.savepoints.files import SavepointError, load_savepoint
+    from tests.streaming.test_savepoint_trust import read_document, savepoint, write_document
+
+    path = savepoint(str(tmp_path))  # an aggregate's: {"v": {"running": 1}} per key
+    doc = read_document(path)
+    doc["states"] = {"running": {"kind": "value", "record": False, "type": "long"}}
+    write_document(path, doc)
+    with pytest.raises(SavepointError, match=r"field 'states' is .*; accepted: what the job's function declared"):
+        load_savepoint(path)
+    long_running = declared.record({"running": (StateKind.VALUE, state_type(T.LongType()))})
+    doc["states"] = {"running": {**long_running["running"], "kind": "list"}}
+    write_document(path, doc)
+    assert load_savepoint(path).document["states"]["running"]["kind"] == "list"
+    with pytest.raises(SavepointError, match=r"holds value state 'running', which the aggregate function it "
+                                             r"was taken of does not declare \(its state: list state 'running'\)$"):
+        fw.read_savepoint(path)
+    doc["states"] = declared.record({"running": (StateKind.VALUE, state_type(T.StringType()))})
+    write_document(path, doc)
+    with pytest.raises(SavepointError, match=r"holds value state 'running' with values \[\d, \d, \d\], not of its "
+                                             r"declared type 'string'$"):
+        fw.read_savepoint(path)

@@ -93,7 +93,7 @@ def _declared(savepoint: Savepoint, stream):
         declared, timed, operator = spec.kind.declared_states(spec), spec.timed, spec.label
     elif states_field.FIELD in doc:
         declared = states_field.parse(doc[states_field.FIELD])
-        timed, operator = kind is None or kind.timed, f"the {doc.get('kind', 'keyed')} function it recorded"
+        timed, operator = kind is None or kind.timed, f"the {doc.get('kind', 'keyed')} function it was taken of"
     else:
         raise SavepointError(f"{where} does not record the state its function declared (written before "
                              "fw-magics recorded it); accepted: read_savepoint(path, stream=the keyed stream it was "
