@@ -151,6 +151,31 @@ def test_a_running_jobs_state_is_what_its_savepoint_holds(taken):
     assert path.endswith("savepoint-000001")  # state() took no savepoint
 
 
+@pytest.mark.parametrize("kind, fields, stored, columns, row", [
+    ("reduce", "v long, k long", [5, 1], ["k", "v"], (1, 5)),  # a reduce's record holds its key: the key's column
+    ("aggregate", "total long, n long", [5, 2], ["k", "total", "n"], (1, 5, 2)),
+    ("aggregate", "k long, n long", [5, 2], ["k", "running"], (1, (5, 2))),  # an accumulator's own k: not the key
+])
+def test_a_running_value_is_its_columns_unless_one_is_named_as_a_key(spark, kind, fields, stored, columns, row):
+    """No job needed: the reader over a frame of states as a savepoint's keyed-state file holds them."""
+    from pyspark.sql import types as T
+
+    from fw_magics.api.state import StateKind
+    from fw_magics.operators.spec import StateType
+    from fw_magics.runtime.streaming.savepoints.reader import SavepointReader
+    from fw_magics.values.schema import arrow_schema
+
+    struct = T._parse_datatype_string(fields)
+    record = StateType(ddl=fields, arrow_schema=arrow_schema(struct), spark_types=tuple(f.dataType for f in struct),
+                       record=True)
+    frame = spark.createDataFrame([(1, json.dumps({"v": {"running": stored}}))], "k long, __fw_state string")
+    reader = SavepointReader({"kind": kind, "key_names": ["k"], "job": "j"}, {}, {},
+                             {"running": (StateKind.VALUE, record)}, lambda: frame, "", [], spark)
+    got = reader.keyed_state()
+    assert got.columns == columns
+    assert [tuple(tuple(v) if isinstance(v, T.Row) else v for v in r) for r in got.collect()] == [row]
+
+
 @pytest.mark.parametrize("bad", ["/nonexistent/savepoint", __file__])
 def test_a_path_that_is_not_a_savepoint_is_one_line(bad):
     with pytest.raises(SavepointError, match=r"is not a directory; accepted: the path job.savepoint\(\) returned"):

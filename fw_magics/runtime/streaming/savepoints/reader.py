@@ -165,18 +165,7 @@ class SavepointReader:
         out = T.StructType(keys + [T.StructField(name, _spark_type(kind, t)) for name, kind, t in columns])
         task = functools.partial(_typed_batches, [f.name for f in keys], columns, arrow_schema(out))
         typed = map_in_arrow(states, task, out)
-        kind = self.document.get("kind")
-        if kind is None or len(columns) != 1 or _timed(kind):
-            return typed
-        name, _, state_type = columns[0]
-        if state_type.ddl is None or not state_type.record:
-            return typed
-        names = [f.name for f in keys]
-        fields = [n for n in state_type.names if n not in names]
-        if len(fields) + len(names) != len(set(fields) | set(names)):
-            return typed
-        return typed.select(*[F.col(f"`{n}`") for n in names],
-                            *[F.col(f"`{name}`").getField(n).alias(n) for n in fields])
+        return _flattened(typed, [f.name for f in keys], columns, self.document.get("kind"))
 
     def timers(self):
         """Each pending event-time timer: the key columns and ``timestamp`` (epoch milliseconds)."""
@@ -219,10 +208,22 @@ class SavepointReader:
         return f"SavepointReader(of {self._where()}: after micro-batch {self.document.get('batch')})"
 
 
-def _timed(kind_name: str) -> bool:
+def _flattened(typed, keys: list, columns: list, kind_name: str | None):
+    """A kind without timers (a reduce, an aggregate: one running value) has its running value's fields as
+    columns; a reduce's fields named as a key column are the key's (its records hold their key). A running
+    value that is not a record, or whose field is named as a key column otherwise, stays one column."""
     from ....operators import kind_named
 
-    return kind_named(kind_name).timed
+    kind = kind_named(kind_name) if kind_name is not None else None
+    if kind is None or kind.timed or len(columns) != 1:
+        return typed
+    name, _, state_type = columns[0]
+    if state_type.ddl is None or not state_type.record:
+        return typed
+    fields = [n for n in state_type.names if not (kind.emits_records and n in keys)]
+    if set(fields) & set(keys):
+        return typed
+    return typed.select(*[F.col(f"`{n}`") for n in keys], *[F.col(f"`{name}`").getField(n).alias(n) for n in fields])
 
 
 def _mode_and_units(held) -> tuple:
