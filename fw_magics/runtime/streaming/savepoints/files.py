@@ -4,8 +4,9 @@ No Spark session is needed here (pyarrow and JSON only). ``<job>/savepoints/save
 
     savepoint.json         the document: format, version, job, graph, parallelism, source, watermark,
                            the batch it was taken after, every other file's size and SHA-256,
-                           ``base``: the base files in partition order (version 3), and for two
-                           inputs ``tops``: each input's greatest event time read
+                           ``base``: the base files in partition order (version 3), for two
+                           inputs ``tops``: each input's greatest event time read, and ``states``:
+                           what its function declared of its keyed state (``declared``)
     operator-state.json    fw_magics.state's versioned operator-state document (each source's splits)
     source-manifest.json   the source's position: a folder's manifest (its files in order, "backlog": how
                            many were read) or a table's (``through``: the greatest order_by read); two
