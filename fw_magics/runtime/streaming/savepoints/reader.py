@@ -261,7 +261,10 @@ def _typed_batches(key_names: list, columns: list, schema, batches):
                 values = [[one(v) for v in doc.get("l", {}).get(name, [])] for doc in docs]
             else:
                 values = [None if doc.get("v", {}).get(name) is None else one(doc["v"][name]) for doc in docs]
-            arrays.append(pa.array([_plain(v) for v in values], type=field.type))
+            try:  # records are tuples, which pyarrow takes as structs
+                arrays.append(pa.array(values, type=field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError):  # a pyarrow that wants them as dicts
+                arrays.append(pa.array([_plain(v) for v in values], type=field.type))
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
