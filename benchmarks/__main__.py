@@ -8,6 +8,7 @@
     python -m benchmarks --only cold [--runs R]    (fresh processes: embedded Spark against FW_SPARK_SHARED=1)
     python -m benchmarks --only keys [--keys 10000,1000000] [--backlog-records N] [--files F] [--runs R]
                                      [--references-up-to K]
+    python -m benchmarks --only state_read [--keys 1000000] [--runs R]   (a savepoint's keyed state as columns)
     python -m benchmarks --scale [--scale-rows 1000000,5000000,20000000] [--wide-columns 50] [--wide-rows N]
                          [--runs R] [--case NAME] [--plot docs/scale.png]   (alone, in a fresh process)
     python -m benchmarks --against-flink [--rows N (default 1,000,000)] [--runs R] [--case NAME]   (make bench-flink)
@@ -261,6 +262,13 @@ def main() -> None:
               "turns; switch, fresh result, savepoint and restore: one run each; embedded Spark local[*]")
         up_to = keys.REFERENCES_UP_TO if args.references_up_to is None else args.references_up_to
         keys.print_table(keys.run(sizes, args.backlog_records, args.files, runs=args.runs, references_up_to=up_to))
+
+    if "state_read" in only:  # issue 50: a savepoint's keyed state read as typed columns
+        from benchmarks import state_read
+
+        count = (sizes or [1_000_000])[0]
+        print(f"\nkeyed state read as typed columns against spark.read.parquet: {count:,} keys, median of {args.runs}")
+        state_read.print_table(state_read.run(count, args.runs))
 
 
 if __name__ == "__main__":

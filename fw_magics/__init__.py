@@ -37,6 +37,7 @@ _LAZY = {
     "OperatorStream": "datastream", "from_dataframe": "datastream", "from_files": "datastream",
     "from_pandas": "datastream", "from_records": "datastream", "from_table": "datastream",
     "drop_slot": "datastream", "load_savepoint": "runtime.streaming.savepoints.files",
+    "read_savepoint": "runtime.streaming.savepoints.reader",
 }
 
 if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
@@ -56,6 +57,7 @@ if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
         from_table,
     )
     from .runtime.streaming.savepoints.files import load_savepoint
+    from .runtime.streaming.savepoints.reader import read_savepoint
     from .spark.session import get_spark
     from .values.records import Record
 
@@ -99,7 +101,7 @@ __all__ = [
     "OperatorStream", "Order", "PartitionWindowedStream", "ProcessFunction", "ProcessJoinFunction", "Record",
     "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "drop_slot", "execute",
     "from_dataframe",
-    "from_files", "from_pandas", "from_records", "from_table", "get_spark", "load_savepoint", "options",
+    "from_files", "from_pandas", "from_records", "from_table", "get_spark", "load_savepoint", "options", "read_savepoint",
 ]
 
 

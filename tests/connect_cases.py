@@ -63,6 +63,8 @@ CONNECT_CASES = {
     "tests/streaming/test_keyed_operator_state.py": "transformWithState's state client under Connect",
     "tests/streaming/test_modes.py": "every mode's query under Connect",
     "tests/streaming/test_operator_state.py": "the operator query and its savepoint under Connect",
+    "tests/streaming/test_savepoint_reader.py::test_keyed_state_has": "a savepoint's base files read by server tasks",
+    "tests/streaming/test_savepoint_reader.py::test_a_running_jobs_state": "job.state(): the state store through Connect",
     "tests/streaming/test_partitioned_state.py::test_a_restore_at_another_parallelism": "state partitions on the server",
     "tests/streaming/test_partitioned_state.py::test_two_restores_started_back_to_back": "state partitions on the server",
     "tests/streaming/test_partitioned_state.py::test_each_stream_worker_opens_only_its_partition": "workers on the server",

@@ -260,6 +260,13 @@ class StreamingJob(JobResults, Failures):
         """
         return savepoints.take(self)
 
+    def state(self):
+        """The job's state at its latest committed micro-batch as tables (the job keeps running; nothing is
+        written): the reader ``fw.read_savepoint`` returns, over what a savepoint taken now would hold."""
+        from ..savepoints.reader import state_of
+
+        return state_of(self)
+
     def __enter__(self) -> StreamingJob:
         return self
 

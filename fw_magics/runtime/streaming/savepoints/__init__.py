@@ -66,6 +66,7 @@ from ..keyed.query import STATE_VARIABLE
 from ..keyed.seed import Handed, overlaid, read_handover
 from ..keyed.state_files import handed_over_outputs, handover_layers, partition_states, saved_states, write_parquet
 from ..operator.query import OPERATOR_VARIABLE
+from . import declared as states_field
 from .checks import shape_problem
 from .files import Savepoint, load_savepoint, share, write_savepoint
 
@@ -247,6 +248,7 @@ class Snapshot:
     latest: object
     timed: bool
     base: tuple = ()
+    states: object = None  # a keyed job's states as a DataFrame (key columns, ``__fw_state``) over ``base``
 
 
 class StateKind:
@@ -286,7 +288,7 @@ class _Keyed(StateKind):
             operators[job.stateful.step.name] = partition_snapshots(
                 job.spark, job.storage.path(CHECKPOINT), job.parallelism, batch, restored_operator_state(job.storage))
         return Snapshot(operators, functools.partial(write_parquet, keyed), functools.partial(write_parquet, latest),
-                        True, base)
+                        True, base, keyed)
 
     def restore(self, savepoint, storage, job):
         base = [(f"{RESTORED_BASE}/{i:04d}.arrow", sha) for i, (_, sha) in enumerate(savepoint.base)]
@@ -327,6 +329,14 @@ KEYED, OPERATOR = _Keyed(), _Operator()
 
 def take(job) -> str:
     """Write a savepoint of the running ``job`` after its last committed micro-batch; returns its path."""
+    document, operators, position, snap = contents(job)
+    return write_savepoint(job.storage.base, document, operators, position, snap.keyed, snap.latest, snap.base)
+
+
+def contents(job) -> tuple:
+    """What a savepoint of the running ``job`` after its last committed micro-batch holds, not yet written:
+    (its document, operator-state document, source position, ``Snapshot``); ``take`` writes them,
+    ``job.state()`` reads them as a savepoint reader does."""
     _check_running(job)
     batch, position = _committed_position(job)
     snap = job.state_kind.snapshot(job, batch)
@@ -340,9 +350,12 @@ def take(job) -> str:
         "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind.name,
         **job.source.position_fields(position),
     }
+    declared = job.spec.kind.declared_states(job.spec) if job.state_kind is KEYED else None
+    if declared is not None:  # what its function declared: a reader's typed columns, without the function
+        document[states_field.FIELD] = states_field.record(declared)
     if tops and None not in tops:  # two inputs: each one's time, carried into a restored job's stream
         document["tops"] = {str(tag): top for tag, top in sorted(tops.items())}
-    return write_savepoint(job.storage.base, document, operators, position, snap.keyed, snap.latest, snap.base)
+    return document, operators, position, snap
 
 
 def check_restorable(savepoint: Savepoint, job) -> None:

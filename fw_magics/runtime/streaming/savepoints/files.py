@@ -4,8 +4,9 @@ No Spark session is needed here (pyarrow and JSON only). ``<job>/savepoints/save
 
     savepoint.json         the document: format, version, job, graph, parallelism, source, watermark,
                            the batch it was taken after, every other file's size and SHA-256,
-                           ``base``: the base files in partition order (version 3), and for two
-                           inputs ``tops``: each input's greatest event time read
+                           ``base``: the base files in partition order (version 3), for two
+                           inputs ``tops``: each input's greatest event time read, and ``states``:
+                           what its function declared of its keyed state (``declared``)
     operator-state.json    fw_magics.state's versioned operator-state document (each source's splits)
     source-manifest.json   the source's position: a folder's manifest (its files in order, "backlog": how
                            many were read) or a table's (``through``: the greatest order_by read); two
@@ -64,7 +65,7 @@ from ....state import parse_operator_state
 from ....values.event_time import valid_watermark
 from ..keyed.changelog import OUT, ROW, SEQ, STATE, STATE_ROW, TOMBSTONE
 from ..keyed.keys import normal
-from . import checks
+from . import checks, declared
 
 FORMAT = "fw-magics/savepoint"
 VERSION = 4
@@ -431,6 +432,7 @@ _FIELDS = {
     "top": ("null or the newest event time read, epoch milliseconds of the years 1 to 9999", valid_watermark),
     "base_partitions": (f"the partitions the base was written in, an integer from 1 to {MAX_STATE_PARTITIONS}",
                         lambda v: type(v) is int and 1 <= v <= MAX_STATE_PARTITIONS),
+    declared.FIELD: ("what the job's function declared of its keyed state, " + declared.ACCEPTED, declared.valid),
     "tops": ("each input's greatest event time read, {'1': ms, '2': ms}",
              lambda v: isinstance(v, dict) and 0 < len(v) <= 2 and all(k in ("1", "2") and type(x) is int
                                                                        and valid_watermark(x) for k, x in v.items())),

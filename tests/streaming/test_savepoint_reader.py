@@ -1,0 +1,218 @@
+"""Issue 50, item 1: a savepoint read as tables (fw.read_savepoint), against a pure model of the job's state.
+
+One job per module (a process function with typed, record, JSON and list state and timers, keyed by two
+columns) takes the savepoint every test here reads; reduce and aggregate (one job each) are extended cases.
+The decoding of the states' JSON into typed columns is tested without Spark in test_savepoint_reader_pure.py.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pyarrow as pa
+import pytest
+
+import fw_magics as fw
+from fw_magics.runtime.streaming.savepoints.files import SavepointError, load_savepoint
+from tests.streaming import functions, reader_functions
+from tests.streaming.files import BASE, TRIGGER, Area, expected_latest, model, operator
+
+pytestmark = [pytest.mark.spark]
+
+#: (k, g, v, seconds): event times strictly increasing, so each key's records apply in this order.
+BACKLOG = [[(1, "a", 3, 1), (2, "b", 5, 2), (1, "b", 2, 3)], [(1, "a", 4, 4), (3, "a", 1, 5)]]
+FRESH = [(2, "b", 7, 6), (4, "c", 9, 7), (1, "a", 1, 8)]
+
+
+def _table(rows) -> pa.Table:
+    return pa.table({"k": pa.array([r[0] for r in rows], pa.int64()), "g": [r[1] for r in rows],
+                     "v": pa.array([r[2] for r in rows], pa.int64()),
+                     "ts": pa.array([BASE + dt.timedelta(seconds=r[3]) for r in rows], pa.timestamp("us", tz="UTC"))})
+
+
+def _model(rows) -> dict:
+    """(k, g) -> (count, last (v, at), notes JSON text, seen, pending timers), as Tally keeps them."""
+    state = {}
+    for k, g, v, seconds in sorted(rows, key=lambda r: r[3]):
+        count, _, notes, seen, timers = state.get((k, g), (0, None, None, [], set()))
+        at = BASE + dt.timedelta(seconds=seconds)
+        timers = timers | {int(at.timestamp() * 1000) + reader_functions.GAP_MS}
+        best = v if notes is None else max(v, json.loads(notes)["max"])
+        state[(k, g)] = (count + 1, (v, at), json.dumps({"max": best}), seen + [v], timers)
+    return state
+
+
+def _stream(area):
+    source = fw.from_files(area.source("tally"), "parquet", reader_functions.SCHEMA, event_time="ts",
+                           watermark_delay="0 milliseconds")
+    return source.key_by(["k", "g"]).process(reader_functions.Tally())
+
+
+@pytest.fixture(scope="module")
+def taken(spark, tmp_path_factory):
+    """The savepoint of the Tally job over BACKLOG then FRESH, its stream, and what job.state() read just before
+    it was taken (info, keyed_state rows, timers rows)."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    area = Area(tmp_path_factory.mktemp("reader"))
+    try:
+        for rows in BACKLOG:
+            area.write(_table(rows), "tally")
+        stream = _stream(area)
+        job = stream.start(job_dir=area.jobs, job_name="tally", trigger=TRIGGER)
+        try:
+            job.process_all_available()
+            area.write(_table(FRESH), "tally")
+            job.process_all_available()
+            live = job.state()
+            rows = (live.info, sorted(live.keyed_state().collect()), sorted(live.timers().collect()))
+            path = job.savepoint()
+        finally:
+            job.stop()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    return path, stream, rows
+
+
+def _utc(stamp):
+    return stamp.replace(tzinfo=dt.timezone.utc) if stamp.tzinfo is None else stamp.astimezone(dt.timezone.utc)
+
+
+def test_keyed_state_has_the_keys_and_one_typed_column_per_declared_state(taken):
+    path, *_ = taken
+    reader = fw.read_savepoint(path)
+    frame = reader.keyed_state()
+    assert [(f.name, f.dataType.simpleString()) for f in frame.schema.fields] == [
+        ("k", "bigint"), ("g", "string"), ("count", "bigint"), ("last", "struct<v:bigint,at:timestamp>"),
+        ("notes", "string"), ("seen", "array<bigint>")]
+    got = {(r["k"], r["g"]): (r["count"], (r["last"]["v"], _utc(r["last"]["at"])), r["notes"], list(r["seen"]))
+           for r in frame.collect()}
+    want = {key: value[:4] for key, value in _model([r for f in BACKLOG for r in f] + FRESH).items()}
+    assert {k: (c, last, json.loads(n), s) for k, (c, last, n, s) in got.items()} == \
+        {k: (c, last, json.loads(n), s) for k, (c, last, n, s) in want.items()}
+
+
+def test_timers_positions_operator_state_and_info(taken):
+    path, *_ = taken
+    reader = fw.read_savepoint(path)
+    timers = {(r["k"], r["g"], r["timestamp"]) for r in reader.timers().collect()}
+    assert timers == {(*key, t) for key, value in _model([r for f in BACKLOG for r in f] + FRESH).items()
+                      for t in value[4]}
+    info = reader.info
+    assert (info["job"], info["parallelism"], info["key_names"], info["kind"]) == ("tally", 2, ["k", "g"], "process")
+    assert info["watermark"] == int((BASE + dt.timedelta(seconds=8)).timestamp() * 1000)
+    assert info["batch"] == load_savepoint(path).document["batch"]
+    source = info["graph"].source_names()[0]
+    positions = reader.positions().collect()
+    assert [(r["source"], r["position"]) for r in positions] == [(source, "3 of 3 files read")]
+    splits = reader.operator_state(source).collect()
+    assert sorted(json.loads(r["element"])["file"] for r in splits) == ["part-0001.parquet", "part-0002.parquet",
+                                                                         "part-0003.parquet"]
+    with pytest.raises(SavepointError, match=r"holds no operator state of 'nope'.*accepted: 'files\(tally\)'$"):
+        reader.operator_state("nope")
+
+
+def test_a_savepoint_without_recorded_state_is_read_with_its_stream_and_refused_without(taken, tmp_path):
+    """An older savepoint (no 'states' in its document): one line naming stream=; with the stream, the same rows."""
+    import os
+    import shutil
+
+    path, stream, _ = taken
+    old = str(tmp_path / "old")
+    shutil.copytree(path, old)
+    document = os.path.join(old, "savepoint.json")
+    os.chmod(document, 0o644)
+    with open(document) as f:
+        doc = json.load(f)
+    del doc["states"]
+    with open(document, "w") as f:
+        json.dump(doc, f)
+    with pytest.raises(SavepointError, match=r"does not record the state its function declared .*accepted: "
+                                             r"read_savepoint\(path, stream="):
+        fw.read_savepoint(old)
+    assert sorted(fw.read_savepoint(old, stream=stream).keyed_state().collect()) == \
+        sorted(fw.read_savepoint(path).keyed_state().collect())
+    with pytest.raises(SavepointError, match=r"/old holds event-time timers, which CountSum does not keep$"):
+        fw.read_savepoint(old, stream=operator("aggregate", fw.from_files(
+            str(tmp_path), "parquet", functions.SCHEMA, event_time="ts")))
+
+
+def test_a_running_jobs_state_is_what_its_savepoint_holds(taken):
+    """job.state(): the same reader over the job's latest committed micro-batch, nothing written."""
+    path, _, (info, keyed, timers) = taken
+    reader = fw.read_savepoint(path)
+    assert keyed == sorted(reader.keyed_state().collect()) and len(keyed) == len(_model(
+        [r for f in BACKLOG for r in f] + FRESH))
+    assert timers == sorted(reader.timers().collect())
+    assert {k: v for k, v in info.items() if k not in ("graph", "path")} == \
+        {k: v for k, v in reader.info.items() if k not in ("graph", "path")}
+    assert info["path"] is None and info["graph"] == reader.info["graph"]
+    assert path.endswith("savepoint-000001")  # state() took no savepoint
+
+
+@pytest.mark.parametrize("kind, fields, stored, columns, row", [
+    ("reduce", "v long, k long", [5, 1], ["k", "v"], (1, 5)),  # a reduce's record holds its key: the key's column
+    ("aggregate", "total long, n long", [5, 2], ["k", "total", "n"], (1, 5, 2)),
+    ("aggregate", "k long, n long", [5, 2], ["k", "running"], (1, (5, 2))),  # an accumulator's own k: not the key
+])
+def test_a_running_value_is_its_columns_unless_one_is_named_as_a_key(spark, kind, fields, stored, columns, row):
+    """No job needed: the reader over a frame of states as a savepoint's keyed-state file holds them."""
+    from pyspark.sql import types as T
+
+    from fw_magics.api.state import StateKind
+    from fw_magics.operators.spec import StateType
+    from fw_magics.runtime.streaming.savepoints.reader import SavepointReader
+    from fw_magics.values.schema import arrow_schema
+
+    struct = T._parse_datatype_string(fields)
+    record = StateType(ddl=fields, arrow_schema=arrow_schema(struct), spark_types=tuple(f.dataType for f in struct),
+                       record=True)
+    frame = spark.createDataFrame([(1, json.dumps({"v": {"running": stored}}))], "k long, __fw_state string")
+    reader = SavepointReader({"kind": kind, "key_names": ["k"], "job": "j"}, {}, {},
+                             {"running": (StateKind.VALUE, record)}, lambda: frame, "", [], spark)
+    got = reader.keyed_state()
+    assert got.columns == columns
+    assert [tuple(tuple(v) if isinstance(v, T.Row) else v for v in r) for r in got.collect()] == [row]
+
+
+@pytest.mark.parametrize("bad", ["/nonexistent/savepoint", __file__])
+def test_a_path_that_is_not_a_savepoint_is_one_line(bad):
+    with pytest.raises(SavepointError, match=r"is not a directory; accepted: the path job.savepoint\(\) returned"):
+        fw.read_savepoint(bad)
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize("kind", ["reduce", "typed", "aggregate"])
+def test_a_reduce_or_aggregate_running_value_is_read_as_its_columns(kind, area):
+    """A reduce's reduced record (its key column is the key's), a typed accumulator's fields, a JSON one as text."""
+    from tests.streaming.files import table
+
+    backlog, fresh = [[(1, 1, 1), (2, 5, 2), (3, 2, 3)], [(1, 4, 4)]], [(2, 7, 5), (4, 1, 6)]
+    for rows in backlog:
+        area.write(table(rows), kind)
+    op = operator(kind, fw.from_files(area.source(kind), "parquet", functions.SCHEMA, event_time="ts",
+                                      watermark_delay="0 milliseconds"))
+    job = op.start(job_dir=area.jobs, job_name=kind, trigger=TRIGGER)
+    try:
+        job.process_all_available()
+        area.write(table(fresh), kind)
+        job.process_all_available()
+        path = job.savepoint()
+    finally:
+        job.stop()
+    frame = fw.read_savepoint(path).keyed_state()
+    rows = {r[0]: tuple(r)[1:] for r in frame.collect()}
+    records = [r for f in backlog for r in f] + fresh
+    sums = {k: (sum(v for kk, v, _ in records if kk == k), sum(1 for kk, *_ in records if kk == k))
+            for k, *_ in records}
+    if kind == "reduce":
+        assert frame.columns == ["k", "v", "ts"]
+        latest = expected_latest(model("reduce", 0, backlog, [fresh]), "reduce")
+        assert {k: (v, _utc(ts)) for k, (v, ts) in rows.items()} == {k[0]: row[1:] for k, row in latest.items()}
+    elif kind == "typed":
+        assert frame.columns == ["k", "total", "n"]
+        assert rows == sums
+    else:
+        assert frame.columns == ["k", "running"]
+        assert {k: json.loads(text) for k, (text,) in rows.items()} == {k: [n, total] for k, (total, n) in sums.items()}
