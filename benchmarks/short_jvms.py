@@ -1,0 +1,77 @@
+"""What the test suite's JVMs pay: a fresh process's whole short job, C2 on (the JVM's default) against C1 only.
+
+``python -m benchmarks --only jvm [--runs R]``. Each run launches a fresh Python process that imports
+fw-magics, starts its embedded Spark and runs a small keyed job in mixed mode to its end: a backlog
+of 3 Parquet files (300 records), the switch, one fresh file read by a micro-batch, stop (what a
+tutorial, a kill test's driver or a kernel test does, at the same size). Timed from the launch to
+the job's result, two ways in turns:
+
+* **default**: the JVM compiles hot code with C1, then C2 (tiered compilation);
+* **C1 only**: ``SPARK_SUBMIT_OPTS=-XX:TieredStopAtLevel=1``, as `make test-extended-classic` starts
+  every JVM of its run (spark-submit reads the variable; no other setting changes).
+
+A process this short never earns back C2's compile time; on 2 cores C2's threads take the tests' CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+
+from benchmarks.against_flink import first_result_s
+
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+
+SHORT_JOB = """
+import tempfile, fw_magics as fw
+from fw_magics.teaching import land_file
+spark = fw.get_spark({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
+folder, jobs = tempfile.mkdtemp(), tempfile.mkdtemp()
+schema = "k long, v long, ts timestamp"
+def rows(start):
+    import datetime
+    base = datetime.datetime(2024, 1, 1)
+    return [(i % 10, i, base + datetime.timedelta(seconds=i)) for i in range(start, start + 100)]
+def land(n):
+    import pandas as pd
+    land_file(folder, f"part-{n}.parquet", pd.DataFrame(rows(100 * n), columns=["k", "v", "ts"]))
+for n in range(3):
+    land(n)
+class CountSum(fw.AggregateFunction):
+    schema = "n long, s long"
+    def create_accumulator(self):
+        return [0, 0]
+    def add(self, record, acc):
+        return [acc[0] + 1, acc[1] + record.v]
+    def get_result(self, acc):
+        return tuple(acc)
+stream = fw.from_files(folder, "parquet", schema, event_time="ts")
+job = stream.key_by("k").aggregate(CountSum()).start(job_dir=jobs, job_name="short", trigger="200 milliseconds")
+job.process_all_available()
+land(3)
+job.process_all_available()
+total = int(job.latest()["n"].sum())
+job.stop()
+print("rows", total, flush=True)
+"""
+
+
+def run(runs: int = 3) -> dict[str, list[float]]:
+    base = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "FW_SPARK_MASTER", "FW_SPARK_SHARED")}
+    c1 = {**base, "SPARK_SUBMIT_OPTS": f"{C1_ONLY} {base.get('SPARK_SUBMIT_OPTS', '')}".strip()}
+    command = [sys.executable, "-c", SHORT_JOB]
+    times: dict[str, list[float]] = {"default (C1 then C2)": [], "C1 only": []}
+    for _ in range(runs):
+        times["default (C1 then C2)"].append(first_result_s(command, env=base))
+        times["C1 only"].append(first_result_s(command, env=c1))
+    return times
+
+
+def print_table(times: dict[str, list[float]]) -> None:
+    default = statistics.median(times["default (C1 then C2)"])
+    print("\n| a fresh process's short mixed job, launch to result | median | runs | against the default |")
+    print("|---|---|---|---|")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"| {name} | {median:.2f} s | {', '.join(f'{v:.2f}' for v in values)} | {median / default:.2f}x |")
