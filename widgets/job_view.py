@@ -20,7 +20,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from fw_magics import hooks
-from fw_magics.errors import FwMagicsError, error_summary
+from fw_magics.errors import FullWindowError, FwMagicsError, error_summary
 from fw_magics.operators.co_process import LATE_KINDS
 from fw_magics.recovery.metrics import rows as metric_rows
 from fw_magics.recovery.replay import JobState
@@ -74,6 +74,9 @@ class JobView(W.VBox):
     """
 
     def __init__(self, job=None, recorded=None, key_names=None, mode=None, sort: str | None = None, n: int = SHOWN):
+        # first: a refused view (a bad mode or sort below) is still closed when collected, which needs these
+        self._closed, self._wake = threading.Event(), threading.Event()
+        self._hooks, self._thread = [], None
         self.job, self.recorded = job, recorded
         self.root = job.root if job is not None else recorded.root
         self.name = job.job_name if job is not None else recorded.name
@@ -85,15 +88,18 @@ class JobView(W.VBox):
         self.message_text = ""
         self.refreshes = 0  # how many times the view read the job (tests, the benchmark)
         self._seen = None  # (micro-batches recorded, phase) at the last read
-        self._closed = threading.Event()
-        self._wake = threading.Event()
         self._lock = threading.RLock()
         self.header = W.HTML()
         self.header.add_class("fw-job-view-header")
         self.mode_pick = W.ToggleButtons(options=[m.value for m in Mode if keys or m is Mode.APPEND],
                                          value=self.mode.value, description="results")
-        self.sort_pick = W.Dropdown(options=[_BY_KEY], value=_BY_KEY, description="top by",
-                                    layout=W.Layout(width="220px"))
+        # a running job's result columns are known now: the chosen one is set before any front end shows it
+        columns = list(getattr(job, "output", None).names) if job is not None and keys else []
+        if sort is not None and columns and sort not in columns:
+            raise FullWindowError(f"sort={sort!r:.60}: not a result column of job {self.name!r}; accepted: "
+                                  f"{', '.join(columns)} (or None: by key)")
+        self.sort_pick = W.Dropdown(options=[_BY_KEY, *columns], value=sort if sort in columns else _BY_KEY,
+                                    description="top by", layout=W.Layout(width="220px"))
         self.count = W.BoundedIntText(value=n, min=1, max=KEPT_ROWS, description="rows",
                                       layout=W.Layout(width="140px"))
         self.sort = sort
@@ -120,8 +126,6 @@ class JobView(W.VBox):
                           self.message, W.HBox([self.mode_pick, self.sort_pick, self.count]), self.table,
                           self.result_chart, self.charts, self.savepoints])
         self.add_class("fw-job-view")
-        self._hooks = []
-        self._thread = None
         if self.live:
             self._hooks = [hooks.register("micro_batch", self._on_hook), hooks.register("stream_phase", self._on_hook)]
             self._thread = threading.Thread(target=self._follow, name=f"fw-job-view {self.name}", daemon=True)
@@ -221,9 +225,12 @@ class JobView(W.VBox):
             columns = self.results.columns
             options = [_BY_KEY, *columns] if self.results.key_names else [_BY_KEY]
             if list(self.sort_pick.options) != options:
-                self.sort_pick.options = options
-                if self.sort in columns:
-                    self.sort_pick.value = self.sort
+                # options and value in one message: sent apart, a front end answers the new options with the
+                # first one's index and the chosen column is lost (seen in JupyterLab, tests/browser)
+                with self.sort_pick.hold_sync():
+                    self.sort_pick.options = options
+                    if self.sort in columns:
+                        self.sort_pick.value = self.sort
             mode, n = Mode(self.mode_pick.value), self.count.value
             if mode is Mode.UPDATE:
                 column = None if self.sort_pick.value == _BY_KEY else self.sort_pick.value
