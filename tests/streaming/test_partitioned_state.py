@@ -34,6 +34,7 @@ import fw_magics as fw
 from fw_magics.runtime.streaming.keyed import seed as seeds
 from fw_magics.runtime.streaming.keyed.changelog import ROW, STATE_ROW
 from fw_magics.runtime.streaming.keyed.keys import normal
+from tests.examples import examples
 from tests.streaming import functions
 from tests.streaming.files import TRIGGER, expected_latest, fired_timers, latest_rows, model, model_timers, operator
 
@@ -48,7 +49,7 @@ _KEY = st.tuples(_doubles, st.none() | st.text(max_size=3), st.none() | st.binar
 _KEY_DDL = "x double, t string, b binary, d decimal(6,2), s struct<i:int,f:double>"
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(keys=st.lists(_KEY, min_size=1, max_size=30))
 def test_normal_groups_and_orders_keys_as_spark_does(spark, keys):
     rows = [(x, t, b, d, None if s is None else {"i": s[0], "f": s[1]}) for x, t, b, d, s in keys]
