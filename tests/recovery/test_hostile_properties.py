@@ -272,7 +272,7 @@ def clean_job(spark, tmp_path_factory):
 
 
 @pytest.mark.spark
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_a_resume_of_a_damaged_directory_recovers_or_refuses_in_one_line(spark, tmp_path_factory, outside,
                                                                           clean_job, data):

@@ -1,6 +1,7 @@
 """execute(): region-by-region runs, failover during a run, resume from the event log."""
 
 import os
+import shutil
 
 import pytest
 
@@ -20,6 +21,29 @@ def rows(result):
 @pytest.fixture
 def dirs(tmp_path):
     return str(tmp_path / "jobs"), str(tmp_path / "markers")
+
+
+@pytest.fixture(scope="module")
+def _finished_once(spark, tmp_path_factory):
+    """Job "sales" run once to its end, its job directory and markers kept as they were then."""
+    root = tmp_path_factory.mktemp("finished")
+    work = str(root / "jobs"), str(root / "markers")
+    fw.execute(jobs.three_vertex_job(work[1]), job_dir=work[0], job_name="sales")
+    kept = str(root / "kept")
+    for path in work:
+        shutil.copytree(path, os.path.join(kept, os.path.basename(path)))
+    return work, kept
+
+
+@pytest.fixture
+def finished(_finished_once):
+    """``dirs`` after a clean run of job "sales": the module's one run, copied back to the same paths for each
+    test (the job's closures hold the markers' path, so its content fingerprint is that of a run in this test)."""
+    work, kept = _finished_once
+    for path in work:
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(os.path.join(kept, os.path.basename(path)), path)
+    return work
 
 
 def test_clean_run_equals_the_stream_and_records_events(spark, dirs):
@@ -84,20 +108,18 @@ def test_under_connect_progress_is_reported_at_the_poll_pace_while_a_view_follow
     assert spark.conf.get(key, None) == before
 
 
-def test_second_run_recovers_everything_and_calls_nothing(spark, dirs):
-    job_dir, markers = dirs
-    fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+def test_second_run_recovers_everything_and_calls_nothing(spark, finished):
+    job_dir, markers = finished  # job "sales" ran to its end
     before = testing.calls(markers)
     again = fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
     assert testing.calls(markers) == before
     assert again.ran == frozenset() and rows(again) == jobs.expected()
 
 
-def test_a_lost_result_nothing_reads_again_is_not_recomputed(spark, dirs):
+def test_a_lost_result_nothing_reads_again_is_not_recomputed(spark, finished):
     # FLIP-383 walks back from unfinished sinks only: v1[2]'s consumer finished, so its
     # lost file is not needed and nothing runs.
-    job_dir, markers = dirs
-    fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+    job_dir, markers = finished  # job "sales" ran to its end
     os.remove(os.path.join(job_dir, "sales", "results", "v1", "2.arrow"))
     before = testing.calls(markers)
     again = fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
@@ -105,9 +127,8 @@ def test_a_lost_result_nothing_reads_again_is_not_recomputed(spark, dirs):
     assert rows(again) == jobs.expected()
 
 
-def test_lost_sink_output_reruns_it_and_its_lost_producer_only(spark, dirs):
-    job_dir, markers = dirs
-    fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+def test_lost_sink_output_reruns_it_and_its_lost_producer_only(spark, finished):
+    job_dir, markers = finished  # job "sales" ran to its end
     os.remove(os.path.join(job_dir, "sales", "results", "v1", "2.arrow"))
     os.remove(os.path.join(job_dir, "sales", "results", "v2", "2.arrow"))
     before = testing.calls(markers)
@@ -119,9 +140,8 @@ def test_lost_sink_output_reruns_it_and_its_lost_producer_only(spark, dirs):
     assert {name for name, _ in new_calls} <= {"add", "summarize"}
 
 
-def test_truncated_result_file_is_detected(spark, dirs):
-    job_dir, markers = dirs
-    fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+def test_truncated_result_file_is_detected(spark, finished):
+    job_dir, markers = finished  # job "sales" ran to its end
     path = os.path.join(job_dir, "sales", "results", "v0", "1.arrow")
     with open(path, "r+b") as f:
         f.truncate(os.path.getsize(path) // 2)
@@ -132,9 +152,8 @@ def test_truncated_result_file_is_detected(spark, dirs):
     assert ("sales", 1) in again.ran and ("sales", 0) not in again.ran
 
 
-def test_changed_graph_is_refused_in_one_line(spark, dirs):
-    job_dir, markers = dirs
-    fw.execute(jobs.three_vertex_job(markers), job_dir=job_dir, job_name="sales")
+def test_changed_graph_is_refused_in_one_line(spark, finished):
+    job_dir, markers = finished  # job "sales" ran to its end
     changed = fw.from_records(jobs.RECORDS, jobs.SCHEMA, partitions=4, name="sales")
     changed = changed.full_window_partition().sort_partition("v")
     with pytest.raises(fw.ResumeError) as caught:  # a state conflict, not a misuse

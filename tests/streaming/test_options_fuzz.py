@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
+from tests.examples import examples
 from tests.streaming import functions
 
 pytestmark = [pytest.mark.spark]
@@ -60,7 +61,7 @@ START_OPTIONS = {
 }
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_every_bad_option_is_one_line_at_the_call(places, stop_queries, data):
     def place(name):
