@@ -35,6 +35,7 @@ from .job_view_model import (
     SHOWN,
     Mode,
     Results,
+    batches_text,
     chart_svg,
     header_html,
     result_chart_svg,
@@ -127,11 +128,24 @@ class JobView(W.VBox):
                           self.result_chart, self.charts, self.savepoints])
         self.add_class("fw-job-view")
         if self.live:
+            # the first read now, in the cell: what it shows where widgets do not render is the job's state
+            self._earlier = self._read(earlier=False)
             self._hooks = [hooks.register("micro_batch", self._on_hook), hooks.register("stream_phase", self._on_hook)]
             self._thread = threading.Thread(target=self._follow, name=f"fw-job-view {self.name}", daemon=True)
             self._thread.start()
         else:
             self.refresh()
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The live widget where widgets render; elsewhere (nbconvert, GitHub, a terminal) what it showed when
+        displayed: its header, table and charts as HTML, and one line of text."""
+        bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
+        with self._lock:
+            bundle["text/html"] = "".join(part.value for part in (self.header, self.table, self.result_chart,
+                                                                  self.charts))
+            bundle["text/plain"] = (f"JobView of job {self.name!r}: phase {self.status.get('phase', '?')}, "
+                                    + batches_text(self.status.get("batches", 0)))
+        return bundle
 
     @property
     def buttons(self) -> tuple:
@@ -148,21 +162,28 @@ class JobView(W.VBox):
         if job is self.job:
             self._wake.set()
 
+    def _read(self, earlier: bool) -> bool:
+        """One read of the job and a redraw; ``earlier``: whether the backlog's part is read already (once the
+        backlog has committed it, through Spark). Returns that, after this read. Never fails the job: the view
+        says what went wrong."""
+        loaded = not earlier and self.job.phase != "backlog"
+        if loaded:
+            earlier = True
+            try:
+                self._load_earlier_parts()
+            except Exception as error:
+                self._say(f"the backlog's rows are not shown: {error_summary(error)}")
+        try:
+            self.refresh(force=loaded or self._seen is None)
+        except Exception as error:
+            self._say(f"view not updated: {error_summary(error)}")
+        return earlier
+
     def _follow(self) -> None:
-        earlier = False  # whether the backlog's part is read: once the backlog has committed it
+        earlier = self._earlier
         while not self._closed.is_set():
             began = time.monotonic()
-            loaded = not earlier and self.job.phase != "backlog"
-            if loaded:
-                earlier = True
-                try:
-                    self._load_earlier_parts()
-                except Exception as error:  # never fails the job: the view says it
-                    self._say(f"the backlog's rows are not shown: {error_summary(error)}")
-            try:
-                self.refresh(force=loaded or self._seen is None)
-            except Exception as error:
-                self._say(f"view not updated: {error_summary(error)}")
+            earlier = self._read(earlier)
             if self.job.phase in ENDED and self._seen is not None and self._seen[1] in ENDED:
                 break
             self._closed.wait(max(0.0, MIN_INTERVAL_S - (time.monotonic() - began)))

@@ -123,6 +123,11 @@ def table_html(columns: list[str], rows: list[dict], caption: str = "") -> str:
     return f"<table class='fw-job-results'>{cap}<thead><tr>{head}</tr></thead><tbody>{body}{empty}</tbody></table>"
 
 
+def batches_text(n: int) -> str:
+    """'1 micro-batch', '2 micro-batches'."""
+    return f"{n:,} micro-batch{'' if n == 1 else 'es'}"
+
+
 def header_html(status: dict) -> str:
     """The job's name, phase, W, lag and micro-batches; its failure's one line; 'read-only' when it is."""
     from .stream_status import moment
@@ -130,7 +135,7 @@ def header_html(status: dict) -> str:
     last = status.get("last") or {}
     lag = [f"{last[k]:,} {k.split('_')[0]} behind" for k in ("files_behind", "rows_behind") if last.get(k) is not None]
     parts = [f"<b>{html.escape(str(status.get('job')))}</b>", f"phase <b class='fw-phase'>{status.get('phase')}</b>",
-             f"W {moment(status.get('watermark'))}", f"{status.get('batches', 0):,} micro-batches",
+             f"W {moment(status.get('watermark'))}", batches_text(status.get("batches", 0)),
              "lag: " + (", ".join(lag) if lag else "unknown" if last else "none yet")]
     if last.get("watermark_gap_ms") is not None:
         parts.append(f"watermark gap {last['watermark_gap_ms'] / 1000:,.1f} s")

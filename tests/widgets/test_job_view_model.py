@@ -93,6 +93,7 @@ def test_the_header_says_phase_w_lag_and_a_failure_in_one_line():
                         "failure": "ZeroDivisionError: division by zero", "read_only": True})
     assert "phase <b class='fw-phase'>stream</b>" in text and "1970-01-01 00:00:00.000 UTC" in text
     assert "3 files behind" in text and "watermark gap 2.5 s" in text and "4 micro-batches" in text
+    assert "1 micro-batch ·" in header_html({"job": "j", "phase": "stream", "batches": 1})
     assert "ZeroDivisionError: division by zero" in text and "read-only" in text
     assert "lag: none yet" in header_html({"job": "j", "phase": "backlog", "batches": 0})
 

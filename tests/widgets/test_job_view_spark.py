@@ -49,6 +49,9 @@ def test_a_view_follows_a_job_by_itself_and_its_buttons_are_the_jobs_api(spark, 
         assert "total of the top 5 keys" in view.result_chart.value and "<title>1: 43</title>" in view.result_chart.value
         assert not any(button.disabled for button in view.buttons)
         assert job._repr_mimebundle_() == {"text/plain": repr(job)}  # no kernel here: no view follows the job
+        static = view._repr_mimebundle_()  # where widgets do not render (nbconvert, GitHub): what it showed
+        assert "<td>43</td>" in static["text/html"] and "phase <b class='fw-phase'>stream</b>" in static["text/html"]
+        assert static["text/plain"].startswith("JobView of job 'shown': phase stream, ")
         with pytest.raises(fw.FullWindowError, match=r"^sort='nope': not a result column of job 'shown'; "
                                                      r"accepted: k, n, total \(or None: by key\)$"):
             job.show(sort="nope")
