@@ -246,7 +246,7 @@ def test_every_example_in_the_help_runs(readings, capsys):
         assert list(latest["reading"]) == [10, 12, 14, 16]  # k + (10 + k) per sensor
         assert "streaming job 'totals': mode mixed, phase stream, switched at W = 2024-01-01 00:00:53.000 UTC" in shown
         assert "streaming job 'spread': mode batch, phase finished" in shown
-        assert "streaming job 'top'" not in shown and "JobView(" in shown  # --live: the view, not the status
+        assert "streaming job 'top'" not in shown and "JobView of job 'top': phase " in shown  # --live: the view
         assert "1 more keys: job.latest()" in shown  # --show 3 of 4 sensors
         at3 = shell.user_ns["at3"]  # restored from the savepoint at 3: every sensor, nothing read again
         assert at3.phase == "stopped" and at3.parallelism == 3 and at3.restored_from == shell.user_ns["saved"]
