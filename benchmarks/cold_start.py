@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 
 from benchmarks.against_flink import SPARK_COLD, first_result_s
+from benchmarks.timing import print_runs_table
 
 PLAIN = """
 from pyspark.sql import SparkSession, functions as F
@@ -91,9 +91,4 @@ def kernel_restarts(env: dict, runs: int) -> list[float]:
 
 
 def print_table(times: dict[str, list[float]]) -> None:
-    embedded = statistics.median(times["embedded"])
-    print("\n| to the first result | median | runs | against a fresh process, embedded |")
-    print("|---|---|---|---|")
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"| {name} | {median:.2f} s | {', '.join(f'{v:.2f}' for v in values)} | {median / embedded:.2f}x |")
+    print_runs_table(times, "embedded", "to the first result")

@@ -16,10 +16,10 @@ A process this short never earns back C2's compile time; on 2 cores C2's threads
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 
 from benchmarks.against_flink import first_result_s
+from benchmarks.timing import print_runs_table
 
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 
@@ -69,9 +69,4 @@ def run(runs: int = 3) -> dict[str, list[float]]:
 
 
 def print_table(times: dict[str, list[float]]) -> None:
-    default = statistics.median(times["default (C1 then C2)"])
-    print("\n| a fresh process's short mixed job, launch to result | median | runs | against the default |")
-    print("|---|---|---|---|")
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"| {name} | {median:.2f} s | {', '.join(f'{v:.2f}' for v in values)} | {median / default:.2f}x |")
+    print_runs_table(times, "default (C1 then C2)", "a fresh process's short mixed job, launch to result")

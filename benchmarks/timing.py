@@ -32,3 +32,13 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], runs: int, warmups
             if round_ >= warmups:
                 times[name].append(time.perf_counter() - started)
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def print_runs_table(times: dict[str, list[float]], baseline: str, what: str) -> None:
+    """A markdown table of each variant's runs: its median, the runs, and the median against ``baseline``'s."""
+    base = statistics.median(times[baseline])
+    print(f"\n| {what} | median | runs | against {baseline} |")
+    print("|---|---|---|---|")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"| {name} | {median:.2f} s | {', '.join(f'{v:.2f}' for v in values)} | {median / base:.2f}x |")
