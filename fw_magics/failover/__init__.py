@@ -8,10 +8,11 @@ from .restart_strategies import (
     RestartBackoffTimeStrategy,
     checked_backoff,
     restart_strategy,
+    restartable,
 )
 
 __all__ = [
     "ExponentialDelayRestart", "FailoverStrategy", "FailureRateRestart", "FixedDelayRestart",
     "RestartAllStrategy", "RestartBackoffTimeStrategy", "RestartPipelinedRegionStrategy", "checked_backoff",
-    "restart_strategy",
+    "restart_strategy", "restartable",
 ]

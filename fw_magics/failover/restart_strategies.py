@@ -25,7 +25,7 @@ import time
 from collections import deque
 from typing import Protocol
 
-from ..errors import FullWindowError
+from ..errors import FullWindowError, FwMagicsError, raised_in_worker
 
 
 class RestartBackoffTimeStrategy(Protocol):
@@ -239,3 +239,12 @@ def checked_backoff(strategy: RestartBackoffTimeStrategy, error: BaseException) 
         raise FullWindowError(f"restart strategy {strategy!r:.60} gave backoff {backoff!r:.40}; "
                               "accepted: a number of seconds >= 0") from error
     return float(backoff)
+
+
+def restartable(error: BaseException) -> bool:
+    """Whether a restart strategy is asked at all after ``error``: any failure (a user function's, Spark's, a
+    server's) but fw-magics' own one-line verdicts, raised in the driver or in a Spark worker (a file that is
+    not the format it should be, a value its column cannot hold, a damaged job directory, a truncated table):
+    a restart would meet the same file, value or folder, and the line already says what to do. ``execute()``
+    and a streaming job both ask this, as Flink's unrecoverable errors skip its restart strategy."""
+    return isinstance(error, Exception) and not isinstance(error, FwMagicsError) and raised_in_worker(error) is None

@@ -217,3 +217,24 @@ def test_every_restart_strategy_has_the_restart_backoff_time_strategy_interface(
         for name in members:
             ours, theirs = inspect.getattr_static(kind, name), inspect.getattr_static(RestartBackoffTimeStrategy, name)
             assert type(ours) is type(theirs), (kind.__name__, name)  # a method, or a property
+
+
+def test_fw_magics_own_verdicts_are_not_restarted_wherever_they_were_raised():
+    """restartable(): a user's, Spark's or a server's failure goes to the restart strategy; fw-magics' one-line
+    verdicts do not, raised in the driver or arriving as the text of a Spark worker's failure."""
+    from fw_magics.errors import JobStorageError
+    from fw_magics.failover import restartable
+
+    class WorkerFailed(Exception):  # what PySpark raises: the worker's traceback as text
+        pass
+
+    worker_text = "Traceback (most recent call last):\n  File \"worker.py\", line 1\n{}: {}\n"
+    restarted = [ValueError("injected failure on key 3"), ConnectionError("server closed the connection"),
+                 WorkerFailed(worker_text.format("ZeroDivisionError", "division by zero")),
+                 WorkerFailed(worker_text.format("psycopg.OperationalError", "connection refused"))]
+    verdicts = [FullWindowError("source file 'x.parquet' cannot be read"), JobStorageError("damaged"),
+                WorkerFailed(worker_text.format("fw_magics.errors.FullWindowError", "source file 'x' cannot be read")),
+                WorkerFailed(worker_text.format("JobStorageError", "the source manifest m is not read"))]
+    assert [restartable(e) for e in restarted] == [True] * 4
+    assert [restartable(e) for e in verdicts] == [False] * 4
+    assert not restartable(KeyboardInterrupt())

@@ -195,6 +195,21 @@ def test_exhausted_attempts_fail_with_the_users_exception(spark, dirs, tmp_path)
     assert kinds[-1] == "job_failed"
 
 
+def test_a_verdict_raised_in_a_worker_fails_the_job_at_once_without_a_restart(spark, dirs):
+    """A value its column cannot hold (a FullWindowError in a Spark worker) is fw-magics' own verdict: a restart
+    would meet the same value, so the restart strategy is not asked (before: the default restarted once)."""
+    job_dir, _ = dirs
+    stream = fw.from_records([(1,), (2,)], "k long").full_window_partition().map_partition(
+        lambda records: [(29.25,)], "a long")
+    with pytest.raises(fw.FullWindowError, match="produced a value that") as caught:
+        fw.execute(stream, job_dir=job_dir, job_name="fraction", restart=FixedDelayRestart(attempts=3, delay=0.0))
+    assert "\n" not in str(caught.value)
+    from fw_magics.recovery import JobEventStore
+
+    kinds = [e["type"] for e in JobEventStore(os.path.join(job_dir, "fraction", "events")).read_events()]
+    assert kinds.count("region_failed") == 1 and "region_restarted" not in kinds and kinds[-1] == "job_failed"
+
+
 def test_a_second_runner_is_locked_out(spark, dirs):
     job_dir, markers = dirs
     from fw_magics.recovery import JobLock, JobLockedError

@@ -121,6 +121,8 @@ def test_a_bad_fresh_file_fails_the_job_in_one_line_and_a_restart_after_removing
     assert message.startswith("source file 'notes.parquet' in ") and "\n" not in message
     assert "cannot be read: it is not a readable Parquet file (" in message and ".;" not in message  # as a backlog's
     assert job.phase == "failed" and "notes.parquet" in [e for e in job.events() if e["type"] == "job_failed"][0]["cause"]
+    # fw-magics' verdict on the file: not restarted (a restart would meet the same file), failed at once
+    assert job.restarts == 0 and not [e for e in job.events() if e["type"] == "region_restarted"]
     os.remove(path)  # the way out the line names
     again = op.start(job_dir=area.jobs, job_name="poisoned", trigger=TRIGGER)
     try:

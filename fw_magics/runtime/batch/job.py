@@ -36,6 +36,7 @@ from ...failover import (
     RestartPipelinedRegionStrategy,
     checked_backoff,
     restart_strategy,
+    restartable,
 )
 from ...graph import JobGraph, subtask_inputs
 from ...recovery import JobLock, decide_resume, events, replay, safe_job_path
@@ -310,7 +311,7 @@ class _Run:
         region = sorted(f"{vertex.name}[{i}]" for i in failed)
         attempt = max((self.subtask_attempts.get((vertex.name, i), 1) for i in failed), default=1)
         self._emit(events.region_failed(vertex.name, region, error_summary(error), attempt))
-        if not self.restart.can_restart():
+        if not restartable(error) or not self.restart.can_restart():
             self.store.flush()
             raise error
         time.sleep(checked_backoff(self.restart, error))

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 
 from ....errors import FwMagicsError, Interrupted, error_summary, raised_again
-from ....failover import checked_backoff
+from ....failover import checked_backoff, restartable
 from ....recovery import events
 from ....spark.flavour import interruption
 from .follower import wait_in_thread
@@ -101,8 +101,7 @@ class Failures:
         again from its checkpoint. True also when that query was restarted already (its follower and a
         waiter both saw it end) and when the job was stopped meanwhile; False leaves the failure to the caller.
         A failure of the restart itself is raised, and that query is not tried again."""
-        if not isinstance(error, Exception) or isinstance(error, FwMagicsError) or (
-                not isinstance(error, Stalled) and interruption(error, self.spark) is not None):
+        if not restartable(error) or (not isinstance(error, Stalled) and interruption(error, self.spark) is not None):
             return False  # (a stall is the guard's own verdict: the session, which its task may hold, is not asked)
         with self._restarting:
             if query is not None and query is not self.query:
