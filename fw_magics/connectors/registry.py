@@ -53,8 +53,8 @@ def source_for(detail: dict, schema) -> Source | None:
 
 def kept_on_server(described, root: str) -> str | None:
     """What the stopped job in ``root``, whose source its log described as ``described`` (untrusted), keeps on a
-    server (a replication slot: the server keeps its log for it), as a clause, or None. Inputs of two are not
-    looked into (the job's own repr says theirs)."""
+    server (a replication slot: the server keeps its log for it), as a clause, or None; of a job of two inputs,
+    what the first input that keeps something keeps."""
     cls = KINDS.get(described.get("kind")) if isinstance(described, dict) else None
     return None if cls is None else cls.kept_on_server_as(described, root)
 

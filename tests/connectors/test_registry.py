@@ -189,8 +189,17 @@ def test_what_a_stopped_job_keeps_on_a_server_is_read_from_its_record_alone(tmp_
     leaked = registry.kept_on_server(dict(described, url="postgresql://me:hunter2@localhost/db"), str(tmp_path))
     assert "hunter2" not in leaked and "fw.drop_slot('postgresql://me:***@localhost/db', 'fw_orders_0a1b')" in leaked
     for other in (registry.source_for(FILES, SCHEMA).describe(), registry.source_for(TABLE, SCHEMA).describe(),
-                  registry.source_for(connected(), SCHEMA).describe(), {"kind": "nothing"}, None):
+                  registry.source_for(connected(), SCHEMA).describe(), {"kind": "nothing"}, None,
+                  {"kind": "connected", "inputs": "not a list"}):
         assert registry.kept_on_server(other, str(tmp_path)) is None
+    # a CDC table as the second of two inputs: its slot is in that input's folder, and named the same way
+    two = dict(registry.source_for(connected(), SCHEMA).describe())
+    two["inputs"] = [two["inputs"][0], described]
+    second = tmp_path / "two" / "source" / "input2"
+    assert registry.kept_on_server(two, str(tmp_path / "two")) is None
+    ChangesPosition(str(second)).write(dict(CHANGES_POSITION, slot="fw_joined_0c0d"))
+    assert registry.kept_on_server(two, str(tmp_path / "two")).startswith(
+        "holds the replication slot 'fw_joined_0c0d' on the server, which keeps the table's changes (WAL)")
 
 
 def test_a_changes_position_names_the_publication_its_slot_reads_through_as_fw_magics_names_them():

@@ -110,6 +110,15 @@ class ConnectedSource(Composite):
     def describe(self) -> dict:
         return {"kind": self.kind, self.PARTS: [s.describe() for s in self.inputs], "keys": self.keys}
 
+    @classmethod
+    def kept_on_server_as(cls, described: dict, root: str) -> str | None:
+        """What one of its inputs keeps on a server (a CDC table's slot), from the job's record alone."""
+        from ..registry import kept_on_server
+
+        parts = described.get(cls.PARTS)
+        return next(filter(None, (kept_on_server(part, cls._root(root, i)) for i, part in enumerate(parts))), None) \
+            if isinstance(parts, list) else None
+
     def manifest(self, root: str) -> _Positions:
         return _Positions([s.manifest(r) for _, s, r in self._each(root)])
 
