@@ -4,7 +4,8 @@
 
 REPORT_DIR holds ``parts`` (one line per part `.ci/run` ran: its name, seconds, exit status, written as
 each part ends) and the JUnit XML files pytest wrote (``JUNIT_DIR``, see the Makefile), named after the
-pytest run they hold. Only the standard library: it runs before and after the virtualenv exists.
+pytest run they hold, each with a ``.cpu`` file beside it: how busy the machine's cores were over that run
+(tests/conftest.py), a share from 0 to 1. Only the standard library: it runs before and after the virtualenv exists.
 """
 
 from __future__ import annotations
@@ -33,8 +34,16 @@ def junit(path: pathlib.Path) -> dict:
     return total
 
 
+def busy(run: pathlib.Path) -> str:
+    """How busy the cores were over a pytest run, as written beside its JUnit file, or ''."""
+    try:
+        return f"{float(run.with_suffix('.cpu').read_text()):.0%}"
+    except (OSError, ValueError):
+        return ""
+
+
 def table(report: pathlib.Path) -> str:
-    lines = ["| part | result | tests | time |", "|---|---|---|---|"]
+    lines = ["| part | result | tests | time | cores busy |", "|---|---|---|---|---|"]
     whole, failed = 0.0, False
     parts = report / "parts"
     for line in (parts.read_text().splitlines() if parts.exists() else []):
@@ -44,7 +53,7 @@ def table(report: pathlib.Path) -> str:
         runs = sorted(report.glob(f"{name}*.xml"))
         counts = [junit(run) for run in runs]
         if not counts:
-            lines.append(f"| {name} | {'passed' if status == '0' else f'FAILED (exit {status})'} | | {minutes(float(seconds))} |")
+            lines.append(f"| {name} | {'passed' if status == '0' else f'FAILED (exit {status})'} | | {minutes(float(seconds))} | |")
         for run, c in zip(runs, counts):
             if not c:
                 continue
@@ -55,8 +64,9 @@ def table(report: pathlib.Path) -> str:
             result = f"**{bad} failed**" if bad else "passed" if alone else f"FAILED (exit {status})"
             label = run.stem if len(runs) > 1 else name
             lines.append(f"| {label} | {result} | {passed} passed, {int(c['skipped'])} skipped | "
-                         f"{minutes(float(seconds) if len(runs) == 1 else c['time'])} (pytest {minutes(c['time'])}) |")
-    lines.append(f"| all of .ci/run | {'**failed**' if failed else 'passed'} | | **{minutes(whole)}** |")
+                         f"{minutes(float(seconds) if len(runs) == 1 else c['time'])} (pytest {minutes(c['time'])}) | "
+                         f"{busy(run)} |")
+    lines.append(f"| all of .ci/run | {'**failed**' if failed else 'passed'} | | **{minutes(whole)}** | |")
     return "\n".join(lines)
 
 

@@ -96,3 +96,35 @@ def pytest_collection_modifyitems(config, items):
         stale = sorted(set(CONNECT_CASES) - used)
         if stale:
             raise pytest.UsageError(f"tests/connect_cases.py names no core case: {stale}")
+
+
+def _cpu_times() -> tuple[float, float] | None:
+    """(busy, all) CPU seconds of the whole machine since boot (/proc/stat), None where there is none."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [float(x) for x in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle and iowait
+    return (sum(fields) - idle) / ticks, sum(fields) / ticks
+
+
+def pytest_sessionstart(session):
+    session.config._fw_cpu_at_start = _cpu_times()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """How busy the machine's cores were over the run: a CI part whose cores were mostly idle waits on
+    something (a sleep, a timeout, a slow start) and would gain from running its cases side by side; one
+    near 100% would not (issue 53)."""
+    start, end = getattr(config, "_fw_cpu_at_start", None), _cpu_times()
+    if start is None or end is None or end[1] <= start[1]:
+        return
+    busy = (end[0] - start[0]) / (end[1] - start[1])
+    terminalreporter.write_line(f"machine CPU busy over this run: {busy:.0%} of {os.cpu_count()} cores "
+                                f"(/proc/stat; the other processes of the machine included)")
+    xml = getattr(config.option, "xmlpath", None)
+    if xml:  # beside the run's JUnit file, for .ci/run's table (scripts/ci_report.py)
+        with open(os.path.splitext(xml)[0] + ".cpu", "w") as out:
+            out.write(f"{busy:.3f}\n")

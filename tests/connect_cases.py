@@ -7,14 +7,17 @@ those differences, each named beside its case. Every ``core`` case still runs on
 ``make test``, and the core cases of the paths a cluster changes run on the standalone cluster and the
 separate Connect server (``tests/cluster``). An entry is a node id or its prefix; one that matches no
 collected case fails the run (``conftest.py``), so the list cannot go stale.
+
+A Connect difference that the separate Connect server of ``make test-cluster`` runs already (its
+``CORE_UNDER_THE_CONNECT_SERVER``, tests/cluster/test_cluster.py: user modules as artifacts, job folders
+and the probe, execute()'s progress and cancel by job tag, a stream's state partitions at a restore) is
+not listed here again: that server is Connect too, with executors apart from it, and CI runs both.
 """
 
 from __future__ import annotations
 
 #: node id (or its prefix) -> the Connect difference it exercises
 CONNECT_CASES = {
-    # user code reaches the server's workers as artifacts; job folders and the probe go through the server
-    "tests/cluster/test_on_any_backend.py": "artifacts, the driver's folder and the executors' probe",
     # a DataFrame built from local data is a LocalRelation sent to the server, typed by Arrow there
     "tests/datastream/test_layout.py::test_from_records_splits_contiguously": "local data as a LocalRelation",
     "tests/datastream/test_layout.py::test_from_pandas_keeps_types_and_order": "pandas as a LocalRelation",
@@ -51,10 +54,6 @@ CONNECT_CASES = {
     "tests/magics/test_preview_cap.py": "a bounded collect through Connect",
     "tests/magics/test_help.py::test_every_example_in_the_help_runs": "every documented example, once, under Connect",
     # the flavour seam: job tags and cancel, task progress, the end of a session as an interruption
-    "tests/runtime/test_cancelled_workers.py": "cancel by job tag (Connect's interrupt)",
-    "tests/runtime/test_execute.py::test_spark_task_progress_is_reported_while_each_vertex_runs": "Connect's progress",
-    "tests/runtime/test_execute.py::test_under_connect_progress_is_reported_at_the_poll_pace_while_a_view_follows":
-        "Connect's progress reports",
     # streaming: Python data sources registered per session, transformWithState and its state client, the
     # state partitions Connect's server keeps, the state data source (savepoints), foreachBatch, query progress
     "tests/streaming/test_follow.py": "query progress polled through Connect",
@@ -65,8 +64,6 @@ CONNECT_CASES = {
     "tests/streaming/test_operator_state.py": "the operator query and its savepoint under Connect",
     "tests/streaming/test_savepoint_reader.py::test_keyed_state_has": "a savepoint's base files read by server tasks",
     "tests/streaming/test_savepoint_reader.py::test_a_running_jobs_state": "job.state(): the state store through Connect",
-    "tests/streaming/test_partitioned_state.py::test_a_restore_at_another_parallelism": "state partitions on the server",
-    "tests/streaming/test_partitioned_state.py::test_two_restores_started_back_to_back": "state partitions on the server",
     "tests/streaming/test_partitioned_state.py::test_each_stream_worker_opens_only_its_partition": "workers on the server",
     "tests/streaming/test_rescale.py": "the state data source read through Connect",
     "tests/streaming/test_restart.py::test_stop_then_start_again": "a query stopped and started through Connect",
