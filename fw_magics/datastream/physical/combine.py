@@ -1,0 +1,138 @@
+"""The keyed reduce's two sides around its shuffle: combine each partition's records per key, then fold.
+
+A ``ReduceFunction`` is associative (Flink's contract, as Spark's ``reduceByKey`` assumes), so a key's
+records can be folded where they are, before the shuffle: each partition sends one partial record per key
+(the fold of that key's records in the partition, in their order) instead of every record, tagged with its
+partition and the position of its first record. After the shuffle each key's partials are folded in the
+order of those tags, so a key's result is the fold of its records in the order of the input partitions and,
+within one, in their order there: associativity is needed, commutativity is not.
+
+Where combining saves little (most keys of a partition's first ``SAMPLE`` records seen once), the partition
+stops combining and sends its remaining records as they came, Arrow to Arrow, each its own partial (Spark's
+partial aggregation skips itself the same way); ``LIMIT`` bounds the partials a partition holds at once (at
+the limit they are sent and combining starts again).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import types as T
+
+from ...values.convert import RowWriter
+from ...values.records import batch_records, record_type
+from . import workers
+
+#: The records a partition combines before it judges whether combining pays.
+SAMPLE = 16_384
+#: Combining stops when the sample's partials are more than this share of its records.
+WORTH = 0.5
+#: The partials a partition holds at most; at the limit they are sent and combining goes on.
+LIMIT = 100_000
+
+
+
+class Budget(NamedTuple):
+    """When a partition stops combining (``sample``, ``worth``) and how many partials it holds (``limit``):
+    read on the driver where the plan is made, so a test can make them small."""
+
+    sample: int
+    worth: float
+    limit: int
+
+
+PID = workers.PID_COLUMN
+SEQ = workers.SEQ_COLUMN
+
+class Shuffle(enum.Enum):
+    """What a keyed reduce sends over its shuffle: decided once, where the reduce is planned."""
+
+    PARTIALS = "each partition's records combined per key"
+    RECORDS = "every record (a key Python's == cannot be trusted to group as Spark groups it)"
+
+
+#: Key types whose Python values are equal exactly when Spark's are. Not floats (-0.0 == 0.0 and NaN != NaN
+#: in Python), strings with a collation other than binary, nor nested values: a key that Python split but Spark
+#: grouped would have two partials of one partition, their records interleaved, folded out of order.
+_EXACT = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType, T.BinaryType, T.DateType,
+          T.TimestampType, T.TimestampNTZType, T.DecimalType)
+
+
+def shuffle_for(key_types: Sequence | None) -> Shuffle:
+    """PARTIALS when every key column's type groups in Python as in Spark; ``None``: a key-selector's key
+    (its encoded bytes)."""
+    if key_types is None or all(isinstance(t, _EXACT) or t == T.StringType() for t in key_types):
+        return Shuffle.PARTIALS
+    return Shuffle.RECORDS
+
+
+def combine(fn: Callable, writer: RowWriter, helpers: int, schema: pa.Schema, budget: Budget,
+            batches) -> Iterator[pa.RecordBatch]:
+    """Map side: each key's records of this partition folded, in their order; yields partial records with
+    their key columns (the last ``helpers`` input columns), partition and first record's position."""
+    pid = workers._partition_id()
+    width = len(writer.names)
+    cls = record_type(tuple(writer.names))
+    as_record = workers._record_builder(cls, writer)
+    partials: dict = {}  # key -> [record, key values, position of its first record]
+    seen = 0
+    combining = True
+
+    def sent():
+        rows = list(partials.values())
+        partials.clear()
+        records = writer.batch([row[0] for row in rows])
+        keys = [pa.array([row[1][i] for row in rows], type=schema.field(width + i).type) for i in range(helpers)]
+        return pa.RecordBatch.from_arrays(
+            list(records.columns) + keys + [pa.array([pid] * len(rows), type=pa.int32()),
+                                             pa.array([row[2] for row in rows], type=pa.int64())], schema=schema)
+
+    with workers._relaxed_gc():
+        for batch in batches:
+            n = batch.num_rows
+            if not n:
+                continue
+            if not combining:
+                yield _as_partials(batch, schema, pid, seen)
+                seen += n
+                continue
+            positions = range(width, width + helpers)
+            columns = [batch.column(i).to_pylist() for i in positions]
+            raw = list(zip(*columns))
+            keys = columns[0] if helpers == 1 else raw
+            for offset, (key, values, record) in enumerate(zip(keys, raw, batch_records(batch.select(range(width))))):
+                partial = partials.get(key)
+                if partial is None:
+                    partials[key] = [record, values, seen + offset]
+                    continue
+                current = fn(partial[0], record)
+                partial[0] = current if type(current) is cls else as_record(current)
+            seen += n
+            if len(partials) > budget.worth * seen and seen >= budget.sample:  # little to combine: send as they come
+                combining = False
+            if not combining or len(partials) >= budget.limit:
+                yield sent()
+    if partials:
+        yield sent()
+
+
+def _as_partials(batch: pa.RecordBatch, schema: pa.Schema, pid: int, first: int) -> pa.RecordBatch:
+    """Records as they came, each its own partial: Arrow to Arrow, no Python per record."""
+    n = batch.num_rows
+    columns = [column if column.type.equals(field.type) else column.cast(field.type)
+               for column, field in zip(batch.columns, schema)]
+    return pa.RecordBatch.from_arrays(
+        columns + [pa.array([pid] * n, type=pa.int32()), pa.array(range(first, first + n), type=pa.int64())],
+        schema=schema)
+
+
+def fold(fn: Callable, writer: RowWriter, drop: Sequence[str], key_values: tuple, batches) -> Iterator[pa.RecordBatch]:
+    """Reduce side: one key's partials folded in the order of their partition and position."""
+    table = pa.Table.from_batches(list(batches))
+    if table.num_rows > 1:
+        table = table.take(pc.sort_indices(table, sort_keys=[(PID, "ascending"), (SEQ, "ascending")]))
+    return workers.reduce(fn, writer, drop, key_values, table.to_batches())
