@@ -16,10 +16,24 @@ from benchmarks.timing import interleaved_medians, median_time
 
 #: An extra reference some cases time in the same turns: the same result with no Python at all.
 JVM = "Spark's JVM aggregate (no Python)"
+#: The keyed reduce as it ran before issue 52: every record over the shuffle, no combine before it.
+PER_RECORD = "fw-magics, every record shuffled (no combine)"
 
 
 def _noop(frame) -> Callable[[], None]:
     return lambda: frame.write.format("noop").mode("overwrite").save()
+
+
+def _per_record_shuffle(keyed, fn):
+    """``keyed.reduce(fn)`` planned without the combine before the shuffle (the driver decides it once)."""
+    from fw_magics.datastream.physical import combine
+
+    decide = combine.shuffle_for
+    combine.shuffle_for = lambda key_types: combine.Shuffle.RECORDS
+    try:
+        return keyed.reduce(fn)
+    finally:
+        combine.shuffle_for = decide
 
 
 def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: int = 0, keys: int = 1000):
@@ -147,6 +161,7 @@ def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: 
 
     yield "keyed reduce(max price)", {
         "fw-magics": _noop(keyed.reduce(bigger).to_dataframe()),
+        PER_RECORD: _noop(_per_record_shuffle(keyed, bigger).to_dataframe()),
         "hand-written PySpark": _noop(df.groupBy("key").applyInPandas(pandas_max, df.schema)),
         "naive Python": lambda: df.rdd.map(lambda r: (r.key, r)).reduceByKey(bigger).count(),
     }

@@ -263,15 +263,12 @@ class KeyedPartitionWindowedStream:
         def transform(frame, n):
             # each partition combines its records per key before the shuffle (physical/combine.py), so a
             # key's records cross it once per partition; the partials carry the key as it came in
-            frame = keyed.with_key(frame)
-            if keyed.selector is None:
-                helpers = [f"__fw_key{i}" for i in range(len(keyed.columns))]
-                frame = frame.select("*", *[F.col(c).alias(h) for c, h in zip(keyed.columns, helpers)])
-            else:
-                helpers = [workers.KEY_COLUMN]
-            schema = T.StructType(out.fields + [frame.schema[h] for h in helpers] + [
+            frame, positions = combine.key_positions(keyed.with_key(frame), keyed.columns)
+            helpers = [f"__fw_key{i}" for i in range(len(positions))]
+            schema = T.StructType(out.fields + [T.StructField(h, frame.schema.fields[p].dataType)
+                                                for h, p in zip(helpers, positions)] + [
                 T.StructField(workers.PID_COLUMN, T.IntegerType()), T.StructField(workers.SEQ_COLUMN, T.LongType())])
-            side = functools.partial(combine.combine, fn, writer, len(helpers), arrow_schema(schema),
+            side = functools.partial(combine.combine, fn, writer, positions, arrow_schema(schema),
                                      combine.Budget(combine.SAMPLE, combine.WORTH, combine.LIMIT))
             partials = map_in_arrow(frame, side, schema)
             placed = partials.repartition(keyed.parallelism, *[F.col(h) for h in helpers])

@@ -16,11 +16,13 @@ the limit they are sent and combining starts again).
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ...values.convert import RowWriter
@@ -35,7 +37,6 @@ WORTH = 0.5
 LIMIT = 100_000
 
 
-
 class Budget(NamedTuple):
     """When a partition stops combining (``sample``, ``worth``) and how many partials it holds (``limit``):
     read on the driver where the plan is made, so a test can make them small."""
@@ -47,6 +48,7 @@ class Budget(NamedTuple):
 
 PID = workers.PID_COLUMN
 SEQ = workers.SEQ_COLUMN
+
 
 class Shuffle(enum.Enum):
     """What a keyed reduce sends over its shuffle: decided once, where the reduce is planned."""
@@ -70,61 +72,81 @@ def shuffle_for(key_types: Sequence | None) -> Shuffle:
     return Shuffle.RECORDS
 
 
-def combine(fn: Callable, writer: RowWriter, helpers: int, schema: pa.Schema, budget: Budget,
+def key_positions(frame, key_columns: Sequence[str]):
+    """``frame`` and the positions of its key columns: a top-level column where it is, a nested field (or a
+    name Spark needs quoted) appended after the record's columns."""
+    names = frame.columns
+    positions, extra = [], []
+    for reference in key_columns:
+        if reference in names:
+            positions.append(names.index(reference))
+        else:
+            positions.append(len(names) + len(extra))
+            extra.append(F.col(reference).alias(f"__fw_key{len(extra)}"))
+    return (frame.select("*", *extra) if extra else frame), positions
+
+
+def combine(fn: Callable, writer: RowWriter, keys: Sequence[int], schema: pa.Schema, budget: Budget,
             batches) -> Iterator[pa.RecordBatch]:
-    """Map side: each key's records of this partition folded, in their order; yields partial records with
-    their key columns (the last ``helpers`` input columns), partition and first record's position."""
-    pid = workers._partition_id()
+    """Map side: each key's records of this partition folded, in their order; yields partial records, then
+    their key as it came in (the input's columns at ``keys``), their partition and first record's position."""
+    pid = workers.partition_id()
     width = len(writer.names)
     cls = record_type(tuple(writer.names))
-    as_record = workers._record_builder(cls, writer)
-    partials: dict = {}  # key -> [record, key values, position of its first record]
+    as_record = workers.record_builder(cls, writer)
+    one = len(keys) == 1
+    folded: dict = {}  # key -> the fold of its records so far
+    first: dict = {}  # key -> the position of its first record
     seen = 0
     combining = True
 
     def sent():
-        rows = list(partials.values())
-        partials.clear()
-        records = writer.batch([row[0] for row in rows])
-        keys = [pa.array([row[1][i] for row in rows], type=schema.field(width + i).type) for i in range(helpers)]
-        return pa.RecordBatch.from_arrays(
-            list(records.columns) + keys + [pa.array([pid] * len(rows), type=pa.int32()),
-                                             pa.array([row[2] for row in rows], type=pa.int64())], schema=schema)
+        values = list(folded)
+        key_columns = [values] if one else [list(column) for column in zip(*values)]
+        arrays = [pa.array(column, type=schema.field(width + i).type) for i, column in enumerate(key_columns)]
+        batch = pa.RecordBatch.from_arrays(
+            list(writer.batch(list(folded.values())).columns) + arrays
+            + [pa.array([pid] * len(values), type=pa.int32()), pa.array(list(first.values()), type=pa.int64())],
+            schema=schema)
+        folded.clear()
+        first.clear()
+        return batch
 
-    with workers._relaxed_gc():
+    with workers.relaxed_gc():
         for batch in batches:
             n = batch.num_rows
             if not n:
                 continue
             if not combining:
-                yield _as_partials(batch, schema, pid, seen)
+                yield _as_partials(batch, width, keys, schema, pid, seen)
                 seen += n
                 continue
-            positions = range(width, width + helpers)
-            columns = [batch.column(i).to_pylist() for i in positions]
-            raw = list(zip(*columns))
-            keys = columns[0] if helpers == 1 else raw
-            for offset, (key, values, record) in enumerate(zip(keys, raw, batch_records(batch.select(range(width))))):
-                partial = partials.get(key)
-                if partial is None:
-                    partials[key] = [record, values, seen + offset]
-                    continue
-                current = fn(partial[0], record)
-                partial[0] = current if type(current) is cls else as_record(current)
+            columns = [batch.column(i).to_pylist() for i in keys]
+            records = batch_records(batch.select(range(width)) if batch.num_columns > width else batch)
+            for position, key, record in zip(itertools.count(seen), columns[0] if one else zip(*columns), records):
+                current = folded.get(key)
+                if current is None:
+                    folded[key] = record
+                    first[key] = position
+                else:
+                    current = fn(current, record)
+                    folded[key] = current if type(current) is cls else as_record(current)
             seen += n
-            if len(partials) > budget.worth * seen and seen >= budget.sample:  # little to combine: send as they come
+            if len(folded) > budget.worth * seen and seen >= budget.sample:  # little to combine: send as they come
                 combining = False
-            if not combining or len(partials) >= budget.limit:
+            if not combining or len(folded) >= budget.limit:
                 yield sent()
-    if partials:
+    if folded:
         yield sent()
 
 
-def _as_partials(batch: pa.RecordBatch, schema: pa.Schema, pid: int, first: int) -> pa.RecordBatch:
+def _as_partials(batch: pa.RecordBatch, width: int, keys: Sequence[int], schema: pa.Schema, pid: int,
+                 first: int) -> pa.RecordBatch:
     """Records as they came, each its own partial: Arrow to Arrow, no Python per record."""
     n = batch.num_rows
+    columns = [batch.column(i) for i in range(width)] + [batch.column(i) for i in keys]
     columns = [column if column.type.equals(field.type) else column.cast(field.type)
-               for column, field in zip(batch.columns, schema)]
+               for column, field in zip(columns, schema)]
     return pa.RecordBatch.from_arrays(
         columns + [pa.array([pid] * n, type=pa.int32()), pa.array(range(first, first + n), type=pa.int64())],
         schema=schema)
