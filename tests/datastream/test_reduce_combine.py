@@ -55,9 +55,10 @@ def concat(a, b):
 @given(parts=partitioned(ids=st.integers(0, 3)),
        budget=st.sampled_from([DEFAULT, combine.Budget(2, 0.5, 100), combine.Budget(1, 0.0, 1),
                                combine.Budget(1, 1.0, 2)]))
-def test_keyed_reduce_is_the_fold_in_input_order(make, parts, budget, monkeypatch_module):
+def test_keyed_reduce_is_the_fold_in_input_order(make, parts, budget, monkeypatch_module, small_batches):
     """Against the model: each key's records folded in the order of the partitions, then of their positions;
-    the budgets send records as they come, or partials at a limit, part way through a partition."""
+    the budgets send records as they come, or partials at a limit, part way through a partition (whose
+    records come in Arrow batches of 2)."""
     monkeypatch_module(budget)
     out = make(parts).key_by("id").full_window_partition().reduce(concat).collect()
     keys: dict = {}
@@ -67,6 +68,16 @@ def test_keyed_reduce_is_the_fold_in_input_order(make, parts, budget, monkeypatc
     model = {k: functools.reduce(concat, records) if len(records) > 1 else records[0] for k, records in keys.items()}
     assert {r.id: tuple(r) for r in out} == model
     assert len(out) == len(model)
+
+
+@pytest.fixture
+def small_batches(spark):
+    """Arrow batches of 2 records into Python, so a partition's combine judges and sends part way through."""
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    saved = spark.conf.get(key)
+    spark.conf.set(key, "2")
+    yield
+    spark.conf.set(key, saved)
 
 
 @pytest.fixture

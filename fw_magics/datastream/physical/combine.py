@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -153,8 +152,14 @@ def _as_partials(batch: pa.RecordBatch, width: int, keys: Sequence[int], schema:
 
 
 def fold(fn: Callable, writer: RowWriter, drop: Sequence[str], key_values: tuple, batches) -> Iterator[pa.RecordBatch]:
-    """Reduce side: one key's partials folded in the order of their partition and position."""
-    table = pa.Table.from_batches(list(batches))
-    if table.num_rows > 1:
-        table = table.take(pc.sort_indices(table, sort_keys=[(PID, "ascending"), (SEQ, "ascending")]))
-    return workers.reduce(fn, writer, drop, key_values, table.to_batches())
+    """Reduce side: one key's partials folded in the order of their partition and position (a key's partials
+    are few: no pyarrow call per key beyond reading them)."""
+    width = len(writer.names)
+    rows = []
+    for batch in batches:
+        if batch.num_rows:
+            rows.extend(zip(batch.column(PID).to_pylist(), batch.column(SEQ).to_pylist(),
+                            batch_records(batch.select(range(width)))))
+    if any(rows[i][:2] > rows[i + 1][:2] for i in range(len(rows) - 1)):
+        rows.sort(key=lambda row: row[:2])
+    return workers.fold_records(fn, writer, (row[2] for row in rows))

@@ -115,9 +115,14 @@ def aggregate(agg, writer: RowWriter, drop: Sequence[str], key_values: tuple, ba
 
 def reduce(fn: Callable, writer: RowWriter, drop: Sequence[str], key_values: tuple, batches) -> Iterator[pa.RecordBatch]:
     """Fold the records pairwise, the first record as the seed; nothing for no records."""
+    return fold_records(fn, writer, batches_records(_drop(batches, drop)))
+
+
+def fold_records(fn: Callable, writer: RowWriter, records) -> Iterator[pa.RecordBatch]:
+    """``records`` folded pairwise, the first as the seed, as one batch; nothing for no records."""
     cls = record_type(tuple(writer.names))
     as_record = record_builder(cls, writer)
-    records = batches_records(_drop(batches, drop))
+    records = iter(records)
     current = next(records, None)
     with relaxed_gc():
         for record in records:
