@@ -16,15 +16,30 @@ from benchmarks.timing import interleaved_medians, median_time
 
 #: An extra reference some cases time in the same turns: the same result with no Python at all.
 JVM = "Spark's JVM aggregate (no Python)"
+#: The keyed reduce as it ran before issue 52: every record over the shuffle, no combine before it.
+PER_RECORD = "fw-magics, every record shuffled (no combine)"
 
 
 def _noop(frame) -> Callable[[], None]:
     return lambda: frame.write.format("noop").mode("overwrite").save()
 
 
-def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: int = 0):
+def _per_record_shuffle(keyed, fn):
+    """``keyed.reduce(fn)`` planned without the combine before the shuffle (the driver decides it once)."""
+    from fw_magics.datastream.physical import combine
+
+    decide = combine.shuffle_for
+    combine.shuffle_for = lambda key_types: combine.Shuffle.RECORDS
+    try:
+        return keyed.reduce(fn)
+    finally:
+        combine.shuffle_for = decide
+
+
+def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: int = 0, keys: int = 1000):
     """Yield (case, {variant: thunk}) for every benchmarked operation.
 
+    ``keys``: the distinct keys of the keyed cases (``id % keys``).
     ``cache=False`` generates the input afresh for every run (the same rows each time: the
     random column is seeded) instead of caching it, for sizes a small driver cannot hold;
     ``extra_columns`` adds that many double columns (a wide input) the operations carry along.
@@ -38,7 +53,7 @@ def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: 
 
     df = spark.range(0, rows, 1, partitions).select(
         "id",
-        (F.col("id") % 1000).alias("key"),
+        (F.col("id") % keys).alias("key"),
         (F.rand(seed=7) * 100).alias("price"),
         (F.col("id") % 7).cast("int").alias("qty"),
         *[(F.col("id") * (i + 1) / 7).alias(f"x{i}") for i in range(extra_columns)],
@@ -146,6 +161,7 @@ def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: 
 
     yield "keyed reduce(max price)", {
         "fw-magics": _noop(keyed.reduce(bigger).to_dataframe()),
+        PER_RECORD: _noop(_per_record_shuffle(keyed, bigger).to_dataframe()),
         "hand-written PySpark": _noop(df.groupBy("key").applyInPandas(pandas_max, df.schema)),
         "naive Python": lambda: df.rdd.map(lambda r: (r.key, r)).reduceByKey(bigger).count(),
     }
@@ -164,14 +180,14 @@ def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: 
 
 
 def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None, only: str = "",
-        naive: bool = True) -> list[dict]:
+        naive: bool = True, keys: int = 1000) -> list[dict]:
     """``only``: run just the cases whose name contains it; ``naive=False`` skips the naive way."""
     import fw_magics as fw
 
     spark = spark or fw.get_spark()
     ui = SparkUI.attach(spark)
     results = []
-    for case, variants in cases(spark, rows, partitions):
+    for case, variants in cases(spark, rows, partitions, keys=keys):
         if only and only not in case:
             continue
         # fw-magics and the hand-written way run in turns after two warm-up rounds (Python
