@@ -271,8 +271,11 @@ class KeyedPartitionWindowedStream:
             side = functools.partial(combine.combine, fn, writer, positions, arrow_schema(schema),
                                      combine.Budget(combine.SAMPLE, combine.WORTH, combine.LIMIT))
             partials = map_in_arrow(frame, side, schema)
-            placed = partials.repartition(keyed.parallelism, *[F.col(h) for h in helpers])
-            drop = (*helpers, workers.PID_COLUMN, workers.SEQ_COLUMN)
-            return apply_in_arrow(placed, helpers, functools.partial(combine.fold, fn, writer, drop), False, out)
+            # after the shuffle Spark sorts each partition's partials by key, partition and position, and one
+            # Python call per partition folds each key's run (not one applyInArrow call per key)
+            keys = [F.col(h) for h in helpers]
+            placed = partials.repartition(keyed.parallelism, *keys).sortWithinPartitions(
+                *keys, workers.PID_COLUMN, workers.SEQ_COLUMN)
+            return map_in_arrow(placed, functools.partial(combine.fold_runs, fn, writer, len(helpers)), out)
 
         return self._derive("reduce", function_name(fn), transform, out, identity={"function": fn})

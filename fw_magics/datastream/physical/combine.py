@@ -3,9 +3,11 @@
 A ``ReduceFunction`` is associative (Flink's contract, as Spark's ``reduceByKey`` assumes), so a key's
 records can be folded where they are, before the shuffle: each partition sends one partial record per key
 (the fold of that key's records in the partition, in their order) instead of every record, tagged with its
-partition and the position of its first record. After the shuffle each key's partials are folded in the
-order of those tags, so a key's result is the fold of its records in the order of the input partitions and,
-within one, in their order there: associativity is needed, commutativity is not.
+partition and the position of its first record. After the shuffle Spark sorts each partition's partials by
+key, partition and position, and one Python call per partition (``fold_runs``) folds each key's run in that
+order, so a key's result is the fold of its records in the order of the input partitions and, within one, in
+their order there: associativity is needed, commutativity is not. The run of a key is found by Python's
+``==``, which is why only keys whose Python equality is Spark's are combined (``shuffle_for``).
 
 Where combining saves little (most keys of a partition's first ``SAMPLE`` records seen once), the partition
 stops combining and sends its remaining records as they came, Arrow to Arrow, each its own partial (Spark's
@@ -151,15 +153,36 @@ def _as_partials(batch: pa.RecordBatch, width: int, keys: Sequence[int], schema:
         schema=schema)
 
 
-def fold(fn: Callable, writer: RowWriter, drop: Sequence[str], key_values: tuple, batches) -> Iterator[pa.RecordBatch]:
-    """Reduce side: one key's partials folded in the order of their partition and position (a key's partials
-    are few: no pyarrow call per key beyond reading them)."""
+def fold_runs(fn: Callable, writer: RowWriter, keys: int, batches) -> Iterator[pa.RecordBatch]:
+    """Reduce side, once per partition: its partials arrive sorted by key, partition and position (Spark sorted
+    them), so each key's partials are one run, folded in that order; yields the finished keys' results, a
+    batch per input batch (no Python call, Arrow message or pyarrow call per key)."""
     width = len(writer.names)
-    rows = []
-    for batch in batches:
-        if batch.num_rows:
-            rows.extend(zip(batch.column(PID).to_pylist(), batch.column(SEQ).to_pylist(),
-                            batch_records(batch.select(range(width)))))
-    if any(rows[i][:2] > rows[i + 1][:2] for i in range(len(rows) - 1)):
-        rows.sort(key=lambda row: row[:2])
-    return workers.fold_records(fn, writer, (row[2] for row in rows))
+    cls = record_type(tuple(writer.names))
+    as_record = workers.record_builder(cls, writer)
+    one = keys == 1
+    key = current = _NO_KEY
+    with workers.relaxed_gc():
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            done = []
+            columns = [batch.column(width + i).to_pylist() for i in range(keys)]
+            records = batch_records(batch.select(range(width)))
+            for value, record in zip(columns[0] if one else zip(*columns), records):
+                if value == key:
+                    current = fn(current, record)
+                    if type(current) is not cls:  # the function made a new value (not one of its two records)
+                        current = as_record(current)
+                else:
+                    if current is not _NO_KEY:
+                        done.append(current)
+                    key, current = value, record
+            if done:
+                yield writer.batch(done)
+    if current is not _NO_KEY:
+        yield writer.batch([current])
+
+
+#: No key seen yet: equal to no key value (a key may be None).
+_NO_KEY = object()
