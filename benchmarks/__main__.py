@@ -122,6 +122,11 @@ def main() -> None:
     parser.add_argument("--only", default="")
     parser.add_argument("--case", default="", help="full-window cases whose name contains this")
     parser.add_argument("--no-naive", action="store_true", help="skip the (slow) naive Python timings")
+    parser.add_argument("--no-hand-written", action="store_true",
+                        help="fullwindow: skip the hand-written PySpark timings (minutes with many --keys)")
+    parser.add_argument("--warmups", type=int, default=2, help="fullwindow: warm-up rounds (default 2)")
+    parser.add_argument("--no-breakdown", action="store_true",
+                        help="fullwindow: no extra run of each variant for Spark's UI breakdown")
     parser.add_argument("--backlog-records", type=int, default=2_000_000, help="backlog: records (default 2,000,000)")
     parser.add_argument("--keys", default=None,
                         help="backlog: distinct keys (default 10,000); keys: the sizes, comma-separated "
@@ -199,9 +204,12 @@ def main() -> None:
         from benchmarks import fullwindow
 
         print(f"\nfull-window operations: {args.rows:,} rows in {args.partitions} partitions, "
-              f"median of {args.runs} runs taken in turns after two warm-up rounds, embedded Spark local[*]")
+              f"median of {args.runs} runs taken in turns after {args.warmups} warm-up round(s), "
+              "embedded Spark local[*]")
         print_fullwindow(fullwindow.run(args.rows, args.partitions, args.runs, only=args.case,
-                                        naive=not args.no_naive, keys=sizes[0] if sizes else 1000))
+                                        naive=not args.no_naive, keys=sizes[0] if sizes else 1000,
+                                        warmups=args.warmups, hand_written=not args.no_hand_written,
+                                        breakdown=not args.no_breakdown))
     if not only or "backlog" in only:
         from benchmarks import backlog
 

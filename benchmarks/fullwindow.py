@@ -180,12 +180,15 @@ def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: 
 
 
 def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None, only: str = "",
-        naive: bool = True, keys: int = 1000) -> list[dict]:
-    """``only``: run just the cases whose name contains it; ``naive=False`` skips the naive way."""
+        naive: bool = True, keys: int = 1000, warmups: int = 2, hand_written: bool = True,
+        breakdown: bool = True) -> list[dict]:
+    """``only``: run just the cases whose name contains it; ``naive=False`` skips the naive way,
+    ``hand_written=False`` the hand-written one (minutes with many keys), ``breakdown=False`` the one
+    more run of each variant that reads where the time went from Spark's UI."""
     import fw_magics as fw
 
     spark = spark or fw.get_spark()
-    ui = SparkUI.attach(spark)
+    ui = SparkUI.attach(spark) if breakdown else None
     results = []
     for case, variants in cases(spark, rows, partitions, keys=keys):
         if only and only not in case:
@@ -194,8 +197,11 @@ def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None, o
         # workers started, JVM code paths compiled); the naive way, ten times slower, is
         # timed once: its noise does not change the ratio that matters
         slow = variants.pop("naive Python")
-        medians = interleaved_medians(variants, runs, warmups=2)
+        hand = variants.pop("hand-written PySpark") if not hand_written else None
+        medians = interleaved_medians(variants, runs, warmups=warmups)
         medians["naive Python"] = median_time(slow, 1) if naive else float("nan")
+        if hand is not None:
+            medians["hand-written PySpark"] = float("nan")
         breakdowns = {name: ui.measure(fn) for name, fn in variants.items()} if ui is not None else {}
         results.append({"case": case, "medians": medians, "runs": runs, "rows": rows, "partitions": partitions,
                         "breakdown": breakdowns})
