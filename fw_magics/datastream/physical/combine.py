@@ -47,10 +47,6 @@ class Budget(NamedTuple):
     limit: int
 
 
-PID = workers.PID_COLUMN
-SEQ = workers.SEQ_COLUMN
-
-
 class Shuffle(enum.Enum):
     """What a keyed reduce sends over its shuffle: decided once, where the reduce is planned."""
 
@@ -156,7 +152,7 @@ def _as_partials(batch: pa.RecordBatch, width: int, keys: Sequence[int], schema:
 def fold_runs(fn: Callable, writer: RowWriter, keys: int, batches) -> Iterator[pa.RecordBatch]:
     """Reduce side, once per partition: its partials arrive sorted by key, partition and position (Spark sorted
     them), so each key's partials are one run, folded in that order; yields the finished keys' results, a
-    batch per input batch (no Python call, Arrow message or pyarrow call per key)."""
+    batch per input batch (no applyInArrow call, Arrow message or pyarrow call per key)."""
     width = len(writer.names)
     cls = record_type(tuple(writer.names))
     as_record = workers.record_builder(cls, writer)
