@@ -122,10 +122,15 @@ def main() -> None:
     parser.add_argument("--only", default="")
     parser.add_argument("--case", default="", help="full-window cases whose name contains this")
     parser.add_argument("--no-naive", action="store_true", help="skip the (slow) naive Python timings")
+    parser.add_argument("--no-hand-written", action="store_true",
+                        help="fullwindow: skip the hand-written PySpark timings (minutes with many --keys)")
+    parser.add_argument("--warmups", type=int, default=2, help="fullwindow: warm-up rounds (default 2)")
+    parser.add_argument("--no-breakdown", action="store_true",
+                        help="fullwindow: no extra run of each variant for Spark's UI breakdown")
     parser.add_argument("--backlog-records", type=int, default=2_000_000, help="backlog: records (default 2,000,000)")
     parser.add_argument("--keys", default=None,
                         help="backlog: distinct keys (default 10,000); keys: the sizes, comma-separated "
-                             "(default 10000,1000000)")
+                             "(default 10000,1000000); fullwindow: the keyed cases' keys (default 1,000)")
     parser.add_argument("--references-up-to", type=int, default=None,
                         help="keys: run the backlog's references (applyInPandas: minutes) up to this many keys "
                              "(default 1,000,000)")
@@ -194,14 +199,17 @@ def main() -> None:
 
         print(f"\nexecute() with recovery: a 3-job-vertex pipeline on {args.rows:,} rows, median of 3 runs")
         print_recovery(recovery.run(args.rows, args.partitions))
+    sizes = [int(k) for k in (args.keys or "").split(",") if k.strip()]
     if not only or "fullwindow" in only:
         from benchmarks import fullwindow
 
         print(f"\nfull-window operations: {args.rows:,} rows in {args.partitions} partitions, "
-              f"median of {args.runs} runs taken in turns after two warm-up rounds, embedded Spark local[*]")
+              f"median of {args.runs} runs taken in turns after {args.warmups} warm-up round(s), "
+              "embedded Spark local[*]")
         print_fullwindow(fullwindow.run(args.rows, args.partitions, args.runs, only=args.case,
-                                        naive=not args.no_naive))
-    sizes = [int(k) for k in (args.keys or "").split(",") if k.strip()]
+                                        naive=not args.no_naive, keys=sizes[0] if sizes else 1000,
+                                        warmups=args.warmups, hand_written=not args.no_hand_written,
+                                        breakdown=not args.no_breakdown))
     if not only or "backlog" in only:
         from benchmarks import backlog
 

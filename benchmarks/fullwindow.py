@@ -16,15 +16,30 @@ from benchmarks.timing import interleaved_medians, median_time
 
 #: An extra reference some cases time in the same turns: the same result with no Python at all.
 JVM = "Spark's JVM aggregate (no Python)"
+#: The keyed reduce as it ran before issue 52: every record over the shuffle, no combine before it.
+PER_RECORD = "fw-magics, every record shuffled (no combine)"
 
 
 def _noop(frame) -> Callable[[], None]:
     return lambda: frame.write.format("noop").mode("overwrite").save()
 
 
-def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: int = 0):
+def _per_record_shuffle(keyed, fn):
+    """``keyed.reduce(fn)`` planned without the combine before the shuffle (the driver decides it once)."""
+    from fw_magics.datastream.physical import combine
+
+    decide = combine.shuffle_for
+    combine.shuffle_for = lambda key_types: combine.Shuffle.RECORDS
+    try:
+        return keyed.reduce(fn)
+    finally:
+        combine.shuffle_for = decide
+
+
+def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: int = 0, keys: int = 1000):
     """Yield (case, {variant: thunk}) for every benchmarked operation.
 
+    ``keys``: the distinct keys of the keyed cases (``id % keys``).
     ``cache=False`` generates the input afresh for every run (the same rows each time: the
     random column is seeded) instead of caching it, for sizes a small driver cannot hold;
     ``extra_columns`` adds that many double columns (a wide input) the operations carry along.
@@ -38,7 +53,7 @@ def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: 
 
     df = spark.range(0, rows, 1, partitions).select(
         "id",
-        (F.col("id") % 1000).alias("key"),
+        (F.col("id") % keys).alias("key"),
         (F.rand(seed=7) * 100).alias("price"),
         (F.col("id") % 7).cast("int").alias("qty"),
         *[(F.col("id") * (i + 1) / 7).alias(f"x{i}") for i in range(extra_columns)],
@@ -146,6 +161,7 @@ def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: 
 
     yield "keyed reduce(max price)", {
         "fw-magics": _noop(keyed.reduce(bigger).to_dataframe()),
+        PER_RECORD: _noop(_per_record_shuffle(keyed, bigger).to_dataframe()),
         "hand-written PySpark": _noop(df.groupBy("key").applyInPandas(pandas_max, df.schema)),
         "naive Python": lambda: df.rdd.map(lambda r: (r.key, r)).reduceByKey(bigger).count(),
     }
@@ -164,22 +180,28 @@ def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: 
 
 
 def run(rows: int = 5_000_000, partitions: int = 4, runs: int = 5, spark=None, only: str = "",
-        naive: bool = True) -> list[dict]:
-    """``only``: run just the cases whose name contains it; ``naive=False`` skips the naive way."""
+        naive: bool = True, keys: int = 1000, warmups: int = 2, hand_written: bool = True,
+        breakdown: bool = True) -> list[dict]:
+    """``only``: run just the cases whose name contains it; ``naive=False`` skips the naive way,
+    ``hand_written=False`` the hand-written one (minutes with many keys), ``breakdown=False`` the one
+    more run of each variant that reads where the time went from Spark's UI."""
     import fw_magics as fw
 
     spark = spark or fw.get_spark()
-    ui = SparkUI.attach(spark)
+    ui = SparkUI.attach(spark) if breakdown else None
     results = []
-    for case, variants in cases(spark, rows, partitions):
+    for case, variants in cases(spark, rows, partitions, keys=keys):
         if only and only not in case:
             continue
         # fw-magics and the hand-written way run in turns after two warm-up rounds (Python
         # workers started, JVM code paths compiled); the naive way, ten times slower, is
         # timed once: its noise does not change the ratio that matters
         slow = variants.pop("naive Python")
-        medians = interleaved_medians(variants, runs, warmups=2)
+        hand = variants.pop("hand-written PySpark") if not hand_written else None
+        medians = interleaved_medians(variants, runs, warmups=warmups)
         medians["naive Python"] = median_time(slow, 1) if naive else float("nan")
+        if hand is not None:
+            medians["hand-written PySpark"] = float("nan")
         breakdowns = {name: ui.measure(fn) for name, fn in variants.items()} if ui is not None else {}
         results.append({"case": case, "medians": medians, "runs": runs, "rows": rows, "partitions": partitions,
                         "breakdown": breakdowns})

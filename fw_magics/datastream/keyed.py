@@ -9,7 +9,7 @@ from pyspark.sql import types as T
 
 from ..api.functions import Order, as_aggregate_function
 from ..errors import FullWindowError
-from ..values.schema import nullable, parse_schema, resolve_field, resolve_path
+from ..values.schema import arrow_schema, nullable, parse_schema, resolve_field, resolve_path
 from .arguments import (
     aggregate_columns,
     analysed,
@@ -25,7 +25,7 @@ from .arguments import (
     writer_for,
 )
 from .lineage import Step, Stream
-from .physical import workers
+from .physical import combine, workers
 from .physical.arrow_calls import apply_in_arrow, map_in_arrow
 
 
@@ -254,5 +254,28 @@ class KeyedPartitionWindowedStream:
         check_callable(fn, "reduce")
         out = nullable(self._in.schema)
         writer = writer_for(out, f"reduce function {function_name(fn)!r}")
-        op = functools.partial(workers.reduce, fn, writer, self._keyed.helper_columns)
-        return self._derive("reduce", function_name(fn), self._per_key(op, out), out, identity={"function": fn})
+        keyed = self._keyed
+        key_types = None if keyed.selector is not None else [f.dataType for f in keyed.key_fields]
+        if combine.shuffle_for(key_types) is combine.Shuffle.RECORDS:
+            op = functools.partial(workers.reduce, fn, writer, keyed.helper_columns)
+            return self._derive("reduce", function_name(fn), self._per_key(op, out), out, identity={"function": fn})
+
+        def transform(frame, n):
+            # each partition combines its records per key before the shuffle (physical/combine.py), so a
+            # key's records cross it once per partition; the partials carry the key as it came in
+            frame, positions = combine.key_positions(keyed.with_key(frame), keyed.columns)
+            helpers = [f"__fw_key{i}" for i in range(len(positions))]
+            schema = T.StructType(out.fields + [T.StructField(h, frame.schema.fields[p].dataType)
+                                                for h, p in zip(helpers, positions)] + [
+                T.StructField(workers.PID_COLUMN, T.IntegerType()), T.StructField(workers.SEQ_COLUMN, T.LongType())])
+            side = functools.partial(combine.combine, fn, writer, positions, arrow_schema(schema),
+                                     combine.Budget(combine.SAMPLE, combine.WORTH, combine.LIMIT))
+            partials = map_in_arrow(frame, side, schema)
+            # after the shuffle Spark sorts each partition's partials by key, partition and position, and one
+            # Python call per partition folds each key's run (not one applyInArrow call per key)
+            keys = [F.col(h) for h in helpers]
+            placed = partials.repartition(keyed.parallelism, *keys).sortWithinPartitions(
+                *keys, workers.PID_COLUMN, workers.SEQ_COLUMN)
+            return map_in_arrow(placed, functools.partial(combine.fold_runs, fn, writer, len(helpers)), out)
+
+        return self._derive("reduce", function_name(fn), transform, out, identity={"function": fn})

@@ -23,7 +23,7 @@ PID_COLUMN = "__fw_pid"
 SEQ_COLUMN = "__fw_seq"
 
 
-def _partition_id() -> int:
+def partition_id() -> int:
     from pyspark import TaskContext
 
     context = TaskContext.get()
@@ -40,7 +40,7 @@ GC_THRESHOLD = 10_000
 
 
 @contextlib.contextmanager
-def _relaxed_gc():
+def relaxed_gc():
     """The generation-0 GC threshold raised while inside (see GC_THRESHOLD)."""
     old = gc.get_threshold()
     gc.set_threshold(max(old[0], GC_THRESHOLD), *old[1:])
@@ -73,7 +73,7 @@ def map_partition(fn: Callable, writer: RowWriter, drop: Sequence[str], key_valu
             f"{writer.context} returned {type(result).__name__} {result!r:.60}; it must yield records "
             "(or return a list of them): tuples, dicts or records"
         )
-    with _relaxed_gc():
+    with relaxed_gc():
         yield from writer.batches(result)
 
 
@@ -104,7 +104,7 @@ def aggregate(agg, writer: RowWriter, drop: Sequence[str], key_values: tuple, ba
                 accumulator = add_batch(batch, accumulator)
     else:
         add = agg.add
-        with _relaxed_gc():
+        with relaxed_gc():
             for record in batches_records(_drop(batches, drop)):
                 accumulator = add(record, accumulator)
     result = agg.get_result(accumulator)
@@ -115,11 +115,16 @@ def aggregate(agg, writer: RowWriter, drop: Sequence[str], key_values: tuple, ba
 
 def reduce(fn: Callable, writer: RowWriter, drop: Sequence[str], key_values: tuple, batches) -> Iterator[pa.RecordBatch]:
     """Fold the records pairwise, the first record as the seed; nothing for no records."""
+    return fold_records(fn, writer, batches_records(_drop(batches, drop)))
+
+
+def fold_records(fn: Callable, writer: RowWriter, records) -> Iterator[pa.RecordBatch]:
+    """``records`` folded pairwise, the first as the seed, as one batch; nothing for no records."""
     cls = record_type(tuple(writer.names))
-    as_record = _record_builder(cls, writer)
-    records = batches_records(_drop(batches, drop))
+    as_record = record_builder(cls, writer)
+    records = iter(records)
     current = next(records, None)
-    with _relaxed_gc():
+    with relaxed_gc():
         for record in records:
             current = fn(current, record)
             if type(current) is not cls:  # the function made a new value (not one of its two records)
@@ -128,7 +133,7 @@ def reduce(fn: Callable, writer: RowWriter, drop: Sequence[str], key_values: tup
         yield writer.batch([current])
 
 
-def _record_builder(cls, writer: RowWriter):
+def record_builder(cls, writer: RowWriter):
     width = len(writer.names)
 
     def as_record(value):
@@ -195,7 +200,7 @@ def add_key_column(selector: Callable, batches) -> Iterator[pa.RecordBatch]:
 
 def tag_partition(marker_schema: pa.Schema, batches) -> Iterator[pa.RecordBatch]:
     """Tag each row with its partition and position; one marker row (seq -1) per partition."""
-    pid = _partition_id()
+    pid = partition_id()
     seq = 0
     schema = marker_schema
     for batch in batches:
@@ -219,7 +224,7 @@ def count_partition(batches) -> Iterator[pa.RecordBatch]:
     """One row per partition, empty or not: its id (to learn the partition count)."""
     for _ in batches:
         pass
-    yield pa.RecordBatch.from_arrays([pa.array([_partition_id()], type=pa.int32())], names=["p"])
+    yield pa.RecordBatch.from_arrays([pa.array([partition_id()], type=pa.int32())], names=["p"])
 
 
 def emit_chunk(chunks: list[bytes], batches) -> Iterator[pa.RecordBatch]:
