@@ -288,6 +288,11 @@ class Composite(Source):
     def joined(cls, parts: list[dict]) -> dict:
         return {cls.PARTS: parts}
 
+    @staticmethod
+    @abc.abstractmethod
+    def input_root(root: str, index: int) -> str:
+        """Input ``index``'s own folder in the job's ``root``."""
+
     @classmethod
     def described_parts(cls, described: dict) -> list[dict]:
         """The descriptions of its inputs in its own ``described``."""

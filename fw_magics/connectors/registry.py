@@ -56,7 +56,11 @@ def kept_on_server(described, root: str) -> str | None:
     server (a replication slot: the server keeps its log for it), as a clause, or None; of a job of two inputs,
     what the first input that keeps something keeps."""
     cls = KINDS.get(described.get("kind")) if isinstance(described, dict) else None
-    return None if cls is None else cls.kept_on_server_as(described, root)
+    if cls is None or not issubclass(cls, Composite):
+        return None if cls is None else cls.kept_on_server_as(described, root)
+    parts = described.get(cls.PARTS)
+    return next(filter(None, (kept_on_server(part, cls.input_root(root, i)) for i, part in enumerate(parts))), None) \
+        if isinstance(parts, list) else None
 
 
 def is_backlog_source(detail: dict) -> bool:

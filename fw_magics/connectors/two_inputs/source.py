@@ -91,11 +91,11 @@ class ConnectedSource(Composite):
         self.broadcast = bool(detail.get("broadcast"))  # input 2 is broadcast: each row to every state partition
 
     @staticmethod
-    def _root(root: str, index: int) -> str:
+    def input_root(root: str, index: int) -> str:
         return os.path.join(root, "source", f"input{index + 1}")
 
     def _each(self, root: str):
-        return [(i, s, self._root(root, i)) for i, s in enumerate(self.inputs)]
+        return [(i, s, self.input_root(root, i)) for i, s in enumerate(self.inputs)]
 
     @classmethod
     def detail_of(cls, inputs: list[tuple], event_time: str | None, labels: list[str], input_names: list[str],
@@ -109,15 +109,6 @@ class ConnectedSource(Composite):
 
     def describe(self) -> dict:
         return {"kind": self.kind, self.PARTS: [s.describe() for s in self.inputs], "keys": self.keys}
-
-    @classmethod
-    def kept_on_server_as(cls, described: dict, root: str) -> str | None:
-        """What one of its inputs keeps on a server (a CDC table's slot), from the job's record alone."""
-        from ..registry import kept_on_server
-
-        parts = described.get(cls.PARTS)
-        return next(filter(None, (kept_on_server(part, cls._root(root, i)) for i, part in enumerate(parts))), None) \
-            if isinstance(parts, list) else None
 
     def manifest(self, root: str) -> _Positions:
         return _Positions([s.manifest(r) for _, s, r in self._each(root)])
