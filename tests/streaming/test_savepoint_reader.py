@@ -12,8 +12,12 @@ import json
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import types as T
 
 import fw_magics as fw
+from fw_magics.errors import FullWindowError
 from fw_magics.runtime.streaming.savepoints.files import SavepointError, load_savepoint
 from tests.streaming import functions, reader_functions
 from tests.streaming.files import BASE, TRIGGER, Area, expected_latest, model, operator
@@ -23,6 +27,8 @@ pytestmark = [pytest.mark.spark]
 #: (k, g, v, seconds): event times strictly increasing, so each key's records apply in this order.
 BACKLOG = [[(1, "a", 3, 1), (2, "b", 5, 2), (1, "b", 2, 3)], [(1, "a", 4, 4), (3, "a", 1, 5)]]
 FRESH = [(2, "b", 7, 6), (4, "c", 9, 7), (1, "a", 1, 8)]
+#: Read by the stream after the savepoint: one key changed, one added.
+LATER = [(2, "b", 6, 9), (5, "d", 2, 10)]
 
 
 def _table(rows) -> pa.Table:
@@ -51,8 +57,9 @@ def _stream(area):
 
 @pytest.fixture(scope="module")
 def taken(spark, tmp_path_factory):
-    """The savepoint of the Tally job over BACKLOG then FRESH, its stream, and what job.state() read just before
-    it was taken (info, keyed_state rows, timers rows)."""
+    """The savepoint of the Tally job over BACKLOG then FRESH, its stream, what job.state() read just before
+    it was taken (info, keyed_state rows, timers rows), and once the stream also read LATER: what
+    job.state(batch=N) read at FRESH's batch and at LATER's, state_changes between them, and a refused batch."""
     before = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     area = Area(tmp_path_factory.mktemp("reader"))
@@ -68,11 +75,29 @@ def taken(spark, tmp_path_factory):
             live = job.state()
             rows = (live.info, sorted(live.keyed_state().collect()), sorted(live.timers().collect()))
             path = job.savepoint()
+            area.write(_table(LATER), "tally")
+            job.process_all_available()
+            first, last = rows[0]["batch"], job.state().info["batch"]
+            history = {"batches": (first, last), "changes": job.state_changes(first, last).collect(),
+                       **{batch: _rows(job.state(batch=batch)) for batch in (first, last)}}
+            with pytest.raises(FullWindowError) as refused:
+                job.state(batch=last + 1000)
+            history["refused"] = str(refused.value)
         finally:
             job.stop()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
-    return path, stream, rows
+    return path, stream, rows, history
+
+
+def _rows(reader) -> dict:
+    """(k, g) -> (count, (v, at), notes as JSON, seen, timers) of a reader, as _model keeps them."""
+    timers = {}
+    for r in reader.timers().collect():
+        timers.setdefault((r["k"], r["g"]), set()).add(r["timestamp"])
+    return {(r["k"], r["g"]): (r["count"], (r["last"]["v"], _utc(r["last"]["at"])), json.loads(r["notes"]),
+                               list(r["seen"]), timers.get((r["k"], r["g"]), set()))
+            for r in reader.keyed_state().collect()}
 
 
 def _utc(stamp):
@@ -118,7 +143,7 @@ def test_a_savepoint_without_recorded_state_is_read_with_its_stream_and_refused_
     import os
     import shutil
 
-    path, stream, _ = taken
+    path, stream, *_ = taken
     old = str(tmp_path / "old")
     shutil.copytree(path, old)
     document = os.path.join(old, "savepoint.json")
@@ -140,7 +165,7 @@ def test_a_savepoint_without_recorded_state_is_read_with_its_stream_and_refused_
 
 def test_a_running_jobs_state_is_what_its_savepoint_holds(taken):
     """job.state(): the same reader over the job's latest committed micro-batch, nothing written."""
-    path, _, (info, keyed, timers) = taken
+    path, _, (info, keyed, timers), _ = taken
     reader = fw.read_savepoint(path)
     assert keyed == sorted(reader.keyed_state().collect()) and len(keyed) == len(_model(
         [r for f in BACKLOG for r in f] + FRESH))
@@ -151,6 +176,85 @@ def test_a_running_jobs_state_is_what_its_savepoint_holds(taken):
     assert path.endswith("savepoint-000001")  # state() took no savepoint
 
 
+def _as_model(state: dict) -> dict:
+    return {key: (c, last, json.loads(notes), seen, timers) for key, (c, last, notes, seen, timers) in state.items()}
+
+
+def test_a_running_jobs_state_at_an_earlier_kept_batch_is_the_models_after_it(taken):
+    """job.state(batch=N): at FRESH's batch, read after LATER's ran, the state after FRESH; at LATER's, after it."""
+    *_, history = taken
+    first, last = history["batches"]
+    assert first < last
+    records = [r for f in BACKLOG for r in f] + FRESH
+    assert history[first] == _as_model(_model(records))
+    assert history[last] == _as_model(_model(records + LATER))
+    assert history[first] != history[last]
+
+
+def test_a_batch_no_longer_kept_is_one_line_naming_the_kept_ones(taken):
+    *_, history = taken
+    first, last = history["batches"]
+    assert "\n" not in history["refused"]
+    assert "keeps the state of micro-batches " in history["refused"]
+    assert history["refused"].endswith(f"batch {last + 1000} is not among them")
+    assert str(last) in history["refused"] and "minBatchesToRetain = 100" in history["refused"]
+
+
+def test_state_changes_between_two_batches_are_the_models_diff(taken):
+    """The keys LATER changed or added, before and after, as the model's states differ."""
+    *_, history = taken
+    records = [r for f in BACKLOG for r in f] + FRESH
+    old, new = _model(records), _model(records + LATER)
+    want = {key: ("added" if key not in old else "changed", old.get(key), new[key]) for key in new
+            if old.get(key, (None,))[:4] != new[key][:4]}
+    got = {(r["k"], r["g"]): (r["change"], r["before"], r["after"]) for r in history["changes"]}
+    assert set(got) == set(want) == {(2, "b"), (5, "d")}
+
+    def values(struct):
+        return None if struct is None else (struct["count"], (struct["last"]["v"], _utc(struct["last"]["at"])),
+                                            json.loads(struct["notes"]), list(struct["seen"]))
+
+    def modelled(state):
+        return None if state is None else (state[0], state[1], json.loads(state[2]), state[3])
+
+    assert {k: (c, values(b), values(a)) for k, (c, b, a) in got.items()} == \
+        {k: (c, modelled(b), modelled(a)) for k, (c, b, a) in want.items()}
+
+
+_KEYS = st.tuples(st.one_of(st.none(), st.integers(-3, 3)), st.sampled_from(["a", "b"]))
+_STATES = st.dictionaries(_KEYS, st.tuples(st.one_of(st.none(), st.integers(-2, 2)), st.lists(st.integers(0, 2),
+                                                                                              max_size=2)), max_size=6)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(old=_STATES, new=_STATES)
+def test_state_changes_of_any_two_readings_are_the_models_diff(spark, old, new):
+    """No job needed: two readers over frames of stored states (null keys, a state set to null, keys added and
+    removed) against a pure diff."""
+    from fw_magics.api.state import StateKind
+    from fw_magics.operators.spec import StateType
+    from fw_magics.runtime.streaming.savepoints.changes import changes
+    from fw_magics.runtime.streaming.savepoints.reader import SavepointReader
+    from fw_magics.values.schema import arrow_schema
+
+    long = StateType(ddl="bigint", arrow_schema=arrow_schema(T.StructType([T.StructField("count", T.LongType())])),
+                     spark_types=(T.LongType(),), record=False)
+    declared = {"count": (StateKind.VALUE, long), "seen": (StateKind.LIST, long)}
+
+    def reader(states):
+        rows = [(k, g, json.dumps({"v": {"count": c}, "l": {"seen": seen}})) for (k, g), (c, seen) in states.items()]
+        frame = spark.createDataFrame(rows, "k long, g string, __fw_state string")
+        return SavepointReader({"kind": "process", "key_names": ["k", "g"], "job": "j"}, {}, {}, declared,
+                               lambda: frame, "", [], spark)
+
+    got = {(r["k"], r["g"]): (r["change"], r["before"] and (r["before"]["count"], list(r["before"]["seen"])),
+                              r["after"] and (r["after"]["count"], list(r["after"]["seen"])))
+           for r in changes(reader(old), reader(new)).collect()}
+    want = {key: ("added" if key not in old else "removed" if key not in new else "changed", old.get(key),
+                  new.get(key)) for key in {*old, *new} if old.get(key) != new.get(key)}
+    assert got == want
+
+
 @pytest.mark.parametrize("kind, fields, stored, columns, row", [
     ("reduce", "v long, k long", [5, 1], ["k", "v"], (1, 5)),  # a reduce's record holds its key: the key's column
     ("aggregate", "total long, n long", [5, 2], ["k", "total", "n"], (1, 5, 2)),
@@ -158,7 +262,6 @@ def test_a_running_jobs_state_is_what_its_savepoint_holds(taken):
 ])
 def test_a_running_value_is_its_columns_unless_one_is_named_as_a_key(spark, kind, fields, stored, columns, row):
     """No job needed: the reader over a frame of states as a savepoint's keyed-state file holds them."""
-    from pyspark.sql import types as T
 
     from fw_magics.api.state import StateKind
     from fw_magics.operators.spec import StateType

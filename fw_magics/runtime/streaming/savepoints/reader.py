@@ -55,14 +55,14 @@ def read_savepoint(path, stream=None) -> SavepointReader:
                            [p for p, _ in savepoint.base], spark, savepoint.path)
 
 
-def state_of(job) -> SavepointReader:
-    """The running ``job``'s state at its latest committed micro-batch, read as a savepoint of it would be
-    (``savepoints.contents``: nothing written): its store at that batch over the files its state was handed
-    over in."""
+def state_of(job, batch: int | None = None) -> SavepointReader:
+    """The running ``job``'s state at its latest committed micro-batch (or ``batch``, one still kept:
+    ``batches``), read as a savepoint of it would be (``savepoints.contents``: nothing written): its store at
+    that batch over the files its state was handed over in."""
     from ....state import parse_operator_state
     from . import KEYED, contents
 
-    document, operators, position, snap = contents(job)
+    document, operators, position, snap = contents(job, batch)
     declared = job.spec.kind.declared_states(job.spec) if job.state_kind is KEYED else None
     if declared is not None:
         declared = {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
