@@ -66,6 +66,7 @@ CONNECT_CASES = {
     "tests/streaming/test_savepoint_reader.py::test_keyed_state_has": "a savepoint's base files read by server tasks",
     "tests/streaming/test_savepoint_reader.py::test_a_running_jobs_state": "job.state(batch=N): the store, progress via Connect",
     "tests/streaming/test_savepoint_reader.py::test_state_changes_between": "state_changes: the state store at two batches",
+    "tests/streaming/test_savepoint_reader.py::test_a_modified_reader_written_back": "write_savepoint: server tasks",
     "tests/streaming/test_partitioned_state.py::test_a_restore_at_another_parallelism": "state partitions on the server",
     "tests/streaming/test_partitioned_state.py::test_two_restores_started_back_to_back": "state partitions on the server",
     "tests/streaming/test_partitioned_state.py::test_each_stream_worker_opens_only_its_partition": "workers on the server",

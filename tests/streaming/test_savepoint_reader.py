@@ -37,9 +37,9 @@ def _table(rows) -> pa.Table:
                      "ts": pa.array([BASE + dt.timedelta(seconds=r[3]) for r in rows], pa.timestamp("us", tz="UTC"))})
 
 
-def _model(rows) -> dict:
-    """(k, g) -> (count, last (v, at), notes JSON text, seen, pending timers), as Tally keeps them."""
-    state = {}
+def _model(rows, state=None) -> dict:
+    """(k, g) -> (count, last (v, at), notes JSON text, seen, pending timers), as Tally keeps them (from ``state``)."""
+    state = dict(state or {})
     for k, g, v, seconds in sorted(rows, key=lambda r: r[3]):
         count, _, notes, seen, timers = state.get((k, g), (0, None, None, [], set()))
         at = BASE + dt.timedelta(seconds=seconds)
@@ -319,3 +319,100 @@ def test_a_reduce_or_aggregate_running_value_is_read_as_its_columns(kind, area):
     else:
         assert frame.columns == ["k", "running"]
         assert {k: json.loads(text) for k, (text,) in rows.items()} == {k: [n, total] for k, (total, n) in sums.items()}
+
+
+# -- writing (issue 50, item 3): fw.write_savepoint ---------------------------------------------------------
+
+
+def _modified(path):
+    """The savepoint's keyed_state() with key (1, 'b') dropped and (2, 'b')'s count set to 100; the model's too."""
+    from pyspark.sql import functions as F
+
+    frame = fw.read_savepoint(path).keyed_state()
+    frame = frame.where(~((F.col("k") == 1) & (F.col("g") == "b")))
+    frame = frame.withColumn("count", F.when((F.col("k") == 2) & (F.col("g") == "b"), F.lit(100))
+                             .otherwise(F.col("count")))
+    state = _model([r for f in BACKLOG for r in f] + FRESH)
+    del state[(1, "b")]
+    state[(2, "b")] = (100, *state[(2, "b")][1:])
+    return frame, state
+
+
+def test_a_modified_reader_written_back_is_a_savepoint_of_the_model(taken, tmp_path):
+    """Drop a key, change one value: the written savepoint loads as a restore loads it (every check), at another
+    parallelism, and reads back as the model (each key's timers kept from the savepoint it came from)."""
+    path, stream, *_ = taken
+    frame, state = _modified(path)
+    written = fw.write_savepoint(stream, tmp_path / "fixed", keyed_state=frame, parallelism=3, from_savepoint=path)
+    loaded, before = load_savepoint(written), load_savepoint(path)
+    assert loaded.parallelism == 3 and loaded.document["watermark"] == before.document["watermark"]
+    assert loaded.manifest == before.manifest and loaded.document["batch"] == before.document["batch"]
+    assert _rows(fw.read_savepoint(written)) == _as_model(state)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda f: f.withColumnRenamed("count", "counts"), r"column 'counts' is not a state of .*column 'count' is missing"
+                                                       r".*; accepted: k bigint, g string, count bigint, "),
+    (lambda f: f.withColumn("count", f["count"].cast("string")), r"column 'count' is string; accepted: "),
+    (lambda f: f.unionByName(f.limit(1)), r"holds key k=\d+, g='\w' 2 times; accepted: one row per key$"),
+])
+def test_a_frame_that_is_not_the_streams_state_is_one_line_and_nothing_is_written(taken, tmp_path, change, message):
+    path, stream, *_ = taken
+    frame = change(fw.read_savepoint(path).keyed_state())
+    with pytest.raises(FullWindowError, match=message) as refused:
+        fw.write_savepoint(stream, tmp_path / "bad", keyed_state=frame, from_savepoint=path)
+    assert "\n" not in str(refused.value) and not (tmp_path / "bad").exists() and not list(tmp_path.iterdir())
+
+
+def test_a_parallelism_below_one_or_a_path_that_exists_is_one_line(taken, tmp_path):
+    path, stream, *_ = taken
+    frame = fw.read_savepoint(path).keyed_state()
+    with pytest.raises(FullWindowError, match=r"^parallelism 0; accepted: None \(the job's\) or an integer from 1"):
+        fw.write_savepoint(stream, tmp_path / "p", keyed_state=frame, parallelism=0, from_savepoint=path)
+    with pytest.raises(FullWindowError, match=r"write_savepoint's path .* exists; accepted: a path that does not"):
+        fw.write_savepoint(stream, tmp_path, keyed_state=frame, from_savepoint=path)
+    with pytest.raises(FullWindowError, match=r"^write_savepoint's stream is str; accepted: a keyed stream"):
+        fw.write_savepoint("tally", tmp_path / "p", keyed_state=frame)
+    assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.extended
+def test_a_written_savepoint_restores_at_three_as_the_model_goes_on(taken, tmp_path):
+    """The modified savepoint restored at parallelism 3: the stream reads LATER (present after the savepoint's
+    files) and each key's state is the modified model's with LATER applied."""
+    path, stream, *_ = taken
+    frame, state = _modified(path)
+    written = fw.write_savepoint(stream, tmp_path / "fixed", keyed_state=frame, parallelism=3, from_savepoint=path)
+    job = stream.start(job_dir=str(tmp_path / "jobs"), job_name="fixed", trigger=TRIGGER, from_savepoint=written,
+                       parallelism=3)
+    try:
+        job.process_all_available()
+        assert job.parallelism == 3
+        assert _rows(job.state()) == _as_model(_model(LATER, state))
+    finally:
+        job.stop()
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize("positions", ["now", "beginning"])
+def test_a_savepoint_bootstrapped_from_a_table_restores_as_the_model(spark, area, positions):
+    """Bootstrap: BACKLOG's per-key state as a table, no savepoint before it; restored, the stream reads FRESH
+    (with 'beginning' the files present at the write too) over that state. No timers are bootstrapped, W unset."""
+    for rows in BACKLOG:
+        area.write(_table(rows), "tally")
+    stream = _stream(area)
+    table = {key: (c, last, notes, seen, set()) for key, (c, last, notes, seen, _) in
+             _model([r for f in BACKLOG for r in f]).items()}
+    frame = spark.createDataFrame([(k, g, c, last, notes, seen) for (k, g), (c, last, notes, seen, _) in table.items()],
+                                  "k long, g string, count long, last struct<v:long,at:timestamp>, notes string, "
+                                  "seen array<long>")
+    written = fw.write_savepoint(stream, area.jobs + "/boot", keyed_state=frame, parallelism=2, positions=positions)
+    assert load_savepoint(written).document["watermark"] is None
+    area.write(_table(FRESH), "tally")
+    job = stream.start(job_dir=area.jobs, job_name="boot", trigger=TRIGGER, from_savepoint=written, parallelism=1)
+    try:
+        job.process_all_available()
+        read = FRESH if positions == "now" else [r for f in BACKLOG for r in f] + FRESH
+        assert _rows(job.state()) == _as_model(_model(read, table))
+    finally:
+        job.stop()
