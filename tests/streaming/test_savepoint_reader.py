@@ -105,6 +105,7 @@ def _utc(stamp):
     return stamp.replace(tzinfo=dt.timezone.utc) if stamp.tzinfo is None else stamp.astimezone(dt.timezone.utc)
 
 
+@pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
 def test_keyed_state_has_the_keys_and_one_typed_column_per_declared_state(taken):
     path, *_ = taken
     reader = fw.read_savepoint(path)
@@ -164,6 +165,7 @@ def test_a_savepoint_without_recorded_state_is_read_with_its_stream_and_refused_
             str(tmp_path), "parquet", functions.SCHEMA, event_time="ts")))
 
 
+@pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
 def test_a_running_jobs_state_is_what_its_savepoint_holds(taken):
     """job.state(): the same reader over the job's latest committed micro-batch, nothing written."""
     path, _, (info, keyed, timers), _ = taken
@@ -181,6 +183,7 @@ def _as_model(state: dict) -> dict:
     return {key: (c, last, json.loads(notes), seen, timers) for key, (c, last, notes, seen, timers) in state.items()}
 
 
+@pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
 def test_a_running_jobs_state_at_an_earlier_kept_batch_is_the_models_after_it(taken):
     """job.state(batch=N): at FRESH's batch, read after LATER's ran, the state after FRESH; at LATER's, after it."""
     *_, history = taken
@@ -201,6 +204,7 @@ def test_a_batch_no_longer_kept_is_one_line_naming_the_kept_ones(taken):
     assert str(last) in history["refused"] and "minBatchesToRetain = 100" in history["refused"]
 
 
+@pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
 def test_state_changes_between_two_batches_are_the_models_diff(taken):
     """The keys LATER changed or added, before and after, as the model's states differ."""
     *_, history = taken
@@ -339,6 +343,7 @@ def _modified(path):
     return frame, state
 
 
+@pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
 def test_a_modified_reader_written_back_is_a_savepoint_of_the_model(taken, tmp_path):
     """Drop a key, change one value: the written savepoint loads as a restore loads it (every check), at another
     parallelism, and reads back as the model (each key's timers kept from the savepoint it came from)."""
