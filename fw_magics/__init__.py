@@ -37,7 +37,7 @@ _LAZY = {
     "OperatorStream": "datastream", "from_dataframe": "datastream", "from_files": "datastream",
     "from_pandas": "datastream", "from_records": "datastream", "from_table": "datastream",
     "drop_slot": "datastream", "load_savepoint": "runtime.streaming.savepoints.files",
-    "read_savepoint": "runtime.streaming.savepoints.reader",
+    "read_savepoint": "runtime.streaming.savepoints.reader", "write_savepoint": "runtime.streaming.savepoints.writer",
 }
 
 if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
     )
     from .runtime.streaming.savepoints.files import load_savepoint
     from .runtime.streaming.savepoints.reader import read_savepoint
+    from .runtime.streaming.savepoints.writer import write_savepoint
     from .spark.session import get_spark
     from .values.records import Record
 
@@ -102,6 +103,7 @@ __all__ = [
     "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "drop_slot", "execute",
     "from_dataframe",
     "from_files", "from_pandas", "from_records", "from_table", "get_spark", "load_savepoint", "options", "read_savepoint",
+    "write_savepoint",
 ]
 
 

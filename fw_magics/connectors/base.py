@@ -45,6 +45,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from ..errors import FullWindowError
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -187,6 +189,12 @@ class Source(abc.ABC):
     @abc.abstractmethod
     def same_place(self, position: dict) -> str | None:
         """Why a savepoint's ``position`` is not of this source (another folder, another table), or None."""
+
+    def position_at(self, now: bool) -> dict:
+        """A position for a savepoint written from tables (``fw.write_savepoint`` without ``from_savepoint``):
+        nothing read, or (``now``) everything present now read. A kind that cannot say is refused in one line."""
+        raise FullWindowError(f"a {self.kind} source cannot yet start a savepoint written from tables at its "
+                              "beginning or now; accepted: write_savepoint(..., from_savepoint=a savepoint of the job)")
 
     @classmethod
     def check_position_fields(cls, document: dict, position: dict, where: str, error) -> None:

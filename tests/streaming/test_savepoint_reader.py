@@ -12,17 +12,24 @@ import json
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import types as T
 
 import fw_magics as fw
+from fw_magics.errors import FullWindowError
 from fw_magics.runtime.streaming.savepoints.files import SavepointError, load_savepoint
 from tests.streaming import functions, reader_functions
 from tests.streaming.files import BASE, TRIGGER, Area, expected_latest, model, operator
+from tests.streaming.test_savepoint_reader_pure import model_value, state_type
 
 pytestmark = [pytest.mark.spark]
 
 #: (k, g, v, seconds): event times strictly increasing, so each key's records apply in this order.
 BACKLOG = [[(1, "a", 3, 1), (2, "b", 5, 2), (1, "b", 2, 3)], [(1, "a", 4, 4), (3, "a", 1, 5)]]
 FRESH = [(2, "b", 7, 6), (4, "c", 9, 7), (1, "a", 1, 8)]
+#: Read by the stream after the savepoint: one key changed, one added.
+LATER = [(2, "b", 6, 9), (5, "d", 2, 10)]
 
 
 def _table(rows) -> pa.Table:
@@ -31,9 +38,9 @@ def _table(rows) -> pa.Table:
                      "ts": pa.array([BASE + dt.timedelta(seconds=r[3]) for r in rows], pa.timestamp("us", tz="UTC"))})
 
 
-def _model(rows) -> dict:
-    """(k, g) -> (count, last (v, at), notes JSON text, seen, pending timers), as Tally keeps them."""
-    state = {}
+def _model(rows, state=None) -> dict:
+    """(k, g) -> (count, last (v, at), notes JSON text, seen, pending timers), as Tally keeps them (from ``state``)."""
+    state = dict(state or {})
     for k, g, v, seconds in sorted(rows, key=lambda r: r[3]):
         count, _, notes, seen, timers = state.get((k, g), (0, None, None, [], set()))
         at = BASE + dt.timedelta(seconds=seconds)
@@ -51,8 +58,9 @@ def _stream(area):
 
 @pytest.fixture(scope="module")
 def taken(spark, tmp_path_factory):
-    """The savepoint of the Tally job over BACKLOG then FRESH, its stream, and what job.state() read just before
-    it was taken (info, keyed_state rows, timers rows)."""
+    """The savepoint of the Tally job over BACKLOG then FRESH, its stream, what job.state() read just before
+    it was taken (info, keyed_state rows, timers rows), and once the stream also read LATER: what
+    job.state(batch=N) read at FRESH's batch and at LATER's, state_changes between them, and a refused batch."""
     before = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     area = Area(tmp_path_factory.mktemp("reader"))
@@ -68,17 +76,36 @@ def taken(spark, tmp_path_factory):
             live = job.state()
             rows = (live.info, sorted(live.keyed_state().collect()), sorted(live.timers().collect()))
             path = job.savepoint()
+            area.write(_table(LATER), "tally")
+            job.process_all_available()
+            first, last = rows[0]["batch"], job.state().info["batch"]
+            history = {"batches": (first, last), "changes": job.state_changes(first, last).collect(),
+                       **{batch: _rows(job.state(batch=batch)) for batch in (first, last)}}
+            with pytest.raises(FullWindowError) as refused:
+                job.state(batch=last + 1000)
+            history["refused"] = str(refused.value)
         finally:
             job.stop()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
-    return path, stream, rows
+    return path, stream, rows, history
+
+
+def _rows(reader) -> dict:
+    """(k, g) -> (count, (v, at), notes as JSON, seen, timers) of a reader, as _model keeps them."""
+    timers = {}
+    for r in reader.timers().collect():
+        timers.setdefault((r["k"], r["g"]), set()).add(r["timestamp"])
+    return {(r["k"], r["g"]): (r["count"], (r["last"]["v"], _utc(r["last"]["at"])), json.loads(r["notes"]),
+                               list(r["seen"]), timers.get((r["k"], r["g"]), set()))
+            for r in reader.keyed_state().collect()}
 
 
 def _utc(stamp):
     return stamp.replace(tzinfo=dt.timezone.utc) if stamp.tzinfo is None else stamp.astimezone(dt.timezone.utc)
 
 
+@pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
 def test_keyed_state_has_the_keys_and_one_typed_column_per_declared_state(taken):
     path, *_ = taken
     reader = fw.read_savepoint(path)
@@ -118,7 +145,7 @@ def test_a_savepoint_without_recorded_state_is_read_with_its_stream_and_refused_
     import os
     import shutil
 
-    path, stream, _ = taken
+    path, stream, *_ = taken
     old = str(tmp_path / "old")
     shutil.copytree(path, old)
     document = os.path.join(old, "savepoint.json")
@@ -138,9 +165,10 @@ def test_a_savepoint_without_recorded_state_is_read_with_its_stream_and_refused_
             str(tmp_path), "parquet", functions.SCHEMA, event_time="ts")))
 
 
+@pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
 def test_a_running_jobs_state_is_what_its_savepoint_holds(taken):
     """job.state(): the same reader over the job's latest committed micro-batch, nothing written."""
-    path, _, (info, keyed, timers) = taken
+    path, _, (info, keyed, timers), _ = taken
     reader = fw.read_savepoint(path)
     assert keyed == sorted(reader.keyed_state().collect()) and len(keyed) == len(_model(
         [r for f in BACKLOG for r in f] + FRESH))
@@ -151,6 +179,87 @@ def test_a_running_jobs_state_is_what_its_savepoint_holds(taken):
     assert path.endswith("savepoint-000001")  # state() took no savepoint
 
 
+def _as_model(state: dict) -> dict:
+    return {key: (c, last, json.loads(notes), seen, timers) for key, (c, last, notes, seen, timers) in state.items()}
+
+
+@pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
+def test_a_running_jobs_state_at_an_earlier_kept_batch_is_the_models_after_it(taken):
+    """job.state(batch=N): at FRESH's batch, read after LATER's ran, the state after FRESH; at LATER's, after it."""
+    *_, history = taken
+    first, last = history["batches"]
+    assert first < last
+    records = [r for f in BACKLOG for r in f] + FRESH
+    assert history[first] == _as_model(_model(records))
+    assert history[last] == _as_model(_model(records + LATER))
+    assert history[first] != history[last]
+
+
+def test_a_batch_no_longer_kept_is_one_line_naming_the_kept_ones(taken):
+    *_, history = taken
+    first, last = history["batches"]
+    assert "\n" not in history["refused"]
+    assert "keeps the state of micro-batches " in history["refused"]
+    assert history["refused"].endswith(f"batch {last + 1000} is not among them")
+    assert str(last) in history["refused"] and "minBatchesToRetain = 100" in history["refused"]
+
+
+@pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
+def test_state_changes_between_two_batches_are_the_models_diff(taken):
+    """The keys LATER changed or added, before and after, as the model's states differ."""
+    *_, history = taken
+    records = [r for f in BACKLOG for r in f] + FRESH
+    old, new = _model(records), _model(records + LATER)
+    want = {key: ("added" if key not in old else "changed", old.get(key), new[key]) for key in new
+            if old.get(key, (None,))[:4] != new[key][:4]}
+    got = {(r["k"], r["g"]): (r["change"], r["before"], r["after"]) for r in history["changes"]}
+    assert set(got) == set(want) == {(2, "b"), (5, "d")}
+
+    def values(struct):
+        return None if struct is None else (struct["count"], (struct["last"]["v"], _utc(struct["last"]["at"])),
+                                            json.loads(struct["notes"]), list(struct["seen"]))
+
+    def modelled(state):
+        return None if state is None else (state[0], state[1], json.loads(state[2]), state[3])
+
+    assert {k: (c, values(b), values(a)) for k, (c, b, a) in got.items()} == \
+        {k: (c, modelled(b), modelled(a)) for k, (c, b, a) in want.items()}
+
+
+_KEYS = st.tuples(st.one_of(st.none(), st.integers(-3, 3)), st.sampled_from(["a", "b"]))
+_STATES = st.dictionaries(_KEYS, st.tuples(st.one_of(st.none(), st.integers(-2, 2)), st.lists(st.integers(0, 2),
+                                                                                              max_size=2)), max_size=6)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(old=_STATES, new=_STATES)
+def test_state_changes_of_any_two_readings_are_the_models_diff(spark, old, new):
+    """No job needed: two readers over frames of stored states (null keys, a state set to null, keys added and
+    removed) against a pure diff."""
+    from fw_magics.api.state import StateKind
+    from fw_magics.operators.spec import StateType
+    from fw_magics.runtime.streaming.savepoints.changes import changes
+    from fw_magics.runtime.streaming.savepoints.reader import SavepointReader
+    from fw_magics.values.schema import arrow_schema
+
+    long = StateType(ddl="bigint", arrow_schema=arrow_schema(T.StructType([T.StructField("count", T.LongType())])),
+                     spark_types=(T.LongType(),), record=False)
+    declared = {"count": (StateKind.VALUE, long), "seen": (StateKind.LIST, long)}
+
+    def reader(states):
+        rows = [(k, g, json.dumps({"v": {"count": c}, "l": {"seen": seen}})) for (k, g), (c, seen) in states.items()]
+        frame = spark.createDataFrame(rows, "k long, g string, __fw_state string")
+        return SavepointReader({"kind": "process", "key_names": ["k", "g"], "job": "j"}, {}, {}, declared,
+                               lambda: frame, "", [], spark)
+
+    got = {(r["k"], r["g"]): (r["change"], r["before"] and (r["before"]["count"], list(r["before"]["seen"])),
+                              r["after"] and (r["after"]["count"], list(r["after"]["seen"])))
+           for r in changes(reader(old), reader(new)).collect()}
+    want = {key: ("added" if key not in old else "removed" if key not in new else "changed", old.get(key),
+                  new.get(key)) for key in {*old, *new} if old.get(key) != new.get(key)}
+    assert got == want
+
+
 @pytest.mark.parametrize("kind, fields, stored, columns, row", [
     ("reduce", "v long, k long", [5, 1], ["k", "v"], (1, 5)),  # a reduce's record holds its key: the key's column
     ("aggregate", "total long, n long", [5, 2], ["k", "total", "n"], (1, 5, 2)),
@@ -158,7 +267,6 @@ def test_a_running_jobs_state_is_what_its_savepoint_holds(taken):
 ])
 def test_a_running_value_is_its_columns_unless_one_is_named_as_a_key(spark, kind, fields, stored, columns, row):
     """No job needed: the reader over a frame of states as a savepoint's keyed-state file holds them."""
-    from pyspark.sql import types as T
 
     from fw_magics.api.state import StateKind
     from fw_magics.operators.spec import StateType
@@ -216,3 +324,139 @@ def test_a_reduce_or_aggregate_running_value_is_read_as_its_columns(kind, area):
     else:
         assert frame.columns == ["k", "running"]
         assert {k: json.loads(text) for k, (text,) in rows.items()} == {k: [n, total] for k, (total, n) in sums.items()}
+
+
+# -- writing (issue 50, item 3): fw.write_savepoint ---------------------------------------------------------
+
+
+def _modified(path):
+    """The savepoint's keyed_state() with key (1, 'b') dropped and (2, 'b')'s count set to 100; the model's too."""
+    from pyspark.sql import functions as F
+
+    frame = fw.read_savepoint(path).keyed_state()
+    frame = frame.where(~((F.col("k") == 1) & (F.col("g") == "b")))
+    frame = frame.withColumn("count", F.when((F.col("k") == 2) & (F.col("g") == "b"), F.lit(100))
+                             .otherwise(F.col("count")))
+    state = _model([r for f in BACKLOG for r in f] + FRESH)
+    del state[(1, "b")]
+    state[(2, "b")] = (100, *state[(2, "b")][1:])
+    return frame, state
+
+
+@pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
+def test_a_modified_reader_written_back_is_a_savepoint_of_the_model(taken, tmp_path):
+    """Drop a key, change one value: the written savepoint loads as a restore loads it (every check), at another
+    parallelism, and reads back as the model (each key's timers kept from the savepoint it came from)."""
+    path, stream, *_ = taken
+    frame, state = _modified(path)
+    written = fw.write_savepoint(stream, tmp_path / "fixed", keyed_state=frame, parallelism=3, from_savepoint=path)
+    loaded, before = load_savepoint(written), load_savepoint(path)
+    assert loaded.parallelism == 3 and loaded.document["watermark"] == before.document["watermark"]
+    assert loaded.manifest == before.manifest and loaded.document["batch"] == before.document["batch"]
+    assert _rows(fw.read_savepoint(written)) == _as_model(state)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda f: f.withColumnRenamed("count", "counts"), r"column 'counts' is not a state of .*column 'count' is missing"
+                                                       r".*; accepted: k bigint, g string, count bigint, "),
+    (lambda f: f.withColumn("count", f["count"].cast("string")), r"column 'count' is string; accepted: "),
+    (lambda f: f.unionByName(f.limit(1)), r"holds key k=\d+, g='\w' 2 times; accepted: one row per key$"),
+])
+def test_a_frame_that_is_not_the_streams_state_is_one_line_and_nothing_is_written(taken, tmp_path, change, message):
+    path, stream, *_ = taken
+    frame = change(fw.read_savepoint(path).keyed_state())
+    with pytest.raises(FullWindowError, match=message) as refused:
+        fw.write_savepoint(stream, tmp_path / "bad", keyed_state=frame, from_savepoint=path)
+    assert "\n" not in str(refused.value) and not (tmp_path / "bad").exists() and not list(tmp_path.iterdir())
+
+
+def test_a_parallelism_below_one_or_a_path_that_exists_is_one_line(taken, tmp_path):
+    path, stream, *_ = taken
+    frame = fw.read_savepoint(path).keyed_state()
+    with pytest.raises(FullWindowError, match=r"^parallelism 0; accepted: None \(the job's\) or an integer from 1"):
+        fw.write_savepoint(stream, tmp_path / "p", keyed_state=frame, parallelism=0, from_savepoint=path)
+    with pytest.raises(FullWindowError, match=r"write_savepoint's path .* exists; accepted: a path that does not"):
+        fw.write_savepoint(stream, tmp_path, keyed_state=frame, from_savepoint=path)
+    with pytest.raises(FullWindowError, match=r"^write_savepoint's stream is str; accepted: a keyed stream"):
+        fw.write_savepoint("tally", tmp_path / "p", keyed_state=frame)
+    assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.extended
+def test_a_written_savepoint_restores_at_three_as_the_model_goes_on(taken, tmp_path):
+    """The modified savepoint restored at parallelism 3: the stream reads LATER (present after the savepoint's
+    files) and each key's state is the modified model's with LATER applied."""
+    path, stream, *_ = taken
+    frame, state = _modified(path)
+    written = fw.write_savepoint(stream, tmp_path / "fixed", keyed_state=frame, parallelism=3, from_savepoint=path)
+    job = stream.start(job_dir=str(tmp_path / "jobs"), job_name="fixed", trigger=TRIGGER, from_savepoint=written,
+                       parallelism=3)
+    try:
+        job.process_all_available()
+        assert job.parallelism == 3
+        assert _rows(job.state()) == _as_model(_model(LATER, state))
+    finally:
+        job.stop()
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize("positions", ["now", "beginning"])
+def test_a_savepoint_bootstrapped_from_a_table_restores_as_the_model(spark, area, positions):
+    """Bootstrap: BACKLOG's per-key state as a table, no savepoint before it; restored, the stream reads FRESH
+    (with 'beginning' the files present at the write too) over that state. No timers are bootstrapped, W unset."""
+    for rows in BACKLOG:
+        area.write(_table(rows), "tally")
+    stream = _stream(area)
+    table = {key: (c, last, notes, seen, set()) for key, (c, last, notes, seen, _) in
+             _model([r for f in BACKLOG for r in f]).items()}
+    frame = spark.createDataFrame([(k, g, c, last, notes, seen) for (k, g), (c, last, notes, seen, _) in table.items()],
+                                  "k long, g string, count long, last struct<v:long,at:timestamp>, notes string, "
+                                  "seen array<long>")
+    written = fw.write_savepoint(stream, area.jobs + "/boot", keyed_state=frame, parallelism=2, positions=positions)
+    assert load_savepoint(written).document["watermark"] is None
+    area.write(_table(FRESH), "tally")
+    job = stream.start(job_dir=area.jobs, job_name="boot", trigger=TRIGGER, from_savepoint=written, parallelism=1)
+    try:
+        job.process_all_available()
+        read = FRESH if positions == "now" else [r for f in BACKLOG for r in f] + FRESH
+        assert _rows(job.state()) == _as_model(_model(read, table))
+    finally:
+        job.stop()
+
+
+# -- reading fast (issue 50, item 4): Spark's from_json where the declared types allow ---------------------
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_from_json_gives_what_the_codecs_give_on_random_types_and_values(spark, data):
+    """Values the runtime's codec stored (a value state, a record state of two fields, a list state), read by
+    Spark's expressions and by the Python decoding (tested against the value model in the pure tests): the
+    same JSON of every row, -0.0, NaN and the infinities included."""
+    from pyspark.sql import functions as F
+
+    from fw_magics.api.state import StateKind
+    from fw_magics.operators.spec import codec_for
+    from fw_magics.runtime.streaming.savepoints.reader import _spark_type, typed_frame
+    from fw_magics.runtime.streaming.savepoints.typed_columns import expressions
+    from tests import value_model as vm
+
+    one, two = data.draw(vm.spark_types, "type"), data.draw(vm.spark_types, "second type")
+    record = T.StructType([T.StructField("a", one), T.StructField("b", two)])
+    columns = [("r", StateKind.VALUE, state_type(record, record=True)), ("v", StateKind.VALUE, state_type(one)),
+               ("l", StateKind.LIST, state_type(one))]
+    assume(expressions(columns, _spark_type) is not None)
+    values = data.draw(st.lists(st.tuples(vm.good(one), vm.good(two)), min_size=1, max_size=4), "values")
+    assume(all(model_value(a, one) is not None and model_value(b, two) is not None for a, b in values))
+    records = codec_for(columns[0][2], "r").encode_all(values)
+    singles = codec_for(columns[1][2], "v").encode_all([a for a, _ in values])
+    docs = [{"v": {"r": r, "v": v}, "l": {"l": singles[: i + 1]}} for i, (r, v) in enumerate(zip(records, singles))]
+    states = spark.createDataFrame([(i, json.dumps(d)) for i, d in enumerate(docs + [{}])], "k long, __fw_state string")
+
+    def texts(frame):
+        return sorted(r[0] for r in frame.select(F.to_json(F.struct(*frame.columns))).collect())
+
+    fast, slow = typed_frame(states, columns), typed_frame(states, columns, python=True)
+    assert fast.schema.simpleString() == slow.schema.simpleString()
+    assert texts(fast) == texts(slow)

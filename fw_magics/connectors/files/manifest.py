@@ -87,6 +87,13 @@ def check_manifest(doc, where: str, error=JobStorageError) -> dict:
     return doc
 
 
+def listing(directory: str, glob: str, backlog: bool = True) -> dict:
+    """A manifest of the files present now in ``directory``: all read (``backlog``) or none."""
+    files = list_files(directory, glob)
+    return {"format": FORMAT, "directory": directory, "glob": glob, "backlog": len(files) if backlog else 0,
+            "files": files}
+
+
 class Manifest:
     """The manifest of the job at ``root`` (``relative``: where in its folder; ``source/manifest.json``)."""
 
@@ -116,9 +123,7 @@ class Manifest:
 
     def listing(self, directory: str, glob: str, backlog: bool = True) -> dict:
         """At the first start: the files present now, the backlog (``backlog``) or the stream's first files."""
-        files = list_files(directory, glob)
-        return {"format": FORMAT, "directory": directory, "glob": glob, "backlog": len(files) if backlog else 0,
-                "files": files}
+        return listing(directory, glob, backlog)
 
     def discover(self, changed=None) -> dict:
         """Append the files that appeared since the last look; the manifest as it is now.

@@ -18,7 +18,7 @@ from ...values.schema import arrow_schema, parse_schema
 from ..backlog_options import LATE_POLICIES, backlog_flag, check_policies, event_time_delay
 from ..base import POSITION, SUBTASK, Declared, OneInput
 from . import datasource as files_source
-from .manifest import Manifest, backlog_summary, check_manifest, list_files, relist
+from .manifest import Manifest, backlog_summary, check_manifest, list_files, listing, relist
 from .reading import bad_file
 from .schema import check_first_file, footer_problem, nanoseconds
 from .splits import read_splits, restored_manifest, source_snapshots
@@ -212,6 +212,10 @@ class FilesSource(OneInput):
         """What a savepoint keeps of the source after a micro-batch whose end offset was ``end``: the
         manifest, its first ``end["files"]`` files read (``backlog``)."""
         return dict(self.manifest(root).read(), backlog=int(end["files"]))
+
+    def position_at(self, now: bool) -> dict:
+        """The files present now as a manifest, none read, or (``now``) all read."""
+        return listing(self.directory, self.glob, backlog=now)
 
     def position_fields(self, position: dict) -> dict:
         """What the savepoint's document says of it: how many files were read."""

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from .... import hooks
 from ....connectors.files.reading import new_skips
+from ....errors import FullWindowError
 from ....graph import JobGraph
 from ....recovery import events
 from ....spark.actions import Scope
@@ -260,12 +261,24 @@ class StreamingJob(JobResults, Failures):
         """
         return savepoints.take(self)
 
-    def state(self):
-        """The job's state at its latest committed micro-batch as tables (the job keeps running; nothing is
-        written): the reader ``fw.read_savepoint`` returns, over what a savepoint taken now would hold."""
+    def state(self, batch: int | None = None):
+        """The job's state at its latest committed micro-batch, or at ``batch`` (an earlier one still kept: Spark
+        keeps the last ``spark.sql.streaming.minBatchesToRetain``), as tables (the job keeps running; nothing is
+        written): the reader ``fw.read_savepoint`` returns, over what a savepoint taken then would hold."""
         from ..savepoints.reader import state_of
 
-        return state_of(self)
+        return state_of(self, batch)
+
+    def state_changes(self, from_batch: int, to_batch: int):
+        """The keys whose state changed from micro-batch ``from_batch`` to ``to_batch`` (both still kept, see
+        ``state``): a DataFrame of the key columns, ``before`` and ``after`` (structs of ``state()``'s columns; null
+        before: added, null after: removed) and ``change``."""
+        from ..savepoints.changes import changes
+        from ..savepoints.reader import state_of
+
+        if type(from_batch) is int and type(to_batch) is int and from_batch > to_batch:
+            raise FullWindowError(f"job.state_changes({from_batch}, {to_batch}); accepted: from_batch <= to_batch")
+        return changes(state_of(self, from_batch), state_of(self, to_batch))
 
     def __enter__(self) -> StreamingJob:
         return self

@@ -66,6 +66,7 @@ from ..keyed.query import STATE_VARIABLE
 from ..keyed.seed import Handed, overlaid, read_handover
 from ..keyed.state_files import handed_over_outputs, handover_layers, partition_states, saved_states, write_parquet
 from ..operator.query import OPERATOR_VARIABLE
+from . import batches
 from . import declared as states_field
 from .checks import shape_problem
 from .files import Savepoint, load_savepoint, share, write_savepoint
@@ -132,9 +133,10 @@ def _source_inputs(job, position: dict | None = None) -> list[tuple]:
     return [(name, *each) for name, each in zip(names, job.source.inputs_at(job.root, position), strict=True)]
 
 
-def _committed_position(job) -> tuple[int, dict]:
-    """(the last committed micro-batch, the source's position after it: each input's ``saved_position``)."""
-    batch, ends = _last_committed(job)
+def _committed_position(job, batch: int | None = None) -> tuple[int, dict]:
+    """(the last committed micro-batch, or ``batch`` if still kept (``batches.ends_at``), the source's position
+    after it: each input's ``saved_position``)."""
+    batch, ends = _last_committed(job) if batch is None else (batch, batches.ends_at(job, batch))
     ends = [json.loads(end) for end in ends]
     ends = [end for end in ends if not is_carrier_offset(end)]  # a carrier row moved a watermark: no position
     inputs = job.source.inputs_at(job.root)
@@ -333,12 +335,12 @@ def take(job) -> str:
     return write_savepoint(job.storage.base, document, operators, position, snap.keyed, snap.latest, snap.base)
 
 
-def contents(job) -> tuple:
-    """What a savepoint of the running ``job`` after its last committed micro-batch holds, not yet written:
-    (its document, operator-state document, source position, ``Snapshot``); ``take`` writes them,
-    ``job.state()`` reads them as a savepoint reader does."""
+def contents(job, batch: int | None = None) -> tuple:
+    """What a savepoint of the running ``job`` after its last committed micro-batch (or ``batch``, one still
+    kept) holds, not yet written: (its document, operator-state document, source position, ``Snapshot``);
+    ``take`` writes them, ``job.state()`` reads them as a savepoint reader does."""
     _check_running(job)
-    batch, position = _committed_position(job)
+    batch, position = _committed_position(job, batch)
     snap = job.state_kind.snapshot(job, batch)
     operators = operator_state_document({**{name: source.position_snapshots(own, job.parallelism)
                                             for name, source, _, own in _source_inputs(job, position)},

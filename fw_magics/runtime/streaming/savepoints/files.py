@@ -241,7 +241,7 @@ def base_name(i: int) -> str:
 
 
 def write_savepoint(root: str, document: dict, operator_state: dict, manifest: dict, keyed, latest=None,
-                    base_files=()) -> str:
+                    base_files=(), final: str | None = None) -> str:
     """Write a savepoint of the job at ``root`` atomically; returns its directory.
 
     ``document``: the JSON fields of savepoint.json (format, version and files are added);
@@ -251,16 +251,22 @@ def write_savepoint(root: str, document: dict, operator_state: dict, manifest: d
     Each a pyarrow Table or ``write(path)``, which writes it as a Parquet file (a Spark task: the
     rows never pass through this process). ``base_files``: the job's committed state files as (path,
     sha256), one per partition, shared into ``base/`` (hard links where the file system allows).
+    ``final``: the directory to write (``fw.write_savepoint``'s path, its parent ``root``; it must not exist),
+    instead of the job's next ``savepoints/savepoint-NNNNNN``.
     """
     import pyarrow as pa
 
     if not os.path.isabs(root) or "://" in root:
         root = os.path.abspath(root)
-    base = savepoints_dir(root)
-    os.makedirs(base, exist_ok=True)
-    existing = list_savepoints(root)
-    number = int(_NAME.fullmatch(os.path.basename(existing[-1])).group(1)) + 1 if existing else 1
-    final = os.path.join(base, f"savepoint-{number:06d}")
+    if final is None:
+        base = savepoints_dir(root)
+        os.makedirs(base, exist_ok=True)
+        existing = list_savepoints(root)
+        number = int(_NAME.fullmatch(os.path.basename(existing[-1])).group(1)) + 1 if existing else 1
+        final = os.path.join(base, f"savepoint-{number:06d}")
+    else:
+        base = root
+        os.makedirs(base, exist_ok=True)
     tmp = os.path.join(base, f".tmp-{uuid.uuid4().hex}")
     os.makedirs(tmp)
     files, columns = {}, {}

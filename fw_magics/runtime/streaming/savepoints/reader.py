@@ -4,7 +4,8 @@ The savepoint is loaded and checked as a restore loads it (``files.load_savepoin
 trusted, nothing unpickled or run). Its keyed state is then read by Spark, never collected: the
 keyed-state file (``spark.read.parquet``) over its base files (Arrow streams read by Spark tasks), a
 base key the file clears dropped, as a restore layers them; each key's ``__fw_state`` JSON turned into
-typed columns by Spark tasks with the codecs the runtime stores them with, by what the job's function
+typed columns by Spark's ``from_json`` where the types allow (``typed_columns``), else by Spark tasks
+with the codecs the runtime stores them with, by what the job's function
 declared -- recorded in the savepoint (``declared``), so the job's functions are not needed. A
 savepoint written before it recorded them is read with ``stream=`` (the keyed stream ``.start()`` was
 called on), whose declared state must be what the savepoint holds.
@@ -39,6 +40,7 @@ from ..keyed.seed import overlaid
 from . import declared as states_field
 from .checks import shape_problem
 from .files import Savepoint, SavepointError, load_savepoint
+from .typed_columns import expressions
 
 #: The column of ``timers()`` holding a timer's time (epoch milliseconds, as timers are set).
 TIMER = "timestamp"
@@ -55,14 +57,14 @@ def read_savepoint(path, stream=None) -> SavepointReader:
                            [p for p, _ in savepoint.base], spark, savepoint.path)
 
 
-def state_of(job) -> SavepointReader:
-    """The running ``job``'s state at its latest committed micro-batch, read as a savepoint of it would be
-    (``savepoints.contents``: nothing written): its store at that batch over the files its state was handed
-    over in."""
+def state_of(job, batch: int | None = None) -> SavepointReader:
+    """The running ``job``'s state at its latest committed micro-batch (or ``batch``, one still kept:
+    ``batches``), read as a savepoint of it would be (``savepoints.contents``: nothing written): its store at
+    that batch over the files its state was handed over in."""
     from ....state import parse_operator_state
     from . import KEYED, contents
 
-    document, operators, position, snap = contents(job)
+    document, operators, position, snap = contents(job, batch)
     declared = job.spec.kind.declared_states(job.spec) if job.state_kind is KEYED else None
     if declared is not None:
         declared = {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
@@ -159,13 +161,9 @@ class SavepointReader:
 
     def keyed_state(self):
         """The key columns, then one typed column per declared state (see the module docstring)."""
-        states = self.states()
-        keys = [f for f in states.schema.fields if f.name != STATE]
         columns = [(name, kind, state_type) for name, (kind, state_type) in sorted(self.declared.items())]
-        out = T.StructType(keys + [T.StructField(name, _spark_type(kind, t)) for name, kind, t in columns])
-        task = functools.partial(_typed_batches, [f.name for f in keys], columns, arrow_schema(out))
-        typed = map_in_arrow(states, task, out)
-        return _flattened(typed, [f.name for f in keys], columns, self.document.get("kind"))
+        typed = typed_frame(self.states(), columns)
+        return _flattened(typed, self.key_names, columns, self.document.get("kind"))
 
     def timers(self):
         """Each pending event-time timer: the key columns and ``timestamp`` (epoch milliseconds)."""
@@ -206,6 +204,20 @@ class SavepointReader:
 
     def __repr__(self) -> str:
         return f"SavepointReader(of {self._where()}: after micro-batch {self.document.get('batch')})"
+
+
+def typed_frame(states, columns: list, python: bool = False):
+    """``states`` (key columns, ``__fw_state``) as the key columns and one typed column per state of ``columns``
+    ((name, ``StateKind``, ``StateType``) each): by Spark's ``from_json`` where every type allows it
+    (``typed_columns``), else (or with ``python``) decoded in Python by the runtime's codecs (Arrow batches in
+    Spark tasks); the two give the same values."""
+    keys = [f for f in states.schema.fields if f.name != STATE]
+    fast = None if python else expressions(columns, _spark_type)
+    if fast is not None:
+        return states.select(*[F.col(f"`{f.name}`") for f in keys], *fast)
+    out = T.StructType(keys + [T.StructField(name, _spark_type(kind, t)) for name, kind, t in columns])
+    task = functools.partial(_typed_batches, [f.name for f in keys], columns, arrow_schema(out))
+    return map_in_arrow(states, task, out)
 
 
 def _flattened(typed, keys: list, columns: list, kind_name: str | None):
