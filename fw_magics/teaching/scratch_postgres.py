@@ -164,7 +164,7 @@ class ScratchPostgres:
         """Run ``statement`` (with ``rows``: once per row, as parameters) in one transaction; the rows it gave."""
         from ..connectors.postgres.client import psycopg
 
-        with psycopg().connect(self.url, connect_timeout=10, **self._login()) as conn, conn.cursor() as cur:
+        with psycopg().connect(self.url, connect_timeout=30, **self._login()) as conn, conn.cursor() as cur:
             if rows is not None:
                 cur.executemany(statement, rows)
                 return []

@@ -31,6 +31,12 @@ ACCEPTED_TYPES = {
 }
 
 
+#: How long a connection may take to be made (libpq's ``connect_timeout``; its default waits for ever). 10 s was
+#: missed on loopback by a 2-core machine at load 38 (a tutorial's worker failed, and its restart strategy ran it
+#: again): a slow connection is not a failure; a server that is down refuses at once.
+CONNECT_TIMEOUT_S = 30
+
+
 def psycopg():
     try:
         import psycopg
@@ -86,7 +92,7 @@ def check_workers_can_connect(url: str, what: str = "from_table") -> None:
     settings = {"password": then.get("PGPASSWORD") or "",
                 "passfile": then.get("PGPASSFILE") or os.path.expanduser("~/.pgpass")}
     try:
-        psycopg().connect(url, connect_timeout=10, **settings).close()
+        psycopg().connect(url, connect_timeout=CONNECT_TIMEOUT_S, **settings).close()
     except Exception as error:  # as a worker would connect: the credential it cannot see is missing
         raise FullWindowError(
             f"{what}: {' and '.join(changed)} changed after Spark started in this process, and Spark's Python "
@@ -96,7 +102,7 @@ def check_workers_can_connect(url: str, what: str = "from_table") -> None:
 
 
 def connect(url: str):
-    return psycopg().connect(url, connect_timeout=10)
+    return psycopg().connect(url, connect_timeout=CONNECT_TIMEOUT_S)
 
 
 def failure(error: Exception) -> str:

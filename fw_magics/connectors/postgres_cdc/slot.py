@@ -92,7 +92,7 @@ def create(url: str, table: str, slot: str, read_snapshot) -> tuple[int, object]
     with connect(url) as conn:
         conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(sql.Identifier(slot),
                                                                            postgres.table_identifier(table)))
-    with postgres.psycopg().connect(url, connect_timeout=10, replication="database", autocommit=True) as rep:
+    with postgres.psycopg().connect(url, connect_timeout=postgres.CONNECT_TIMEOUT_S, replication="database", autocommit=True) as rep:
         rep.execute("BEGIN ISOLATION LEVEL REPEATABLE READ", prepare=False)
         row = rep.execute(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'use')", prepare=False).fetchone()
         rep.execute("SET LOCAL TIME ZONE 'UTC'", prepare=False)
