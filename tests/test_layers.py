@@ -25,6 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: the public facade) sits on top.
 LAYERS = {
     "fw_magics.errors": 1, "fw_magics.hooks": 1, "fw_magics.options": 1, "fw_magics.processes": 1,
+    "fw_magics.notices": 1,
     "fw_magics.values": 1, "fw_magics.spark": 1,
     "fw_magics.graph": 2, "fw_magics.state": 2, "fw_magics.api": 2,
     "fw_magics.failover": 3, "fw_magics.recovery": 3,

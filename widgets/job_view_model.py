@@ -27,6 +27,19 @@ SHOWN = 20
 KIND, BATCH = "kind", "batch"
 
 
+#: The units a duration is said in, largest first (milliseconds each).
+DURATION_UNITS = ((86_400_000, "days"), (3_600_000, "h"), (60_000, "min"), (1_000, "s"))
+
+
+def duration_text(ms: float) -> str:
+    """``ms`` in the largest unit of which it holds at least two, read at a glance: ``2.5 s``, ``2.5 min``,
+    ``36.0 h``, ``1,064 days`` (a watermark gap over 2024's data was ``91,896,399.0 s``)."""
+    for size, unit in DURATION_UNITS:
+        if abs(ms) >= 2 * size or unit == "s":
+            return f"{ms / size:,.0f} days" if unit == "days" else f"{ms / size:,.1f} {unit}"
+    raise AssertionError("unreachable: seconds take any rest")
+
+
 class Mode(enum.Enum):
     """How the view lists results: each key's latest row (``update``) or the newest changelog rows (``append``)."""
 
@@ -138,7 +151,7 @@ def header_html(status: dict) -> str:
              f"W {moment(status.get('watermark'))}", batches_text(status.get("batches", 0)),
              "lag: " + (", ".join(lag) if lag else "unknown" if last else "none yet")]
     if last.get("watermark_gap_ms") is not None:
-        parts.append(f"watermark gap {last['watermark_gap_ms'] / 1000:,.1f} s")
+        parts.append(f"watermark gap {duration_text(last['watermark_gap_ms'])}")
     text = " · ".join(parts)
     if status.get("read_only"):
         text += " · <i>read-only (the job is not running in this kernel)</i>"

@@ -9,7 +9,8 @@ token. How it stays exclusive:
 * **Taking over a stale lock** (its pid is dead on this host, or its heartbeat is older than
   ``stale_after``, or its content is damaged) is an atomic ``os.rename`` of a fresh temporary
   file over LOCK, done only if LOCK is still the file that was judged stale (same inode), then
-  read back to check our token won. A warning names the old holder with local dates.
+  read back to check our token won. A plain line (``notices.notice``: no warning, since nothing
+  is wrong with the caller's code) names the old holder with local dates and why it was stale.
 * **A token checked before every heartbeat and before release.** Each heartbeat (every
   ``stale_after / 3`` s) first reads LOCK: if it no longer carries our token, another process
   took the job over (we were paused or too slow for ``stale_after``), so we stop beating and
@@ -23,7 +24,7 @@ token. How it stays exclusive:
 * **Nothing in the job directory is followed or trusted**: LOCK is opened with ``O_NOFOLLOW``
   and must be a regular file (a symlink, directory or FIFO is refused in one line), at most
   64 KiB is read, and content that is not a JSON object with the expected fields is damaged
-  (taken over with a warning), never a crash.
+  (taken over with a line saying so), never a crash.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import glob
-import inspect
 import json
 import math
 import os
@@ -43,6 +43,7 @@ import time
 import warnings
 
 from ..errors import JobLockedError, JobLockLostError
+from ..notices import notice
 from ..processes import alive
 from .filesystem import local_path
 from .paths import LOCK
@@ -132,7 +133,7 @@ class JobLock:
                         os.remove(self.path)
                     else:
                         self._note_lost(found)
-            except JobLockedError as busy:  # leave LOCK: it goes stale and is taken over with a warning
+            except JobLockedError as busy:  # leave LOCK: it goes stale and is taken over, said in a line
                 warnings.warn(f"{busy}; leaving {self.path} behind", stacklevel=2)
         self._mine = False
         if self.lost is not None:
@@ -163,7 +164,7 @@ class JobLock:
                     return False  # removed meanwhile: try again
                 if found.holder is not None and not self._stale(found.holder):
                     raise JobLockedError(self._busy_message(found.holder)) from None
-                warnings.warn(self._stale_message(found), stacklevel=_callers_level())
+                notice(self._stale_message(found))  # a note, not a warning: nothing for the caller to change
                 try:
                     if self._ident(os.lstat(self.path)) != found.ident:
                         return False  # not the file judged stale any more
@@ -254,8 +255,10 @@ class JobLock:
             return f"taking over a damaged lock {self.path} ({found.damage})"
         holder = found.holder
         started = f"started {_local(holder['started'])}, " if "started" in holder else ""
+        why = ("that process is gone" if holder["host"] == self.host and not alive(holder["pid"])
+               else f"no heartbeat for {time.time() - holder['heartbeat']:,.0f} s")
         return (f"taking over a stale lock {self.path} left by pid {holder['pid']} on host {holder['host']} "
-                f"({started}last heartbeat {_local(holder['heartbeat'])}, local time)")
+                f"({started}last heartbeat {_local(holder['heartbeat'])}, local time): {why}")
 
     # -- heartbeat and loss ------------------------------------------------------------------
 
@@ -359,13 +362,3 @@ def _parse(data: bytes) -> tuple[dict | None, str | None]:
     return holder, None
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _callers_level() -> int:
-    """The ``stacklevel`` of the first frame outside fw-magics, for a warning that names the user's
-    own line (``start()`` or ``execute()`` in a cell), not fw-magics' internals."""
-    frame, level = inspect.currentframe().f_back, 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep):
-        frame, level = frame.f_back, level + 1
-    return level

@@ -165,15 +165,15 @@ def _counted(n: int, word: str, words: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else words or word + 's'}"
 
 
-def _stream_sentence(records: int, with_records: int, in_all: int) -> str:
+def _stream_sentence(records: int, with_records: int, in_all: int, unit: str = "record") -> str:
     """What the stream read, in one sentence: 40 records, read by 1 of 3 micro-batches (...)."""
     if not in_all:
         return "no micro-batch yet"
     if not with_records:
         return f"nothing new yet ({_counted(in_all, 'micro-batch', 'micro-batches')}, each empty)"
     if with_records == in_all:
-        return f"{_counted(records, 'record')} read by {_counted(in_all, 'micro-batch', 'micro-batches')}"
-    return (f"{_counted(records, 'record')} read by {with_records} of {in_all} micro-batches "
+        return f"{_counted(records, unit)} read by {_counted(in_all, 'micro-batch', 'micro-batches')}"
+    return (f"{_counted(records, unit)} read by {with_records} of {in_all} micro-batches "
             "(the others found nothing new)")
 
 
@@ -206,7 +206,9 @@ def switch_picture(job) -> Picture:
         backlog_words = f"backlog: {what or 'recorded'}, not read yet" if recorded is not None else "no backlog"
     switch_words = f"switch: W = {_when(switch.get('watermark'))}" if switch else "no switch yet"
     with_rows = [e for e in batches if e.get("input_rows")]
-    stream_words = f"stream: {_stream_sentence(streamed, len(with_rows), len(batches))}"
+    # a table's records are its rows: the stream says "rows" as the backlog does (one noun for one thing)
+    unit = "row" if isinstance(sizes.get("rows"), int) and not isinstance(sizes.get("files"), int) else "record"
+    stream_words = f"stream: {_stream_sentence(streamed, len(with_rows), len(batches), unit)}"
     text = f"{backlog_words} | {switch_words} | {stream_words}"
     total = backlog + streamed
     stream_share = 0.0 if not batches else max(0.2, streamed / total if total else 0.2)
@@ -219,7 +221,7 @@ def switch_picture(job) -> Picture:
     per_batch = [e.get("input_rows") or 0 for e in with_rows]
     for rows, e in zip(per_batch, with_rows):
         share = stream_share * (rows / streamed) if streamed else 0
-        cells.append(f"<div title='micro-batch {e.get('batch')}: {rows:,} records' style='flex:{share:.4f};"
+        cells.append(f"<div title='micro-batch {e.get('batch')}: {_counted(rows, unit)}' style='flex:{share:.4f};"
                      f"background:{COLOURS[1]};border-left:1px solid white;color:white;padding:6px 4px;"
                      f"overflow:hidden;white-space:nowrap'>{e.get('batch')}</div>")
     if not with_rows and batches:

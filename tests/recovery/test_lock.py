@@ -10,6 +10,7 @@ by its PID.
 from __future__ import annotations
 
 import json
+import logging
 import multiprocessing
 import os
 import signal
@@ -129,15 +130,17 @@ def _lock_pid(root) -> int:
         return json.load(f)["pid"]
 
 
-def test_a_holder_paused_past_stale_after_loses_the_lock_and_does_not_clobber_it(tmp_path):
+def test_a_holder_paused_past_stale_after_loses_the_lock_and_does_not_clobber_it(tmp_path, capsys):
     stale_after = 1.0
     paused = _start_holder(tmp_path, stale_after)
     try:
         os.kill(paused.pid, signal.SIGSTOP)
         time.sleep(stale_after * 1.6)
-        with pytest.warns(UserWarning, match="taking over a stale lock") as caught:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a note, not a warning (nothing for the caller to change)
             mine = JobLock(str(tmp_path), stale_after=stale_after).acquire()
-        assert caught[0].filename == __file__  # the caller's line, not fw-magics' internals
+        said = capsys.readouterr().out
+        assert said.startswith("fw-magics: taking over a stale lock") and "no heartbeat for" in said, said
         try:
             os.kill(paused.pid, signal.SIGCONT)
             time.sleep(stale_after)  # three of its heartbeats
@@ -227,22 +230,27 @@ def test_a_lock_that_is_not_a_regular_file_is_refused_in_one_line(tmp_path, make
     b'{"pid": "x", "host": "h", "heartbeat": 1}', b'{"pid": 0, "host": "h", "heartbeat": 1e300}',
     b'{"pid": 5, "host": [], "heartbeat": "soon"}', b" " * 200_000,
 ], ids=["empty", "text", "list", "string", "binary", "deep", "pid-text", "pid-zero", "field-types", "huge"])
-def test_a_damaged_lock_is_taken_over_with_a_warning(tmp_path, content):
+def test_a_damaged_lock_is_taken_over_with_a_line_saying_so(tmp_path, content, capsys):
     (tmp_path / "LOCK").write_bytes(content)
     assert JobLock(str(tmp_path)).held_by() is None
-    with pytest.warns(UserWarning, match="damaged"):
-        with JobLock(str(tmp_path)):
-            assert _lock_pid(tmp_path) == os.getpid()
+    with JobLock(str(tmp_path)):
+        assert _lock_pid(tmp_path) == os.getpid()
+    said = capsys.readouterr().out
+    assert said.startswith("fw-magics: taking over a damaged lock") and said.count("\n") == 1, said
     assert not (tmp_path / "LOCK").exists()
 
 
-def test_the_stale_warning_gives_local_dates(tmp_path):
+def test_the_stale_lock_line_gives_local_dates_and_why(tmp_path, capsys, caplog):
     started, beat = time.time() - 7200, time.time() - 3600
     (tmp_path / "LOCK").write_text(json.dumps({"pid": 1, "host": "elsewhere", "heartbeat": beat, "started": started}))
-    with pytest.warns(UserWarning) as caught:
+    with caplog.at_level(logging.INFO, logger="fw_magics"), warnings.catch_warnings():
+        warnings.simplefilter("error")  # said as a plain line on stdout, not as a red warning
         JobLock(str(tmp_path), stale_after=10).acquire().release()
-    message = str(caught[0].message)
-    assert "\n" not in message
+    printed = capsys.readouterr().out
+    assert printed.startswith("fw-magics: ") and printed.count("\n") == 1, printed
+    message = printed.removeprefix("fw-magics: ").rstrip("\n")
+    assert [r.getMessage() for r in caplog.records if r.name == "fw_magics"] == [message]  # for an app's logs
+    assert message.endswith("local time): no heartbeat for 3,600 s"), message
     assert time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) in message, message
     assert time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(beat)) in message, message
     assert str(int(beat)) not in message and "pid 1 on host elsewhere" in message

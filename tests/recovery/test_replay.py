@@ -108,7 +108,7 @@ def test_lock_excludes_a_second_holder_and_releases(tmp_path):
     assert not (tmp_path / "LOCK").exists()
 
 
-def test_lock_of_a_dead_process_is_taken_over(tmp_path):
+def test_lock_of_a_dead_process_is_taken_over(tmp_path, capsys):
     import json
     import socket
     import subprocess
@@ -117,17 +117,18 @@ def test_lock_of_a_dead_process_is_taken_over(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(dead.stdout)
     (tmp_path / "LOCK").write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "heartbeat": time.time()}))
-    with pytest.warns(UserWarning, match="stale lock"):
-        with JobLock(str(tmp_path)):
-            assert json.loads((tmp_path / "LOCK").read_text())["pid"] == os.getpid()
+    with JobLock(str(tmp_path)):
+        assert json.loads((tmp_path / "LOCK").read_text())["pid"] == os.getpid()
+    said = capsys.readouterr().out
+    assert said.startswith("fw-magics: taking over a stale lock") and said.endswith("that process is gone\n"), said
 
 
-def test_lock_with_an_old_heartbeat_is_stale(tmp_path):
+def test_lock_with_an_old_heartbeat_is_stale(tmp_path, capsys):
     import json
 
     (tmp_path / "LOCK").write_text(json.dumps({"pid": 1, "host": "elsewhere", "heartbeat": time.time() - 100}))
-    with pytest.warns(UserWarning, match="stale lock"):
-        JobLock(str(tmp_path), stale_after=10).acquire().release()
+    JobLock(str(tmp_path), stale_after=10).acquire().release()
+    assert capsys.readouterr().out.startswith("fw-magics: taking over a stale lock")
 
 
 def test_a_cancelled_job_replays_as_cancelled():

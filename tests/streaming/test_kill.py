@@ -49,7 +49,6 @@ def kill_at(area, point, signal_number=-9, table=None):
         assert proc.returncode == signal_number, f.read()[-3000:]
 
 
-@pytest.mark.filterwarnings("ignore:taking over a stale lock")  # each killed driver leaves its LOCK
 def test_kill_before_during_and_after_the_switch_then_finish(area):
     for f in BACKLOG:
         area.write(f)
@@ -87,7 +86,6 @@ def test_kill_before_during_and_after_the_switch_then_finish(area):
     assert kinds.count("subtask_finished") == 2  # each backlog subtask recorded once
 
 
-@pytest.mark.filterwarnings("ignore:taking over a stale lock")
 def test_kill_a_two_input_job_before_during_and_after_the_switch_then_finish(area):
     """The same three kills of a two-input job (issue 32): both inputs' backlogs are one batch, each input
     has its own position in the stream; every record of both is counted once, under its own input."""
@@ -145,7 +143,6 @@ BEFORE = [[(1, 1, 1), (2, 2, 2), (3, 3, 3)], [(1, 4, 4), (3, 5, 5)]]
 AFTER = [(1, 6, 200), (2, 7, 201), (3, 8, 202)]
 
 
-@pytest.mark.filterwarnings("ignore:taking over a stale lock")
 def test_kill_9_while_writing_a_savepoint_then_the_previous_one_restores_with_the_right_results(area):
     """A real job in a driver process: savepoint 1, one more file, then kill -9 inside the writer of
     savepoint 2 (after its last file, before the rename). Savepoint 1 restores through start(), at 3:

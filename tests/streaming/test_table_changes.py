@@ -381,7 +381,6 @@ def test_a_cdc_mirrors_savepoint_restored_at_1_and_3_equals_the_job_that_never_r
 
 
 @pytest.mark.extended  # three driver processes, each killed
-@pytest.mark.filterwarnings("ignore:taking over a stale lock")
 def test_kill_9_of_the_driver_in_the_snapshot_at_the_switch_and_mid_stream_each_change_once(orders, area):
     """A keyed count of each key's changes (a lost one lowers it, one read twice raises it) and its last change,
     over three kill -9s of the driver: in the snapshot's backlog, in the first micro-batch after it, and in a

@@ -129,7 +129,6 @@ def test_every_accepted_column_type_reads_as_psycopg_gives_it(postgres, area):
 
 @pytest.mark.slow
 @pytest.mark.extended  # two driver processes, each killed
-@pytest.mark.filterwarnings("ignore:taking over a stale lock")  # each killed driver leaves its LOCK
 def test_kill_9_of_the_driver_in_the_backlog_and_at_the_switch_then_finish(table, area):
     """Nothing lost or read twice: the backlog's committed subtasks are kept, a micro-batch killed before
     its commit reads the same rows again (its offsets, order_by values, are in the checkpoint)."""

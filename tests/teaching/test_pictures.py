@@ -118,14 +118,16 @@ def test_the_switch_picture_of_a_job_that_has_not_switched():
 
 
 def test_the_switch_picture_of_a_table_says_each_number_once():
-    """A table's rows are its records: "3,000 rows (3,000 records)" said the same twice (issue 51)."""
+    """A table's rows are its records: "3,000 rows (3,000 records)" said the same twice (issue 51), and
+    the stream's "40 records" beside the backlog's "3,000 rows" read as two kinds of thing: rows both."""
     w = 1704069000000
     job = Recorded([E.backlog_recorded({"rows": 3000}), E.switch(w, records=3000, state_writes=12),
                     E.micro_batch(0, 0, 0, w), E.micro_batch(1, 40, 12, w), E.micro_batch(2, 0, 0, w)])
     backlog, switch, stream = repr(switch_picture(job)).split(" | ")
     assert backlog == "backlog: 3,000 rows read by one batch job with 12 state writes"
-    assert stream == "stream: 40 records read by 1 of 3 micro-batches (the others found nothing new)"
+    assert stream == "stream: 40 rows read by 1 of 3 micro-batches (the others found nothing new)"
+    assert "micro-batch 1: 40 rows" in switch_picture(job).html
     job = Recorded([E.backlog_recorded({"rows": 5}), E.switch(w, records=5, state_writes=2), E.micro_batch(0, 3, 1, w)])
-    assert repr(switch_picture(job)).split(" | ")[2] == "stream: 3 records read by 1 micro-batch"
+    assert repr(switch_picture(job)).split(" | ")[2] == "stream: 3 rows read by 1 micro-batch"
     job = Recorded([E.backlog_recorded({"rows": 5}), E.switch(w, records=5, state_writes=2), E.micro_batch(0, 0, 0, w)])
     assert repr(switch_picture(job)).split(" | ")[2] == "stream: nothing new yet (1 micro-batch, each empty)"

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 from fw_magics.errors import FullWindowError
 from fw_magics.widgets.job_view_model import (
     CHARTED_KEYS,
+    DURATION_UNITS,
     Mode,
     Results,
     chart_svg,
+    duration_text,
     header_html,
     result_chart_svg,
     table_html,
@@ -153,3 +155,24 @@ def test_a_result_chart_takes_numpy_numbers_and_leaves_out_nan_and_text():
     rows = [{"k": 1, "v": np.int64(5)}, {"k": 2, "v": float("nan")}, {"k": 3, "v": "x"}, {"k": 4, "v": np.float64(2.5)}]
     titles = re.findall(r"<title>(.*?)</title>", result_chart_svg(rows, "v", ("k",)))
     assert titles == ["1: 5", "4: 2.5"]
+
+
+def test_a_duration_is_said_in_the_largest_unit_it_holds_twice():
+    """The header's watermark gap over 2024's data read "91,896,399.0 s" in tutorial 06 (issue 51)."""
+    assert [duration_text(ms) for ms in (2500, 119_900, 150_000, 5_400_000, 129_600_000, 91_896_399_000)] == [
+        "2.5 s", "119.9 s", "2.5 min", "90.0 min", "36.0 h", "1,064 days"]
+    last = {"watermark_gap_ms": 91_896_399_000}
+    assert "watermark gap 1,064 days" in header_html({"job": "j", "phase": "stream", "batches": 1, "last": last})
+
+
+@given(st.floats(min_value=0, max_value=1e13))
+def test_a_duration_text_reads_back_as_the_duration(ms):
+    """A reference model: the number times its unit is the duration, up to the rounding shown, and is at least
+    2 of that unit unless it is seconds."""
+    number, unit = duration_text(ms).rsplit(" ", 1)
+    size = dict((u, s) for s, u in DURATION_UNITS)[unit]
+    value = float(number.replace(",", ""))
+    assert abs(value * size - ms) <= (0.5 if unit == "days" else 0.05) * size + 1e-6 * ms
+    assert unit == "s" or value >= 2
+    bigger = [u for s, u in DURATION_UNITS if s > size]
+    assert all(ms < 2 * dict((u, s) for s, u in DURATION_UNITS)[u] for u in bigger)
