@@ -24,7 +24,7 @@ from tests.magics.conftest import run, shell  # noqa: F401 -- shell: the session
 from tests.streaming.files import BASE, TRIGGER, Area
 from tests.streaming.upgrade_fns import after, before, refused
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.extended]  # make test-extended (CI): a job, a savepoint, a restore
 
 #: (k, v, seconds): event times increasing. Key 3 is only in the backlog; key 1 comes twice after the restore.
 BACKLOG = [[(1, 3, 1), (2, 5, 2), (3, 1, 3)], [(1, 4, 4)]]
