@@ -99,13 +99,13 @@ def test_an_incompatible_or_vanished_state_is_refused_in_one_line_and_nothing_st
     with pytest.raises(ResumeError) as narrowed:
         _stream(area, refused.Visits()).start(job_dir=area.jobs, job_name="v-refused", from_savepoint=path)
     assert str(narrowed.value) == (
-        f"savepoint {path} holds state 'count' recorded as value int, which Visits declares as value string "
+        f"savepoint {path} holds state 'count' recorded as value int, which process(Visits) declares as value string "
         "(another type; carried are int -> long, float -> double and a struct gaining a field); "
         "fw.check_savepoint(path, stream) shows every state's verdict")
     with pytest.raises(ResumeError) as vanished:
         _stream(area, after.Visits()).start(job_dir=area.jobs, job_name="v-vanished", from_savepoint=path)
     assert str(vanished.value) == (
-        f"savepoint {path} holds state 'notes' recorded as value JSON, which Visits no longer declares "
+        f"savepoint {path} holds state 'notes' recorded as value JSON, which process(Visits) no longer declares "
         "(allow_non_restored_state=True drops it); fw.check_savepoint(path, stream) shows every state's verdict")
     with pytest.raises(ResumeError, match="^job 'visits'.*"):  # a plain restart with changed code: as before
         _stream(area, after.Visits()).start(job_dir=area.jobs, job_name="visits", allow_non_restored_state=False)

@@ -403,7 +403,7 @@ def check_restorable(savepoint: Savepoint, job, allow_non_restored_state: bool =
     if savepoint.key_types != types:
         raise ResumeError(f"{where} holds keys of types {[str(t) for t in savepoint.key_types]}, the job's are "
                           f"{[str(t) for t in types]}; restore it with the job it was taken of")
-    upgrade = state_verdict(savepoint, job.spec, allow_non_restored_state)
+    upgrade = state_verdict(savepoint, job.spec, allow_non_restored_state, operator)
     if upgrade is not None and upgrade.refusal is not None:
         raise ResumeError(f"{where} {upgrade.refusal}")
     if savepoint.latest_path is not None:

@@ -250,26 +250,26 @@ def shape_problem(shape: StateShape, declared: dict, timed: bool, operator: str)
     return None
 
 
-def state_verdict(savepoint, spec, allow_non_restored_state: bool = False):
+def state_verdict(savepoint, spec, allow_non_restored_state: bool = False, operator: str | None = None):
     """The one verdict on a keyed savepoint's states against ``spec``'s function (``upgrade.verdict``), which
     ``check_restorable`` and ``fw.check_savepoint`` ask; None when the kind declares no state. The states held
     are first checked against what the savepoint records its function declared (they were written by it);
     a savepoint that records none (older) is checked against the function's as it is, with no change allowed:
-    ``ResumeError`` in one line."""
-    where = f"savepoint {savepoint.path}"
+    ``ResumeError`` in one line. ``operator``: how the lines name it (its step's name, "process(Visits)")."""
+    where, operator = f"savepoint {savepoint.path}", operator or spec.label
     declared = spec.kind.declared_states(spec)
     if declared is None:
         return None
     recorded = savepoint.document.get(FIELD)
     if recorded is None:
-        problem = None if savepoint.shape is None else shape_problem(savepoint.shape, declared, spec.timed, spec.label)
+        problem = None if savepoint.shape is None else shape_problem(savepoint.shape, declared, spec.timed, operator)
         if problem is not None:
             raise ResumeError(f"{where} {problem}; restore it with the job it was taken of (a savepoint that "
                               "records its function's declared state can be restored into changed code)")
         return None
     recorded = parse(recorded)  # checked when the savepoint was loaded
     if savepoint.shape is not None:
-        problem = shape_problem(savepoint.shape, recorded, spec.timed, "the function it was taken of")
+        problem = shape_problem(savepoint.shape, recorded, spec.timed, f"{operator} (as the savepoint records it)")
         if problem is not None:
             raise ResumeError(f"{where} {problem}")
-    return verdict(recorded, declared, allow_non_restored_state, spec.label)
+    return verdict(recorded, declared, allow_non_restored_state, operator)

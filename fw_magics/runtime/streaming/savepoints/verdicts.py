@@ -33,7 +33,7 @@ def check_savepoint(path, stream, allow_non_restored_state: bool = False):
                              "restore would start (the object .start() is called on: key_by(...).process(fn)...)")
     savepoint = load_savepoint(path)
     try:
-        upgrade = state_verdict(savepoint, spec, allow_non_restored_state)
+        upgrade = state_verdict(savepoint, spec, allow_non_restored_state, getattr(stream, "name", None))
     except ResumeError as error:
         raise SavepointError(str(error)) from None
     if upgrade is None:
