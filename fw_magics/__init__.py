@@ -38,6 +38,7 @@ _LAZY = {
     "from_pandas": "datastream", "from_records": "datastream", "from_table": "datastream",
     "drop_slot": "datastream", "load_savepoint": "runtime.streaming.savepoints.files",
     "read_savepoint": "runtime.streaming.savepoints.reader", "write_savepoint": "runtime.streaming.savepoints.writer",
+    "check_savepoint": "runtime.streaming.savepoints.verdicts",
 }
 
 if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers
     )
     from .runtime.streaming.savepoints.files import load_savepoint
     from .runtime.streaming.savepoints.reader import read_savepoint
+    from .runtime.streaming.savepoints.verdicts import check_savepoint
     from .runtime.streaming.savepoints.writer import write_savepoint
     from .spark.session import get_spark
     from .values.records import Record
@@ -100,7 +102,8 @@ __all__ = [
     "Interrupted", "JobDirNotSharedError", "JobFailedError", "JobLockedError", "JobLockLostError", "JobStorageError",
     "KeyedBroadcastProcessFunction", "KeyedCoProcessFunction", "KeyedPartitionWindowedStream", "KeyedProcessFunction", "KeyedStream", "ListStateDescriptor",
     "OperatorStream", "Order", "PartitionWindowedStream", "ProcessFunction", "ProcessJoinFunction", "Record",
-    "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "drop_slot", "execute",
+    "ResumeError", "SparkUnavailableError", "StatefulStream", "ValueStateDescriptor", "check_savepoint", "drop_slot",
+    "execute",
     "from_dataframe",
     "from_files", "from_pandas", "from_records", "from_table", "get_spark", "load_savepoint", "options", "read_savepoint",
     "write_savepoint",

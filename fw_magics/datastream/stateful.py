@@ -94,7 +94,8 @@ class StatefulStream:
         return build_streaming_graph(self)
 
     def start(self, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None, max_files_per_trigger=None,
-              from_savepoint=None, parallelism=None, reset=False, restart=None, resume="auto"):
+              from_savepoint=None, parallelism=None, reset=False, restart=None, resume="auto",
+              allow_non_restored_state=False):
         """Run as a streaming job in ``job_dir/job_name`` (default ``.fw-jobs/<name>``); see fw_magics.runtime.streaming.
 
         ``mode``: "mixed" (the backlog as a batch job, then the stream), "stream" (Spark's
@@ -107,7 +108,11 @@ class StatefulStream:
         afresh. ``from_savepoint``: a path ``job.savepoint()`` returned: a new job (new job
         name) starts from its state and source positions, at ``parallelism`` (1 to 1024;
         default the savepoint's), in mode "mixed" or "stream" (a savepoint of either; the
-        same run: what it had read is not read again). ``restart``: what a failure does, as in ``execute()`` (default
+        same run: what it had read is not read again); the function may have changed since: its states are
+        matched by name, a new one starts empty, a widened type (int -> long, float -> double, a struct with
+        more fields) is carried, another change is refused in one line (``fw.check_savepoint(path, stream)``
+        shows the verdict), and so is a state it no longer declares unless ``allow_non_restored_state=True``
+        drops it (Flink's flag). ``restart``: what a failure does, as in ``execute()`` (default
         ``FixedDelayRestart()``: one restart after 1 s, the backlog's committed subtasks and the
         query's checkpoint kept). ``resume``: as in ``execute()``, "auto" (continue the job, or start it),
         "never" (start afresh: what ``reset=True`` asks) or "require" (refuse when nothing was recorded).
@@ -118,7 +123,7 @@ class StatefulStream:
         return start(self, job_dir=job_dir, job_name=job_name, mode=mode, sink=sink,
                      trigger=trigger, max_files_per_trigger=max_files_per_trigger,
                      from_savepoint=from_savepoint, parallelism=parallelism, reset=reset,
-                     restart=restart, resume=resume)
+                     restart=restart, resume=resume, allow_non_restored_state=allow_non_restored_state)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)

@@ -14,6 +14,7 @@ before anything runs. The option values follow the streaming API's own rules: th
     option    := --mode mixed|stream|batch | --job NAME | --job-dir DIR | --trigger T
                | --max-files N | --parallelism N | --from-savepoint NAME | -o NAME | --show N
                | --graph | --live | --no-wait | --reset | --in NAME[,NAME]
+               | --allow-non-restored-state
                | --key2 COL[,COL...] | --between LOWER,UPPER            two inputs only
 """
 
@@ -156,6 +157,7 @@ OPTION_TABLE = (
     Option("--live"),
     Option("--no-wait"),
     Option("--reset"),
+    Option("--allow-non-restored-state"),
     Option("--in", "the name of a variable holding the input (two, NAME,NAME, for co_process and interval_join)",
            unquoted(inputs)),
     Option("--key2", "the second input's key column(s) (co_process, interval_join; default: the columns key= names)",
@@ -187,6 +189,7 @@ class StreamCommand:
     live: bool = False  # job.show() under the cell instead of the status
     wait: bool = True
     reset: bool = False  # start(reset=True): discard what the job recorded (never its savepoints), start afresh
+    allow_non_restored_state: bool = False  # start(allow_non_restored_state=True): drop the vanished states
     input: tuple[str, ...] | None = None  # the line form's variable(s): two for an operation of two inputs
     key2: tuple[str, ...] | None = None  # the second input's key columns (None: key's names)
     between: tuple[int, int] | None = None  # an interval join's bounds (ms)
@@ -203,6 +206,7 @@ class StreamCommand:
             ("--job-dir", self.job_dir), ("--trigger", self.trigger), ("--max-files", self.max_files),
             ("--parallelism", self.parallelism), ("--from-savepoint", self.savepoint), ("-o", self.output), ("--show", None if self.show == DEFAULT_SHOW else self.show),
             ("--graph", self.graph), ("--live", self.live), ("--no-wait", not self.wait), ("--reset", self.reset),
+            ("--allow-non-restored-state", self.allow_non_restored_state),
             ("--in", None if self.input is None else ",".join(self.input)),
             ("--key2", None if self.key2 is None else key_text(self.key2)[len("key="):]),
             ("--between", None if self.between is None else f"{self.between[0]},{self.between[1]}"),
@@ -219,6 +223,9 @@ def parse(line: str) -> StreamCommand:
     if "key" not in options:
         raise UsageError(f"%%fwstream {operation} needs key=COL[,COL...]: a running {operation} keeps state per key")
     _check_inputs(operation, options)
+    if "--allow-non-restored-state" in options and "--from-savepoint" not in options:
+        raise UsageError("--allow-non-restored-state drops states a savepoint holds that FN no longer declares; "
+                         "accepted only with --from-savepoint NAME")
     return StreamCommand(
         operation=operation, fn=fn, key=options["key"], mode=options.get("--mode", DEFAULT_MODE),
         job=options.get("--job"), job_dir=options.get("--job-dir"), trigger=options.get("--trigger"),
@@ -227,6 +234,7 @@ def parse(line: str) -> StreamCommand:
         graph=options.get("--graph", False), live=options.get("--live", False), wait=not options.get("--no-wait", False),
         reset=options.get("--reset", False), input=options.get("--in"), key2=options.get("--key2"),
         between=options.get("--between"), silent=silent,
+        allow_non_restored_state=options.get("--allow-non-restored-state", False),
     )
 
 

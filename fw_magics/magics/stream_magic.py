@@ -9,6 +9,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 
+from ..errors import FwMagicsError, ResumeError
 from ..graph.render import counted
 from . import stream_grammar
 from .build import lookup
@@ -60,7 +61,10 @@ class StreamMagics(Magics):
             --parallelism N         the job's state partitions (default the stream's); fixed for its life
             --from-savepoint NAME   a new job restored from the savepoint whose path variable NAME holds
                                     (saved = %fw_savepoint JOB), at --parallelism N (default the
-                                    savepoint's), in mode mixed or stream
+                                    savepoint's), in mode mixed or stream; FN may have changed
+                                    (its states matched by name; a refusal shows each state's
+                                    verdict, fw.check_savepoint's table)
+            --allow-non-restored-state  with --from-savepoint: drop the states FN no longer declares
             -o NAME                 bind the running job to NAME (it is also in _fwstream)
             --show N                show N keys' latest values (default 5; 0: the status only)
             --graph                 also show the job graph, following the job live
@@ -164,9 +168,15 @@ class StreamMagics(Magics):
 
             view = GraphView(stateful.job_graph(), title=f"streaming job {command.job or ''}".strip())
             display(view)
-        job = stateful.start(job_dir=command.job_dir, job_name=command.job, mode=command.mode,
-                             trigger=command.trigger, max_files_per_trigger=command.max_files,
-                             parallelism=command.parallelism, from_savepoint=savepoint, reset=command.reset)
+        try:
+            job = stateful.start(job_dir=command.job_dir, job_name=command.job, mode=command.mode,
+                                 trigger=command.trigger, max_files_per_trigger=command.max_files,
+                                 parallelism=command.parallelism, from_savepoint=savepoint, reset=command.reset,
+                                 allow_non_restored_state=command.allow_non_restored_state)
+        except ResumeError:
+            if savepoint is not None:  # the one line follows; each state's verdict above it
+                _show_verdict(savepoint, stateful)
+            raise
         if command.live and not command.silent:  # before the wait: the view follows it
             display(job.show())
         if command.wait:
@@ -217,6 +227,16 @@ def _operator(command, streams: tuple, fn):
         except FullWindowError as error:
             raise UsageError(f"the second input: {error}; name its key columns with --key2 COL[,COL...]") from None
     return operation.build(first, second, key, key2, fn, command.between)
+
+
+def _show_verdict(savepoint: str, stateful) -> None:
+    """``fw.check_savepoint``'s table of a refused restore, when it can be made (else the line alone)."""
+    from ..runtime.streaming.savepoints.verdicts import check_savepoint
+
+    try:
+        display(check_savepoint(savepoint, stateful))
+    except FwMagicsError:
+        pass
 
 
 def savepoint_path(shell, name: str):

@@ -31,6 +31,7 @@ def examples() -> list[str]:
     'process fn=mod.Sessions key=k --trigger "5 seconds" --job-dir "my jobs" --in src;',
     'reduce fn=add key="home city",k --job totals --reset --trigger "1 minute 30 seconds"',
     'aggregate fn=Spread key=k --job at3 --parallelism 3 --from-savepoint saved',
+    'process fn=Visits key=k --job v2 --from-savepoint saved --allow-non-restored-state',
     'co_process fn=Ledger key=k --key2 key,day --in orders,tiers',
     'interval_join fn=Pair key="home city" --between -600000,0 --job near',
 ])
@@ -109,6 +110,16 @@ def test_reset_is_a_flag_and_reads_back():
     assert command.reset is True and str(command) == "reduce fn=add key=k --job totals --reset"
     assert parse(str(command)) == command
     assert "--reset " in HELP  # the help says it
+
+
+def test_allow_non_restored_state_is_a_flag_of_a_restore_only():
+    command = parse("process fn=Visits key=k --from-savepoint saved --allow-non-restored-state")
+    assert command.allow_non_restored_state is True and parse("reduce fn=add key=k").allow_non_restored_state is False
+    assert "--allow-non-restored-state" in HELP
+    with pytest.raises(UsageError) as caught:
+        parse("process fn=Visits key=k --allow-non-restored-state")
+    assert str(caught.value) == ("--allow-non-restored-state drops states a savepoint holds that FN no longer "
+                                 "declares; accepted only with --from-savepoint NAME")
 
 
 def test_option_values_follow_the_streaming_api():
@@ -210,15 +221,19 @@ def test_reset_reaches_start(shell, monkeypatch):
         ok(shell, "%%fwstream reduce fn=add key=a --job j --no-wait;\nrecords")
         ok(shell, "saved = 'jobs/j/savepoints/savepoint-000001'")
         ok(shell, "%fwstream reduce fn=add key=a --in records --job k --no-wait --from-savepoint saved --parallelism 3;")
+        ok(shell, "%fwstream reduce fn=add key=a --in records --job m --no-wait --from-savepoint saved "
+                  "--allow-non-restored-state;")
         for line, says in (("--from-savepoint nothere", "--from-savepoint nothere: no such variable"),
                            ("--from-savepoint records", "--from-savepoint records: a DataStream, not a savepoint's path")):
             result = run(shell, f"%fwstream reduce fn=add key=a --in records --job k --no-wait {line}")
             assert says in str(result.error_in_exec)
     finally:
         shell.user_ns.pop("_fwstream", None)
-    assert [(c["job_name"], c["reset"]) for c in calls] == [("j", True), ("j", False), ("k", False)]
+    assert [(c["job_name"], c["reset"]) for c in calls] == [("j", True), ("j", False), ("k", False), ("m", False)]
     assert [(c["from_savepoint"], c["parallelism"]) for c in calls] == [
-        (None, None), (None, None), ("jobs/j/savepoints/savepoint-000001", 3)]
+        (None, None), (None, None), ("jobs/j/savepoints/savepoint-000001", 3), ("jobs/j/savepoints/savepoint-000001",
+                                                                              None)]
+    assert [c["allow_non_restored_state"] for c in calls] == [False, False, False, True]
 
 
 @pytest.mark.spark

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 
 import pyarrow as pa
+import pyarrow.parquet  # noqa: F401 -- pa.parquet
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 import fw_magics as fw
@@ -361,6 +364,15 @@ def test_a_modified_reader_written_back_is_a_savepoint_of_the_model(taken, tmp_p
                                                        r".*; accepted: k bigint, g string, count bigint, "),
     (lambda f: f.withColumn("count", f["count"].cast("string")), r"column 'count' is string; accepted: "),
     (lambda f: f.unionByName(f.limit(1)), r"holds key k=\d+, g='\w' 2 times; accepted: one row per key$"),
+    (lambda f: f.withColumn("notes", F.when(F.col("k") == 3, F.lit("{not json")).otherwise(F.col("notes"))),
+     r"^write_savepoint's keyed_state holds key k=3, g='a' whose JSON state 'notes' holds '\{not json', which is "
+     r"not JSON text; accepted: JSON text as json.dumps writes it"),
+    (lambda f: f.withColumn("notes", F.lit("NaN")), r"whose JSON state 'notes' holds 'NaN', which is not JSON text"),
+    (lambda f: f.withColumn("last", F.when(F.col("k") == 4, F.struct(
+        F.col("last.v").alias("v"), F.make_timestamp(F.lit(10000), F.lit(1), F.lit(1), F.lit(0), F.lit(0), F.lit(0))
+        .alias("at"))).otherwise(F.col("last"))),
+     r"^write_savepoint's keyed_state holds key k=4, g='c' whose state column 'last' holds a date or time outside "
+     r"years 1 to 9999; accepted: "),
 ])
 def test_a_frame_that_is_not_the_streams_state_is_one_line_and_nothing_is_written(taken, tmp_path, change, message):
     path, stream, *_ = taken
@@ -368,6 +380,23 @@ def test_a_frame_that_is_not_the_streams_state_is_one_line_and_nothing_is_writte
     with pytest.raises(FullWindowError, match=message) as refused:
         fw.write_savepoint(stream, tmp_path / "bad", keyed_state=frame, from_savepoint=path)
     assert "\n" not in str(refused.value) and not (tmp_path / "bad").exists() and not list(tmp_path.iterdir())
+
+
+def test_a_null_key_where_the_streams_schema_allows_none_is_one_line_and_nothing_is_written(spark, tmp_path):
+    """A key column the input's schema declares NOT NULL: a null in it is refused (nullable ones take a null key)."""
+    source = tmp_path / "src"
+    source.mkdir()
+    pa.parquet.write_table(_table([(1, "a", 3, 1)]), str(source / "part-0001.parquet"))
+    stream = fw.from_files(str(source), "parquet", "k long not null, g string, v long, ts timestamp", event_time="ts") \
+        .key_by(["k", "g"]).process(reader_functions.Tally())
+    frame = spark.createDataFrame([(None, "a", 1, None, None, [1]), (2, "b", 1, None, None, [])],
+                                  "k long, g string, count long, last struct<v:long,at:timestamp>, notes string, "
+                                  "seen array<long>")
+    with pytest.raises(FullWindowError) as refused:
+        fw.write_savepoint(stream, tmp_path / "out", keyed_state=frame)
+    assert str(refused.value) == ("write_savepoint's keyed_state holds key k=None, g='a': key column 'k' is null, "
+                                  "which the stream's schema does not allow; accepted: a k in every row")
+    assert sorted(os.listdir(tmp_path)) == ["src"]
 
 
 def test_a_parallelism_below_one_or_a_path_that_exists_is_one_line(taken, tmp_path):

@@ -176,6 +176,23 @@ def test_kill_9_while_writing_a_savepoint_leaves_the_previous_one_valid(tmp_path
     assert list_savepoints(root) == [first, third]
 
 
+def test_a_failure_while_writing_leaves_no_tmp_folder_behind(tmp_path):
+    """A Spark task that fails writing the keyed state (here: the writer raises) removes the savepoint's
+    ``.tmp-`` folder before the error goes on: nothing half-written stays, the earlier savepoint is untouched."""
+    root = str(tmp_path / "job")
+    first = _write(root, 2)
+
+    def failing(path):
+        with open(path, "wb") as f:
+            f.write(b"PAR1")
+        raise RuntimeError("a task failed")
+
+    with pytest.raises(RuntimeError, match="a task failed"):
+        write_savepoint(root, {"job": "j"}, {}, {}, failing)
+    assert sorted(os.listdir(os.path.join(root, "savepoints"))) == [os.path.basename(first)]
+    assert list_savepoints(root) == [first]
+
+
 def test_the_recovery_panel_lists_a_jobs_savepoints(tmp_path):
     from fw_magics.graph import JobGraph
     from fw_magics.recovery import events

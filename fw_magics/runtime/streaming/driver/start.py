@@ -50,10 +50,11 @@ from .sink import check_sink
 
 def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigger=None,
           max_files_per_trigger=None, from_savepoint=None, parallelism=None, reset=False,
-          restart=None, resume="auto") -> StreamingJob:
+          restart=None, resume="auto", allow_non_restored_state=False) -> StreamingJob:
     """Start or continue the job of ``stateful`` (a StatefulStream or an OperatorStream); see their ``start``.
     ``resume``: execute()'s vocabulary (``recovery.verdict``), "auto", "never" (what ``reset=True`` asks)
-    or "require"."""
+    or "require". ``allow_non_restored_state``: a restore drops the savepoint's states its function no longer
+    declares (Flink's flag), else refuses them."""
     mode = Mode.of(mode)
     parallelism = check_parallelism(parallelism)
     trigger = Trigger.of(trigger)
@@ -66,6 +67,11 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
         raise FullWindowError(f"from_savepoint restores a job that goes on as a stream, and mode {mode.value!r} has "
                               "no stream; accepted: mode 'mixed' (the default) or 'stream', whichever mode the "
                               "savepoint's job ran in")
+    if type(allow_non_restored_state) is not bool:
+        raise FullWindowError(f"allow_non_restored_state is {allow_non_restored_state!r:.40}; accepted: True or False")
+    if allow_non_restored_state and from_savepoint is None:
+        raise FullWindowError("allow_non_restored_state=True drops states a savepoint holds that the function no "
+                              "longer declares; accepted only with from_savepoint=")
     savepoint = None if from_savepoint is None else load_savepoint(from_savepoint)
     source = source_of(stateful)
     mode, why = effective_mode(mode, source, stateful.spec)
@@ -82,7 +88,7 @@ def start(stateful, job_dir=None, job_name=None, mode="mixed", sink=None, trigge
         elif resume == "require" and not log.read():
             raise nothing_to_resume(name, log.root)
         job = _open(stateful, source, log, content, mode, trigger, sink, max_files, parallelism, savepoint, restart,
-                    why)
+                    why, allow_non_restored_state)
     except BaseException as error:
         log.close(failure=error)
         raise
@@ -124,7 +130,8 @@ def effective_mode(mode: Mode, source, spec=None) -> tuple[Mode, str | None]:
 
 
 def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Trigger, sink, max_files,
-          parallelism, savepoint, restart, why: str | None = None) -> StreamingJob:
+          parallelism, savepoint, restart, why: str | None = None, allow_non_restored_state: bool = False
+          ) -> StreamingJob:
     state = replay(log.read())
     chosen = _parallelism(state, stateful, parallelism, savepoint)
     flavour = flavour_of(stateful.spark)
@@ -159,7 +166,7 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     log.begin()
     run = state.runs + 1
     if not state.started and savepoint is not None:
-        _restore(job, savepoint, content, run)
+        _restore(job, savepoint, content, run, allow_non_restored_state)
         state.switched = True
     elif not state.started:
         summary, changed = source.record(log.root, backlog=mode.has_backlog)
@@ -217,10 +224,11 @@ def _same_job(log: JobLog, state, graph: JobGraph, mode: Mode, source, content: 
     return verdict
 
 
-def _restore(job: StreamingJob, savepoint, content: dict, run: int) -> None:
-    """The first start of a job restored from ``savepoint``: its source, state and W, then the stream."""
-    check_restorable(savepoint, job)
-    detail = prepare_restore(savepoint, job)
+def _restore(job: StreamingJob, savepoint, content: dict, run: int, allow_non_restored_state: bool) -> None:
+    """The first start of a job restored from ``savepoint``: its source, state (carried into the function as it
+    is now, ``savepoints.upgrade``) and W, then the stream; the switch event names the states that changed."""
+    upgrade = check_restorable(savepoint, job, allow_non_restored_state)
+    detail = prepare_restore(savepoint, job, upgrade)
     job.watermark = savepoint.document["watermark"]  # checked when the savepoint was loaded
     job.restored_from = savepoint.path
     job.log.submitted(job.graph, content)

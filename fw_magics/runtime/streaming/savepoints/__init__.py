@@ -68,8 +68,10 @@ from ..keyed.state_files import handed_over_outputs, handover_layers, partition_
 from ..operator.query import OPERATOR_VARIABLE
 from . import batches
 from . import declared as states_field
-from .checks import shape_problem
+from .checks import state_verdict
 from .files import Savepoint, load_savepoint, share, write_savepoint
+from .rewrite import upgraded_states
+from .upgrade import Change, Upgrade
 
 #: The largest restored operator-state file read back.
 MAX_RESTORED_BYTES = 256 << 20
@@ -261,8 +263,9 @@ class StateKind:
     def snapshot(self, job, batch: int) -> Snapshot:
         raise NotImplementedError
 
-    def restore(self, savepoint: Savepoint, storage: Storage, job) -> None:
-        """Lay out the restored job's state in its folder (besides the manifest)."""
+    def restore(self, savepoint: Savepoint, storage: Storage, job, upgrade=None) -> None:
+        """Lay out the restored job's state in its folder (besides the manifest); ``upgrade``: the verdict on a
+        keyed savepoint's states against the restoring function's (``state_verdict``)."""
         raise NotImplementedError
 
 
@@ -292,16 +295,22 @@ class _Keyed(StateKind):
         return Snapshot(operators, functools.partial(write_parquet, keyed), functools.partial(write_parquet, latest),
                         True, base, keyed)
 
-    def restore(self, savepoint, storage, job):
-        base = [(f"{RESTORED_BASE}/{i:04d}.arrow", sha) for i, (_, sha) in enumerate(savepoint.base)]
-        for (path, _), (inside, _) in zip(savepoint.base, base):
-            share(path, storage.path(inside))
-        states = saved_states(job.spark, savepoint.keyed_path, job.output, job.spec.key_names)
+    def restore(self, savepoint, storage, job, upgrade=None):
+        if upgrade is not None and upgrade.rewrites:  # states change form: every key rewritten, no base shared
+            base, (states, latest) = [], upgraded_states(job.spark, savepoint, job.output, job.spec.key_names, upgrade)
+        else:
+            base, states = [(f"{RESTORED_BASE}/{i:04d}.arrow", sha) for i, (_, sha) in enumerate(savepoint.base)], \
+                saved_states(job.spark, savepoint.keyed_path, job.output, job.spec.key_names)
+            latest = None
+            for (path, _), (inside, _) in zip(savepoint.base, base):
+                share(path, storage.path(inside))
         over = partition_states(states, job.spec.key_names, job.output, job.parallelism, job.root)
         aligned = job.plan.flavour.sets_state_partitions
         job.plan.handover.hand_over(storage, Handed(base, aligned and len(base) == job.parallelism,
                                                     [(f["path"], f["sha256"]) for f in over], aligned))
-        if savepoint.latest_path is not None:
+        if latest is not None:
+            write_parquet(latest, storage.path(RESTORED_LATEST))
+        elif savepoint.latest_path is not None:
             share(savepoint.latest_path, storage.path(RESTORED_LATEST))
         if job.spec.checkpointed:  # a savepoint of the function before it kept operator state: empty, restored
             snapshots = savepoint.operator_state.get(job.stateful.step.name) or [{}]
@@ -315,7 +324,7 @@ class _Operator(StateKind):
         snapshots = operator_snapshots(job.spark, job.storage.path(CHECKPOINT), job.parallelism, batch)
         return Snapshot({job.stateful.step.name: snapshots}, pa.table({}), None, False)
 
-    def restore(self, savepoint, storage, job):
+    def restore(self, savepoint, storage, job, upgrade=None):
         operator = job.stateful.step.name
         snapshots = savepoint.operator_state.get(operator)
         if snapshots is None:
@@ -360,9 +369,11 @@ def contents(job, batch: int | None = None) -> tuple:
     return document, operators, position, snap
 
 
-def check_restorable(savepoint: Savepoint, job) -> None:
+def check_restorable(savepoint: Savepoint, job, allow_non_restored_state: bool = False) -> Upgrade | None:
     """Refuse in one line a savepoint taken of another graph, source, folder, key or output (the
-    restart's rule, parallelism aside): whatever it names is compared with the job it restores."""
+    restart's rule, parallelism aside): whatever it names is compared with the job it restores; its keyed
+    states are held against the function's by ``state_verdict``, whose ``Upgrade`` is returned (None: an
+    operator job's, or a savepoint that records no declared state)."""
     where = f"savepoint {savepoint.path}"
     try:
         old = graph_at(JobGraph.from_json(savepoint.document["graph"]), job.parallelism)
@@ -380,7 +391,7 @@ def check_restorable(savepoint: Savepoint, job) -> None:
     if elsewhere is not None:
         raise ResumeError(f"{where} {elsewhere}; restore it with the job it was taken of")
     if job.state_kind is not KEYED:
-        return
+        return None
     operator = job.stateful.step.name
     if savepoint.operator_state.get(operator) and not job.spec.checkpointed:
         raise ResumeError(f"{where} holds operator state of {operator}, whose function now keeps none (no "
@@ -392,11 +403,9 @@ def check_restorable(savepoint: Savepoint, job) -> None:
     if savepoint.key_types != types:
         raise ResumeError(f"{where} holds keys of types {[str(t) for t in savepoint.key_types]}, the job's are "
                           f"{[str(t) for t in types]}; restore it with the job it was taken of")
-    declared = job.spec.kind.declared_states(job.spec)
-    if declared is not None and savepoint.shape is not None:
-        problem = shape_problem(savepoint.shape, declared, job.spec.timed, operator)
-        if problem is not None:
-            raise ResumeError(f"{where} {problem}; restore it with the job it was taken of")
+    upgrade = state_verdict(savepoint, job.spec, allow_non_restored_state, operator)
+    if upgrade is not None and upgrade.refusal is not None:
+        raise ResumeError(f"{where} {upgrade.refusal}")
     if savepoint.latest_path is not None:
         import pyarrow.parquet as pq
 
@@ -404,11 +413,14 @@ def check_restorable(savepoint: Savepoint, job) -> None:
         if columns != want:
             raise ResumeError(f"{where} holds latest rows with columns {columns!r:.120}, the job's output is "
                               f"{want!r:.120}; restore it with the job it was taken of")
+    return upgrade
 
 
-def prepare_restore(savepoint: Savepoint, job) -> dict:
+def prepare_restore(savepoint: Savepoint, job, upgrade: Upgrade | None = None) -> dict:
     """Lay out the fresh folder of ``job`` restored at its parallelism: the source's position (a folder's
-    splits redistributed, a table's greatest key read), and its state. Returns the switch event's details."""
+    splits redistributed, a table's greatest key read), and its state (``upgrade``: what
+    ``check_restorable`` returned). Returns the switch event's details (states dropped and widened among
+    them)."""
     details = []
     for name, source, root, own in _source_inputs(job, savepoint.manifest):
         snapshots = savepoint.operator_state.get(name)
@@ -421,8 +433,12 @@ def prepare_restore(savepoint: Savepoint, job) -> dict:
         job.storage.write_bytes(job.storage.path(WATERMARK), json.dumps(
             {"watermark": doc["watermark"], "max_event_time": doc.get("top"),
              **({"tops": doc["tops"]} if "tops" in doc else {})}).encode())
-    job.state_kind.restore(savepoint, job.storage, job)
+    job.state_kind.restore(savepoint, job.storage, job, upgrade)
     detail = {"restored_from": savepoint.path, "restored_parallelism": savepoint.parallelism, **source_detail}
+    if upgrade is not None:
+        changed = {str(row.verdict): [r.state for r in upgrade.rows if r.verdict is row.verdict]
+                   for row in upgrade.rows if row.verdict is not Change.CARRIED}
+        detail.update({f"states_{verdict}": names for verdict, names in sorted(changed.items())})
     if job.state_kind is KEYED and not savepoint.base:
         detail["keys"] = savepoint.document["files"]["keyed-state.parquet"].get("rows")
     return detail

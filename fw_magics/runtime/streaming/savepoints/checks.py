@@ -28,9 +28,12 @@ import json
 from dataclasses import dataclass, field
 
 from ....api.state import StateKind
+from ....errors import ResumeError
 from ..keyed.changelog import KIND, ROW, SEQ, STATE, STATE_ROW
 from ..keyed.keys import normal
 from ..keyed.spark_hash import partition as spark_partition
+from .declared import FIELD, parse
+from .upgrade import verdict
 
 #: The keys of a base file whose partition and order are checked (the first and last of each state batch).
 SAMPLE_KEYS = 256
@@ -245,3 +248,28 @@ def shape_problem(shape: StateShape, declared: dict, timed: bool, operator: str)
             ddl = want[1].ddl if want[1] is not None and want[1].ddl else "JSON"
             return f"holds {kind} state {name!r} with values {stored[:3]!r:.80}, not of its declared type {ddl!r:.60}"
     return None
+
+
+def state_verdict(savepoint, spec, allow_non_restored_state: bool = False, operator: str | None = None):
+    """The one verdict on a keyed savepoint's states against ``spec``'s function (``upgrade.verdict``), which
+    ``check_restorable`` and ``fw.check_savepoint`` ask; None when the kind declares no state. The states held
+    are first checked against what the savepoint records its function declared (they were written by it);
+    a savepoint that records none (older) is checked against the function's as it is, with no change allowed:
+    ``ResumeError`` in one line. ``operator``: how the lines name it (its step's name, "process(Visits)")."""
+    where, operator = f"savepoint {savepoint.path}", operator or spec.label
+    declared = spec.kind.declared_states(spec)
+    if declared is None:
+        return None
+    recorded = savepoint.document.get(FIELD)
+    if recorded is None:
+        problem = None if savepoint.shape is None else shape_problem(savepoint.shape, declared, spec.timed, operator)
+        if problem is not None:
+            raise ResumeError(f"{where} {problem}; restore it with the job it was taken of (a savepoint that "
+                              "records its function's declared state can be restored into changed code)")
+        return None
+    recorded = parse(recorded)  # checked when the savepoint was loaded
+    if savepoint.shape is not None:
+        problem = shape_problem(savepoint.shape, recorded, spec.timed, f"{operator} (as the savepoint records it)")
+        if problem is not None:
+            raise ResumeError(f"{where} {problem}")
+    return verdict(recorded, declared, allow_non_restored_state, operator)

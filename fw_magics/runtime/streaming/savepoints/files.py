@@ -29,8 +29,8 @@ read the whole, layered, for tests and small savepoints.
 Writing (:func:`write_savepoint`): every file goes into ``savepoints/.tmp-<random>/``, is fsynced,
 ``savepoint.json`` last; then the directory is renamed to its final name and the parent fsynced.
 A crash at any point leaves the earlier savepoints as they were and at worst a ``.tmp-`` directory
-that nothing reads. The ``savepoint_writing`` hook (``fn(directory, step)``) is called after each
-file, for tests that kill the writer.
+that nothing reads (a failure this process sees removes its own). The ``savepoint_writing`` hook
+(``fn(directory, step)``) is called after each file, for tests that kill the writer.
 
 Reading (:func:`load_savepoint`): the directory is untrusted input. Only the names above are
 opened, each must be a regular file (no symlink) inside the directory (``base/`` not a link);
@@ -51,6 +51,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import uuid
 from dataclasses import dataclass
 
@@ -269,29 +270,33 @@ def write_savepoint(root: str, document: dict, operator_state: dict, manifest: d
         os.makedirs(base, exist_ok=True)
     tmp = os.path.join(base, f".tmp-{uuid.uuid4().hex}")
     os.makedirs(tmp)
-    files, columns = {}, {}
-    for name, table in ((KEYED, keyed), (LATEST, pa.table({}) if latest is None else latest)):
-        files[name], columns[name] = _write_table(tmp, name, table)
-    based = []
-    for i, (source, sha) in enumerate(base_files):
-        share(source, os.path.join(tmp, base_name(i)))
-        based.append({"name": base_name(i), "size": os.path.getsize(source), "sha256": sha})
-    if based:
-        _fsync_dir(os.path.join(tmp, BASE))
-        hooks.trigger("savepoint_writing", tmp, BASE)
-    files[OPERATOR_STATE] = _write(os.path.join(tmp, OPERATOR_STATE), json.dumps(operator_state).encode())
-    hooks.trigger("savepoint_writing", tmp, OPERATOR_STATE)
-    files[MANIFEST] = _write(os.path.join(tmp, MANIFEST), json.dumps(manifest).encode())
-    hooks.trigger("savepoint_writing", tmp, MANIFEST)
-    doc = {"format": FORMAT, "version": VERSION, **document,
-           "keyed_schema": columns[KEYED], "files": files, "base": based,
-           **({"base_partitions": len(based)} if based else {})}
-    _write(os.path.join(tmp, DOCUMENT), json.dumps(doc, indent=1).encode())
-    hooks.trigger("savepoint_writing", tmp, DOCUMENT)
-    for name in (*files, DOCUMENT):  # the base files are read-only already (share)
-        read_only(os.path.join(tmp, name))
-    _fsync_dir(tmp)
-    os.rename(tmp, final)
+    try:  # a failure (a Spark task refusing a value, a full disk) leaves no half-written folder behind
+        files, columns = {}, {}
+        for name, table in ((KEYED, keyed), (LATEST, pa.table({}) if latest is None else latest)):
+            files[name], columns[name] = _write_table(tmp, name, table)
+        based = []
+        for i, (source, sha) in enumerate(base_files):
+            share(source, os.path.join(tmp, base_name(i)))
+            based.append({"name": base_name(i), "size": os.path.getsize(source), "sha256": sha})
+        if based:
+            _fsync_dir(os.path.join(tmp, BASE))
+            hooks.trigger("savepoint_writing", tmp, BASE)
+        files[OPERATOR_STATE] = _write(os.path.join(tmp, OPERATOR_STATE), json.dumps(operator_state).encode())
+        hooks.trigger("savepoint_writing", tmp, OPERATOR_STATE)
+        files[MANIFEST] = _write(os.path.join(tmp, MANIFEST), json.dumps(manifest).encode())
+        hooks.trigger("savepoint_writing", tmp, MANIFEST)
+        doc = {"format": FORMAT, "version": VERSION, **document,
+               "keyed_schema": columns[KEYED], "files": files, "base": based,
+               **({"base_partitions": len(based)} if based else {})}
+        _write(os.path.join(tmp, DOCUMENT), json.dumps(doc, indent=1).encode())
+        hooks.trigger("savepoint_writing", tmp, DOCUMENT)
+        for name in (*files, DOCUMENT):  # the base files are read-only already (share)
+            read_only(os.path.join(tmp, name))
+        _fsync_dir(tmp)
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     _fsync_dir(base)
     return final
 

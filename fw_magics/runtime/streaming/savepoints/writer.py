@@ -4,11 +4,12 @@
 ``.start()`` is called on): its key columns, then one typed column per declared state (a reduce's or an
 aggregate's running value as its columns). Checked on the driver before anything is written, each refusal
 one line: the stream keyed, the path new, the parallelism, the columns and their types (what
-``keyed_state()`` would have, found by asking the reader for the schema of an empty frame), no key twice
-(one small Spark aggregation). Then Spark tasks, one per state partition (Spark's hash of the key at
-``parallelism``, as the job's state is partitioned), turn each row into the per-key core's JSON with the
-codecs the runtime stores it with (a value outside its type fails the task with the codec's message), and
-one task writes the keyed-state file a savepoint holds; no key passes through the driver.
+``keyed_state()`` would have, found by asking the reader for the schema of an empty frame), then in one Spark
+aggregation (``precheck``) no key twice, no null in a key column the stream's schema says is never null, a JSON
+state's text JSON, a date or time within what a state holds. Then Spark tasks, one per state partition (Spark's
+hash of the key at ``parallelism``, as the job's state is partitioned), turn each row into the per-key core's
+JSON with the codecs the runtime stores it with, and one task writes the keyed-state file a savepoint holds; no
+key passes through the driver. A task that still fails leaves no ``.tmp-`` folder behind (``files``).
 
 With ``from_savepoint`` (a path or a reader of one, taken of this stream), what the table does not replace
 is kept from it: each input's position and splits, operator state, the watermark, the batch, and each
@@ -43,6 +44,7 @@ from . import declared as states_field
 from . import graph_at
 from .files import Savepoint, SavepointError, load_savepoint
 from .files import write_savepoint as write_files
+from .precheck import precheck
 from .reader import SavepointReader
 
 POSITIONS = ("beginning", "now")
@@ -74,7 +76,7 @@ def write_savepoint(stream, path, keyed_state, parallelism=None, from_savepoint=
     graph, source = graph_at(stream.job_graph(), parallelism), source_of(stream)
     if base is not None:
         _check_same_job(base, stream, graph, source)
-    frame = _checked_frame(keyed_state, stream.spark, spec, typed)
+    frame = _checked_frame(keyed_state, stream.spark, spec, typed, _required_keys(stream))
     states = _encoded(frame, spec, typed, base, parallelism, stream.spark)
     document, operators, manifest = _document(stream, spec, graph, source, base, positions or "beginning",
                                               parallelism)
@@ -84,6 +86,13 @@ def write_savepoint(stream, path, keyed_state, parallelism=None, from_savepoint=
 
     return write_files(os.path.dirname(target), document, operators, manifest,
                        functools.partial(write_parquet, states), latest, (), final=target)
+
+
+def _required_keys(stream) -> tuple:
+    """The key columns the stream's input schema says are never null (a table's primary key, say)."""
+    schema = getattr(getattr(stream, "source", None), "schema", None)
+    fields = {f.name: f for f in schema.fields} if schema is not None else {}
+    return tuple(k for k in stream.spec.key_names if k in fields and fields[k].nullable is False)
 
 
 def _new_path(path) -> str:
@@ -131,9 +140,9 @@ def _layout(spark, spec, typed: dict):
     return reader.keyed_state().schema
 
 
-def _checked_frame(frame, spark, spec, typed: dict):
+def _checked_frame(frame, spark, spec, typed: dict, required: tuple = ()):
     """``frame`` as the typed layout (keys, one column per state), after one line for a column that is not
-    what ``keyed_state()`` has, or a key written twice."""
+    what ``keyed_state()`` has, or a row ``_precheck`` refuses."""
     from pyspark.sql import DataFrame
 
     want = _layout(spark, spec, typed)
@@ -152,11 +161,8 @@ def _checked_frame(frame, spark, spec, typed: dict):
         raise FullWindowError(f"write_savepoint's keyed_state: {named}; accepted: {expected} (as reader.keyed_state() "
                               "returns)")
     keys = list(spec.key_names)
-    twice = frame.groupBy(*[F.col(f"`{k}`") for k in keys]).count().where(F.col("count") > 1).limit(1).collect()
-    if twice:
-        key = ", ".join(f"{k}={twice[0][k]!r:.40}" for k in keys)
-        raise FullWindowError(f"write_savepoint's keyed_state holds key {key} {twice[0]['count']} times; accepted: one "
-                              "row per key")
+    precheck(frame, keys, [n for n, (_, t) in sorted(typed.items()) if t.ddl is None and n in got],
+             [f.name for f in want.fields if f.name not in keys], required)
     frame = frame.select(*[F.col(f"`{f.name}`") for f in want.fields])
     columns = [name for name in sorted(typed)]
     if set(columns) <= set(frame.columns):
