@@ -115,10 +115,19 @@ class Kernel:
                              "traceback": [ANSI.sub("", line) for line in content["traceback"]]}
             elif kind == "status" and content["execution_state"] == "idle":
                 break
-        reply = self.client.get_shell_msg(timeout=60)
-        ran.status = reply["content"]["status"]
+        ran.status = self._reply(msg_id)["content"]["status"]
         ran.seconds = time.monotonic() - started
         return ran
+
+    def _reply(self, msg_id: str) -> dict:
+        """The shell channel's reply to request ``msg_id``. Replies to earlier requests are passed over: jupyter_client's
+        ``wait_for_ready`` sends a kernel_info request each second until one is answered, so a kernel slow to start (a
+        loaded machine) leaves the extra replies queued, and reading "the next reply" would read each cell's status
+        one cell late (an interrupted cell's 'error' read by the next cell)."""
+        while True:
+            reply = self.client.get_shell_msg(timeout=60)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply
 
     def ok(self, code: str, timeout: float = 300) -> Ran:
         """Run a cell that must succeed."""

@@ -90,7 +90,7 @@ def test_the_first_cell_that_starts_spark_prints_nothing_on_stderr(kernel):
 def test_interrupting_a_magic_cancels_its_spark_jobs_and_says_so_in_one_line(kernel):
     k, _, root, mode = kernel
     ran = _interrupted(k, root, "%%fullwindow map fn=slow\ndf")
-    assert ran.status == "error" and ran.error["ename"] == "Interrupted"
+    assert ran.status == "error" and ran.error["ename"] == "Interrupted", ran
     assert len(ran.error["traceback"]) == 1 and ONE_LINE.fullmatch(ran.error["traceback"][0]), ran.traceback
     assert ran.seconds - ran.interrupted_at < 10, f"took {ran.seconds - ran.interrupted_at:.1f} s after the interrupt"
     assert "Traceback" not in ran.stderr and "pyspark" not in ran.stderr, ran.stderr
