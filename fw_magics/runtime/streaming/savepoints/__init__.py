@@ -436,9 +436,11 @@ def prepare_restore(savepoint: Savepoint, job, upgrade: Upgrade | None = None) -
     job.state_kind.restore(savepoint, job.storage, job, upgrade)
     detail = {"restored_from": savepoint.path, "restored_parallelism": savepoint.parallelism, **source_detail}
     if upgrade is not None:
-        changed = {str(row.verdict): [r.state for r in upgrade.rows if r.verdict is row.verdict]
-                   for row in upgrade.rows if row.verdict is not Change.CARRIED}
-        detail.update({f"states_{verdict}": names for verdict, names in sorted(changed.items())})
+        changed: dict = {}
+        for row in upgrade.rows:  # in name order
+            if row.verdict is not Change.CARRIED:
+                changed.setdefault(f"states_{row.verdict}", []).append(row.state)
+        detail.update(sorted(changed.items()))
     if job.state_kind is KEYED and not savepoint.base:
         detail["keys"] = savepoint.document["files"]["keyed-state.parquet"].get("rows")
     return detail

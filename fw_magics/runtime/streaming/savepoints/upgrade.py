@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from ....api.state import StateKind
+
 
 class Change(str, enum.Enum):
     CARRIED = "carried"
@@ -168,7 +170,7 @@ class Upgrade:
     def upgrade(self, doc: dict) -> dict:
         """One key's state document (``{"v": ..., "l": ..., "t": ...}``) in the restoring function's form."""
         out = dict(doc)
-        for letter, kind in (("v", "value"), ("l", "list")):
+        for letter, kind in (("v", StateKind.VALUE), ("l", StateKind.LIST)):
             named = doc.get(letter)
             if not named:
                 continue
@@ -178,7 +180,7 @@ class Upgrade:
                     continue
                 convert = self.convert.get((kind, name))
                 if convert is not None:
-                    stored = convert(stored) if kind == "value" else [convert(v) for v in stored]
+                    stored = convert(stored) if kind is StateKind.VALUE else [convert(v) for v in stored]
                 kept[name] = stored
             if kept:
                 out[letter] = kept
@@ -224,6 +226,6 @@ def verdict(recorded: dict, now: dict, allow_non_restored_state: bool = False,
             rows.append(Row(name, before, after, Change.REFUSED, f"declares as {after} ({why}; {CARRIED})"))
             continue
         if one is not None:
-            convert[(str(was[0]), name)] = one
+            convert[(StateKind(str(was[0])), name)] = one
         rows.append(Row(name, before, after, Change.WIDENED if widened else Change.CARRIED))
     return Upgrade(rows, operator, tuple(dropped), convert)
