@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import threading
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -132,3 +133,16 @@ def fired_timers(job) -> set:
     pdf = job.changelog()
     timers = pdf[pdf["what"] == "timer"]
     return {((int(k),), int(at)) for k, at in zip(timers["k"], timers["at"])}
+
+
+class HoldBatch:
+    """A sink (classic: foreachBatch runs in this process) that holds one micro-batch until released."""
+
+    def __init__(self, batch: int):
+        self.batch = batch
+        self.reached, self.released = threading.Event(), threading.Event()
+
+    def __call__(self, df, batch_id):
+        if batch_id == self.batch:
+            self.reached.set()
+            assert self.released.wait(300), "the test never released the held micro-batch"

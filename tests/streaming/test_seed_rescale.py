@@ -13,33 +13,19 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 
 import pytest
 
 import fw_magics as fw
 from fw_magics.runtime.streaming.savepoints.files import load_savepoint
 from tests.streaming import functions
-from tests.streaming.files import TRIGGER, expected_latest, latest_rows, model, operator
+from tests.streaming.files import TRIGGER, HoldBatch, expected_latest, latest_rows, model, operator
 
 pytestmark = [pytest.mark.spark, pytest.mark.extended]  # make test-extended (CI)
 
 SPLITS = [[(1, 1, 1), (2, 2, 2)], [(1, 3, 3), (3, 4, 4)], [(2, 5, 5), (4, 6, 6)], [(3, 7, 7), (5, 8, 8)]]
 FRESH = [[(1, 9, 9), (6, 10, 10)], [(4, 11, 11), (7, 12, 12)]]
 KIND = "aggregate"
-
-
-class HoldBatch:
-    """A sink (classic: foreachBatch runs in this process) that holds one micro-batch until released."""
-
-    def __init__(self, batch: int):
-        self.batch = batch
-        self.reached, self.released = threading.Event(), threading.Event()
-
-    def __call__(self, df, batch_id):
-        if batch_id == self.batch:
-            self.reached.set()
-            assert self.released.wait(300), "the test never released the held micro-batch"
 
 
 def _keyed_state(path: str) -> list[tuple]:

@@ -40,8 +40,13 @@ def ran(progress) -> bool:
 def held(progress) -> bool:
     """Whether a micro-batch ran while its source was held (the warm-up during the backlog)."""
     sources = getattr(progress, "sources", None) or []
+    return bool(sources) and held_offset(sources[0].endOffset)
+
+
+def held_offset(end_offset: str | None) -> bool:
+    """Whether a first source's end offset (JSON text) is a held one (see ``held``)."""
     try:
-        return bool(sources) and bool(json.loads(sources[0].endOffset or "{}").get("held"))
+        return bool(json.loads(end_offset or "{}").get("held"))
     except (ValueError, AttributeError):
         return False
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 
 from .... import hooks
@@ -149,11 +150,14 @@ class StreamingJob(JobResults, Failures):
             # held until the handover (availableNow would end held); after a restart it may be running
             warm = threading.Thread(target=self._warm_up, name=f"fw-stream-warm-up {self.job_name}", daemon=True)
             warm.start()
+        began = time.monotonic()
         try:
             self.backlog.run(self.watermark)
         finally:
             if warm is not None:
                 warm.join()
+        # the first micro-batch reads less than the backlog did: the stall guard watches it from here on
+        self.stall.completed((time.monotonic() - began) * 1000)
         self._note_skips()
 
     def _warm_up(self) -> None:

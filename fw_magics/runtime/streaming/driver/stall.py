@@ -10,9 +10,11 @@ sink is idempotent per micro-batch: nothing is lost or written twice).
 
 The rule (``StallGuard``): a micro-batch is stalled once its trigger has been active without a
 break for longer than ``FLOOR_S`` seconds and ``FACTOR`` times the longest micro-batch this job
-has completed since it was started. Until one micro-batch has completed nothing counts as
-stalled (a job's first micro-batch may read a large backlog); each stall doubles the limit, so a
-micro-batch that was only slow runs to its end on a later attempt. Pure logic: no Spark here.
+has completed since it was started, or than its backlog took (a mixed job's first micro-batch reads
+what came after the backlog, and seeds the state the backlog built). Until one of these has completed
+nothing counts as stalled (the first micro-batch of a job in stream mode, or restored from a
+savepoint, may read a large input); each stall doubles the limit, so a micro-batch that was only slow
+runs to its end on a later attempt. Pure logic: no Spark here.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class StallGuard:
 
     def __init__(self, floor_s: float = FLOOR_S, factor: float = FACTOR, clock: Callable[[], float] = time.monotonic):
         self.floor_s, self.factor, self.clock = floor_s, factor, clock
-        self.longest_s: float | None = None  # the longest micro-batch completed so far
+        self.longest_s: float | None = None  # the longest micro-batch (or backlog) completed so far
         self.stalls = 0
         self._busy_since: float | None = None
         self._batch = None
@@ -50,7 +52,7 @@ class StallGuard:
         return max(self.floor_s, self.factor * self.longest_s) * 2 ** self.stalls
 
     def completed(self, duration_ms) -> None:
-        """A micro-batch completed in ``duration_ms`` (None when Spark did not say)."""
+        """A micro-batch (or the job's backlog) completed in ``duration_ms`` (None when Spark did not say)."""
         if duration_ms is not None:
             self.longest_s = max(self.longest_s or 0.0, duration_ms / 1000)
 

@@ -99,16 +99,23 @@ def _last_committed(job) -> tuple[int, list]:
     """(the query's last committed micro-batch, its sources' end offsets as JSON text), from its progress:
     the last micro-batch that ran, else a trigger that found nothing new since -- what a job restarted from
     its checkpoint reports until it reads something new: Spark then reports the *next* batch's id, with
-    its sources where the last committed one left them (start and end offsets equal)."""
+    its sources where the last committed one left them (start and end offsets equal). A query started again
+    in the stream phase (a restart, a resumed job) that has reported nothing yet, its first micro-batch still
+    running, is read from its checkpoint's logs (``batches.last_in_checkpoint``)."""
     deadline = time.monotonic() + REPORT_WAIT_S
     while True:
-        reports = [p for p in (job.query.recentProgress or []) if p.sources and not held(p)]
+        everything = [p for p in (job.query.recentProgress or []) if p.sources]
+        reports = [p for p in everything if not held(p)]
         done = [p for p in reports if ran(p)]
         if done:
             return done[-1].batchId, [s.endOffset for s in done[-1].sources]
         quiet = [p for p in reports if p.batchId >= 1 and all(s.startOffset == s.endOffset for s in p.sources)]
         if quiet:
             return quiet[-1].batchId - 1, [s.endOffset for s in quiet[-1].sources]
+        if not everything and job.phase == "stream" and job.query.isActive:
+            found = batches.last_in_checkpoint(job.storage)
+            if found is not None:
+                return found
         if time.monotonic() >= deadline or not job.query.isActive:
             raise FullWindowError(f"job {job.job_name!r} has committed no micro-batch yet; call "
                                   "job.process_all_available() before job.savepoint()")

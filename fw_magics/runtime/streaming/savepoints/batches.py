@@ -14,7 +14,8 @@ and is not one), no older than the retention window behind the last one.
 from __future__ import annotations
 
 from ....errors import FullWindowError
-from ..driver.follower import held, ran
+from ....recovery.paths import CHECKPOINT
+from ..driver.follower import held, held_offset, ran
 
 #: Spark's setting of how many recent batches' state versions (and offset and commit logs) it keeps.
 RETAIN = "spark.sql.streaming.minBatchesToRetain"
@@ -61,3 +62,21 @@ def ends_at(job, batch) -> list:
                               f"(Spark keeps the last {RETAIN} = {retained(job.spark)} of this run of its query); "
                               f"batch {batch} is not among them")
     return found[batch]
+
+
+def last_in_checkpoint(storage) -> tuple[int, list] | None:
+    """(the last micro-batch the query's checkpoint committed, its sources' end offsets as JSON text), from
+    Spark's commit and offset logs: what a query started again from its checkpoint knows before its first
+    micro-batch reports (a job restarted after a failure or a stall, its first micro-batch still running).
+    None when it committed none, or its last was a warm-up (its source held)."""
+    commits = [int(name) for name in storage.listdir_inside(f"{CHECKPOINT}/commits") if name.isdigit()]
+    if not commits:
+        return None
+    batch = max(commits)
+    with storage.open_inside(f"{CHECKPOINT}/offsets/{batch}") as f:
+        lines = f.read().decode("utf-8").splitlines()
+    # a version line ("v1"), the batch's metadata (JSON), then each source's offset in the query's order ("-": none)
+    ends = ["null" if line == "-" else line for line in lines[2:]]
+    if not ends or held_offset(ends[0]):
+        return None
+    return batch, ends
