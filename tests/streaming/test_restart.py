@@ -70,8 +70,8 @@ def test_stop_then_start_again_continues_without_loss_or_duplicates(area):
 
 def test_a_first_micro_batch_is_watched_after_a_backlog_and_a_savepoint_reads_a_restarted_query_s_checkpoint(area):
     """Two things a CI run's restart after a stall needed (classic: the test's sink holds a micro-batch in this
-    process). A mixed job's first micro-batch is watched by the stall guard, the backlog's time its reference;
-    and a savepoint while a query started again runs its first micro-batch (nothing reported yet) is of the
+    process). A mixed job's first micro-batch is watched by the stall guard, the backlog's time its reference
+    (a restored job's, the saved job's longest); and a savepoint while a query started again runs its first micro-batch (nothing reported yet) is of the
     last committed one, read from the query's checkpoint: the same as one taken before the stop."""
     for f in BACKLOG:
         area.write(f)
@@ -87,6 +87,11 @@ def test_a_first_micro_batch_is_watched_after_a_backlog_and_a_savepoint_reads_a_
         job.process_all_available()
         before = load_savepoint(job.savepoint())
         job.stop()
+        # the savepoint records the job's longest; a job restored from it watches its first micro-batch with it
+        assert before.document["longest_ms"] == round(job.stall.longest_s * 1000) > 0
+        restored = op.start(job_dir=area.jobs, job_name="held-restored", trigger=TRIGGER, from_savepoint=before.path)
+        restored.stop()
+        assert restored.stall.longest_s == job.stall.longest_s
         area.write(FRESH[1])
         hold = HoldBatch(before.document["batch"] + 1)
         again = op.start(job_dir=area.jobs, job_name="held", trigger=TRIGGER, sink=hold)
@@ -100,7 +105,8 @@ def test_a_first_micro_batch_is_watched_after_a_backlog_and_a_savepoint_reads_a_
         for each in (job, again):
             if each is not None:
                 each.stop()
-    unlike = {"files", "created"}  # the manifest lists the file listed since, unread (read_files says so)
+    # the manifest lists the file listed since, unread (read_files says so); the restarted job has no longest yet
+    unlike = {"files", "created", "longest_ms"}
     assert {k: v for k, v in during.document.items() if k not in unlike} == \
         {k: v for k, v in before.document.items() if k not in unlike}  # its batch, files read, W, ...
 

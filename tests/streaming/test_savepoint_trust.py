@@ -217,6 +217,7 @@ TAMPERINGS = {
     "watermark a word": (field("watermark", "soon"), "field 'watermark' is 'soon'; accepted: null or epoch"),
     "watermark out of range": (field("watermark", 10**30), "field 'watermark' is 1000000000000000000000000000000"),
     "key_names a number": (field("key_names", 5), "field 'key_names' is 5; accepted: a list of distinct"),
+    "longest_ms negative": (field("longest_ms", -1), "field 'longest_ms' is -1; accepted: null or milliseconds"),
     "key_names twice": (field("key_names", ["k", "k"]), "field 'key_names' is ['k', 'k']"),
     "kind unknown": (field("kind", "join"), "field 'kind' is 'join'; accepted: reduce, aggregate, process"),
     "batch negative": (field("batch", -1), "field 'batch' is -1"),

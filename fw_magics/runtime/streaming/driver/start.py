@@ -39,7 +39,7 @@ from ..keyed import handover as handovers
 from ..keyed.query import STATE_STORE
 from ..keyed.state_counts import StateCounts
 from ..savepoints import check_restorable, graph_at, prepare_restore
-from ..savepoints.files import load_savepoint
+from ..savepoints.files import LONGEST, load_savepoint
 from .backlog_run import Backlog
 from .job import StreamingJob
 from .operator_job import OperatorJob
@@ -231,6 +231,8 @@ def _restore(job: StreamingJob, savepoint, content: dict, run: int, allow_non_re
     detail = prepare_restore(savepoint, job, upgrade)
     job.watermark = savepoint.document["watermark"]  # checked when the savepoint was loaded
     job.restored_from = savepoint.path
+    # its first micro-batch seeds the state as the saved job's first did: the guard's reference (stall.py)
+    job.stall.completed(savepoint.document.get(LONGEST))
     job.log.submitted(job.graph, content)
     job.log.emit(events.stream_started(job.mode, run, job.source.describe(), job.parallelism))
     job.log.emit(events.switch(job.watermark, **detail))

@@ -69,7 +69,7 @@ from ..operator.query import OPERATOR_VARIABLE
 from . import batches
 from . import declared as states_field
 from .checks import state_verdict
-from .files import Savepoint, load_savepoint, share, write_savepoint
+from .files import LONGEST, Savepoint, load_savepoint, share, write_savepoint
 from .rewrite import upgraded_states
 from .upgrade import Change, Upgrade
 
@@ -366,6 +366,7 @@ def contents(job, batch: int | None = None) -> tuple:
         "job": job.job_name, "batch": batch, "parallelism": job.parallelism, "graph": job.graph.to_json(),
         "source": job.source.describe(), "watermark": watermark, "top": top,
         "key_names": list(job.spec.key_names) if snap.timed else [], "kind": job.spec.kind.name,
+        LONGEST: None if job.stall.longest_s is None else round(job.stall.longest_s * 1000),
         **job.source.position_fields(position),
     }
     declared = job.spec.kind.declared_states(job.spec) if job.state_kind is KEYED else None

@@ -79,6 +79,8 @@ LATEST = "latest.parquet"
 FILES = (OPERATOR_STATE, MANIFEST, KEYED, LATEST)
 FILES_OF = {1: FILES[:3], 2: FILES, 3: FILES, 4: FILES}
 BASE = "base"  # the folder of the base files (version 3)
+#: The longest micro-batch (or backlog) the saved job had completed, ms: a restored job's stall guard's reference.
+LONGEST = "longest_ms"
 _NAME = re.compile(r"savepoint-(\d{6})")
 _MAX_JSON = 64 << 20
 
@@ -444,6 +446,7 @@ _FIELDS = {
     "base_partitions": (f"the partitions the base was written in, an integer from 1 to {MAX_STATE_PARTITIONS}",
                         lambda v: type(v) is int and 1 <= v <= MAX_STATE_PARTITIONS),
     declared.FIELD: ("what the job's function declared of its keyed state, " + declared.ACCEPTED, declared.valid),
+    LONGEST: ("null or milliseconds, an integer >= 0", lambda v: v is None or (type(v) is int and 0 <= v < 2**62)),
     "tops": ("each input's greatest event time read, {'1': ms, '2': ms}",
              lambda v: isinstance(v, dict) and 0 < len(v) <= 2 and all(k in ("1", "2") and type(x) is int
                                                                        and valid_watermark(x) for k, x in v.items())),
