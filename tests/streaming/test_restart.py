@@ -71,7 +71,7 @@ def test_stop_then_start_again_continues_without_loss_or_duplicates(area):
 def test_a_first_micro_batch_is_watched_after_a_backlog_and_a_savepoint_reads_a_restarted_query_s_checkpoint(area):
     """Two things a CI run's restart after a stall needed (classic: the test's sink holds a micro-batch in this
     process). A mixed job's first micro-batch is watched by the stall guard, the backlog's time its reference
-    (a restored job's, the saved job's longest); and a savepoint while a query started again runs its first micro-batch (nothing reported yet) is of the
+    (a restored job's, the saved job's longest; one started again, its log's); and a savepoint while a query started again runs its first micro-batch (nothing reported yet) is of the
     last committed one, read from the query's checkpoint: the same as one taken before the stop."""
     for f in BACKLOG:
         area.write(f)
@@ -95,7 +95,7 @@ def test_a_first_micro_batch_is_watched_after_a_backlog_and_a_savepoint_reads_a_
         area.write(FRESH[1])
         hold = HoldBatch(before.document["batch"] + 1)
         again = op.start(job_dir=area.jobs, job_name="held", trigger=TRIGGER, sink=hold)
-        assert again.stall.limit_s() is None  # started from its checkpoint: no reference before a micro-batch
+        assert again.stall.limit_s() is not None  # started again: the longest micro-batch its log holds
         assert hold.reached.wait(120)
         during = load_savepoint(again.savepoint())
         hold.released.set()

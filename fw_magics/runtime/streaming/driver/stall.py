@@ -12,10 +12,10 @@ The rule (``StallGuard``): a micro-batch is stalled once its trigger has been ac
 break for longer than ``FLOOR_S`` seconds and ``FACTOR`` times the longest micro-batch this job
 has completed since it was started, or than its backlog took (a mixed job's first micro-batch reads
 what came after the backlog, and seeds the state the backlog built), or, restored from a savepoint,
-the saved job's longest (recorded in the savepoint). Until one of these is known nothing counts as
-stalled (the first micro-batch of a job in stream mode may read a large input); each stall doubles
-the limit, so a micro-batch that was only slow
-runs to its end on a later attempt. Pure logic: no Spark here.
+the saved job's longest (recorded in the savepoint), or, started again from its job directory, the
+longest its earlier runs logged. Until one of these is known nothing counts as stalled (the first
+micro-batch of a fresh job in stream mode may read a large input); each stall doubles the limit, so
+a micro-batch that was only slow runs to its end on a later attempt. Pure logic: no Spark here.
 """
 
 from __future__ import annotations

@@ -149,6 +149,8 @@ def _open(stateful, source, log: JobLog, content: dict, mode: Mode, trigger: Tri
     job = (StreamingJob if kind.keyed else OperatorJob)(stateful, source, log, plan, graph)
     job.watermark, job.restored_from, job.recorded = state.watermark, state.restored_from, set(state.batches)
     job.skips_noted = set(state.skipped)
+    for recorded in state.batches.values():  # started again: its first micro-batch is watched (stall.py) from
+        job.stall.completed(recorded.get("duration_ms"))  # the longest its earlier runs logged
     if kind.keyed:
         job.state_counts = StateCounts.resume(log.storage, state, chosen, restored)
     if mode.has_backlog:
