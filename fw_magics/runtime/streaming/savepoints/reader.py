@@ -176,10 +176,13 @@ class SavepointReader:
         rows = read_results(self.spark, self.root, names, schema)
         return rows.where(F.col(ROW) == STATE_ROW).select(*[F.col(f"`{f.name}`") for f in state_schema.fields])
 
-    def keyed_state(self):
-        """The key columns, then one typed column per declared state (see the module docstring)."""
+    def keyed_state(self, where=None):
+        """The key columns, then one typed column per declared state (see the module docstring); ``where``: a
+        condition on the key columns, applied before the states are typed (one key's, read without decoding
+        the others')."""
         columns = [(name, kind, state_type) for name, (kind, state_type) in sorted(self.declared.items())]
-        typed = typed_frame(self.states(), columns)
+        states = self.states()
+        typed = typed_frame(states if where is None else states.where(where), columns)
         return _flattened(typed, self.key_names, columns, self.document.get("kind"))
 
     def timers(self):
