@@ -37,25 +37,32 @@ def _keyed(job) -> None:
                               "(key_by(...).reduce/aggregate/process(...).start())")
 
 
+def _kept(job) -> dict | None:
+    """The micro-batches the running ``job`` still keeps (``batches.kept``); None when it is not running."""
+    return batches.kept(job) if job.query is not None and job.phase in _RUNNING else None
+
+
 def key_history(job, key, limit: int = DEFAULT_LIMIT) -> KeyHistory:
     """``key``'s state (text as typed, or its value; a tuple for several key columns) at each of the newest
     ``limit`` committed micro-batches ``job`` still keeps and in each of its newest ``limit`` savepoints."""
     _keyed(job)
     if type(limit) is not int or limit < 1:
-        raise FullWindowError(f"limit={limit!r:.40}; accepted: how many micro-batches to read, an integer >= 1")
+        raise FullWindowError(f"limit={limit!r:.40}; accepted: how many micro-batches (and savepoints) to read, "
+                              "an integer >= 1")
     names, types = list(job.spec.key_names), list(job.spec.key.spark_types)
     values = parse_key(key, names, [t.simpleString() for t in types])
     match = functools.reduce(lambda a, b: a & b, [F.col(f"`{n}`").eqNullSafe(F.lit(v).cast(t))
                                                   for n, v, t in zip(names, values, types)])
     sources, notes = [], []  # ((at, batch, savepoint name), reader) each
-    if job.query is not None and job.phase in _RUNNING:
-        read, left = newest(batches.kept(job), limit)
+    kept = _kept(job)
+    if kept is None:
+        notes.append(f"no micro-batch read: job {job.job_name!r} is in phase {job.phase!r} (they are read while "
+                     "its query runs in this kernel)")
+    else:
+        read, left = newest(kept, limit)
         sources += [((MICRO_BATCH, b, None), keyed_state_of(job, b)) for b in read]
         if left:
             notes.append(f"micro-batches {batches.in_words(left)} not read (the newest {limit} are)")
-    else:
-        notes.append(f"no micro-batch read: job {job.job_name!r} is {job.phase or 'not started'} (a running job's "
-                     "are)")
     read, left = newest(list_savepoints(job.storage.base), limit)
     for path in read:
         try:
@@ -66,32 +73,30 @@ def key_history(job, key, limit: int = DEFAULT_LIMIT) -> KeyHistory:
         sources.append(((SAVEPOINT, reader.document.get("batch"), os.path.basename(path)), reader))
     if left:
         notes.append(f"savepoints {', '.join(os.path.basename(p) for p in left)} not read (the newest {limit} are)")
-    found = _found(sources, match) if sources else {}
-    readings = [Reading(at, batch, None if i not in found else {c: v for c, v in found[i].items() if c not in names},
-                        name) for i, ((at, batch, name), _) in enumerate(sources)]
+    found = _found(sources, match, names) if sources else {}
+    readings = [Reading(at, batch, found.get(i), name) for i, ((at, batch, name), _) in enumerate(sources)]
     return history(dict(zip(names, values)), readings, "; ".join(notes))
 
 
-def _found(sources, match) -> dict:
-    """Source index -> the key's row in that reader's keyed state, for those that hold it: one Spark job over
-    the union of each reader's rows of that key."""
+def _found(sources, match, key_names) -> dict:
+    """Source index -> the key's state columns in that reader's keyed state, for those that hold it: one Spark
+    job over the union of each reader's rows of that key."""
     frames = [reader.keyed_state(where=match).withColumn(_SOURCE, F.lit(i)) for i, (_, reader) in enumerate(sources)]
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-    return {row[_SOURCE]: {c: v for c, v in row.asDict().items() if c != _SOURCE} for row in union.collect()}
+    return {row[_SOURCE]: {c: v for c, v in row.asDict().items() if c != _SOURCE and c not in key_names}
+            for row in union.collect()}
 
 
 def key_choices(job, n: int = CHOICES) -> list[str]:
     """Up to ``n`` keys of ``job``'s latest state, as ``key_history`` reads them (``key_text``): the newest kept
     micro-batch's while it runs, else its newest savepoint's; a Spark job that stops at ``n`` keys."""
     _keyed(job)
-    names = list(job.spec.key_names)
-    kept = batches.kept(job) if job.query is not None and job.phase in _RUNNING else {}
+    kept, paths = _kept(job), list_savepoints(job.storage.base)
     if kept:
         reader = keyed_state_of(job, max(kept))
-    else:
-        paths = list_savepoints(job.storage.base)
-        if not paths:
-            return []
+    elif paths:
         reader = read_savepoint(paths[-1])
-    rows = reader.states().select(*[F.col(f"`{k}`") for k in names]).limit(n).collect()
+    else:
+        return []
+    rows = reader.states().select(*[F.col(f"`{k}`") for k in job.spec.key_names]).limit(n).collect()
     return [key_text(list(row)) for row in rows]
