@@ -90,8 +90,7 @@ class GraphView(W.VBox):
                           layout=W.Layout(flex_flow="row wrap", align_items="center"))
         controls.add_class("fw-whatif-controls")
         super().__init__([self.header, self.legend, self.canvas, self.stream_panel, self.details, self.state_panel,
-                          controls,
-                          self.whatif_text, self.rescale_controls, self.rescale_text])
+                          controls, self.whatif_text, self.rescale_controls, self.rescale_text])
         self.add_class("fw-graph-view")
         if follow:
             live.watch(self)

@@ -1,7 +1,7 @@
 """StateInspector: one key's state through a keyed job's life, under its graph (``show_graph(job)``).
 
 Click the keyed operator, type a key (Enter) or pick one of the keys offered, and a table lists the key's
-state at each committed micro-batch still kept and in each savepoint (``fw_magics.state.key_history``).
+state at each committed micro-batch still kept and in each savepoint (*read again* after new ones) (``fw_magics.state.key_history``).
 What it reads is given as two functions (``read(text)`` -> ``KeyHistory``, ``choices()`` -> key texts;
 ``show_graph`` gives ``inspector.key_history`` and ``key_choices`` of the job), run in a thread so the
 kernel stays free while Spark reads; ``show(text)`` reads in the caller's thread (tests, code).
@@ -28,6 +28,7 @@ class StateInspector(W.VBox):
         self.operator, self._read, self._choices = operator, read, choices
         self.last = None  # the last KeyHistory shown
         self._lock = threading.Lock()
+        self._offered = False
         self.title = W.HTML(f"<b>State of a key</b> in <code>{html.escape(operator)}</code>, by "
                             f"{html.escape(', '.join(key_names))}")
         self.key = W.Text(placeholder=", ".join(key_names), description="key", continuous_update=False,
@@ -39,11 +40,13 @@ class StateInspector(W.VBox):
         self.message.add_class("fw-state-message")
         self.table = W.HTML("")
         self.table.add_class("fw-state-table")
+        self.again = W.Button(description="read again", tooltip="the key's state now (new micro-batches, savepoints)")
+        self.again.add_class("fw-state-again")
         self.key.observe(lambda change: self._in_thread(self.show, change["new"]), "value")
         self.pick.observe(self._on_pick, "value")
-        super().__init__([self.title, W.HBox([self.key, self.pick]), self.message, self.table])
+        self.again.on_click(lambda _: self._in_thread(self.show, self.key.value))
+        super().__init__([self.title, W.HBox([self.key, self.pick, self.again]), self.message, self.table])
         self.add_class("fw-state-inspector")
-        self._offered = False
 
     def _in_thread(self, action, *args) -> None:
         threading.Thread(target=action, args=args, name=f"fw-state-inspector {self.operator}", daemon=True).start()

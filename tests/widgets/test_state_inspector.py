@@ -60,14 +60,22 @@ def test_a_bad_key_is_its_one_line_and_no_table():
     assert inspector.table.value == ""
 
 
-def test_picking_an_offered_key_shows_it():
+def _wait(until) -> None:
+    deadline = time.monotonic() + 10
+    while not until() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_picking_an_offered_key_shows_it_and_read_again_reads_it_once_more():
     inspector = _inspector()
     assert inspector.offer() == ["1", "2"]
     inspector.pick.value = "2"  # as a person picks it: the key box takes it and the table follows (a thread)
-    deadline = time.monotonic() + 10
-    while (inspector.last is None or inspector.last.key != {"k": 2}) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    _wait(lambda: inspector.last is not None and inspector.last.key == {"k": 2})
     assert inspector.key.value == "2" and inspector.last.key == {"k": 2}
+    first = inspector.last
+    inspector.again.click()  # the same key: the box's value does not change, the button reads it again
+    _wait(lambda: inspector.last is not first)
+    assert inspector.last is not first and inspector.last == first
 
 
 @pytest.fixture
