@@ -45,7 +45,7 @@ def keys(draw):
     return types, values
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(keys())
 def test_a_keys_text_reads_back_as_the_key(found):
     """key_text (what the pick list offers) is read back by parse_key as the same values, for every type."""

@@ -4,9 +4,10 @@ One key column: the text is its value (``7``, ``alice``, ``2024-01-31``). Severa
 separated by commas (``7, alice``), or a JSON list (``[7, "a, b"]``) for a string holding a comma or a
 null. Each value is read by its column's Spark type, named as Spark's ``simpleString`` names it: the
 integer types within their range, ``float``/``double`` (``NaN``, ``inf``, ``-0.0`` too), ``boolean``
-(``true``/``false``), ``decimal(p,s)``, ``date`` and ``timestamp`` (ISO; a time without an offset is local time, as PySpark takes one),
-``string`` as typed (outer double quotes dropped). Anything else is one line naming the value, its column
-and what is accepted. ``key_text`` writes a key so that ``parse_key`` reads it back. No Spark here.
+(``true``/``false``), ``decimal(p,s)``, ``date`` and ``timestamp`` (ISO; a time without an offset is local
+time, as PySpark takes one), ``string`` as typed (stripped; in double quotes, exactly). Anything else is one
+line naming the value, its column and what is accepted. ``key_text`` writes a key so that ``parse_key`` reads
+it back (a null in a key of one column cannot be typed). No Spark here.
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def parse_key(key, names, types) -> tuple:
     names, types = list(names), list(types)
     where = f"key {key!r:.80}"
     for name, spark_type in zip(names, types):
-        if spark_type not in _INTEGERS and spark_type not in _FLOATS and spark_type not in _TIMES and \
-                spark_type not in ("boolean", "date", "string") and not _DECIMAL.fullmatch(spark_type):
+        if not (spark_type in (*_INTEGERS, *_FLOATS, *_TIMES, "boolean", "date", "string")
+                or _DECIMAL.fullmatch(spark_type)):
             raise FullWindowError(f"{where}: key column {name!r} is a {spark_type}, which a key cannot be typed as; "
                                   f"accepted key column types: {TYPED}")
     listed = isinstance(key, str) and len(names) > 1 and key.strip().startswith("[")
@@ -130,10 +131,10 @@ def key_text(values) -> str:
     """The key ``values`` (one per key column) as ``parse_key`` reads them back: the value's text for one column,
     comma-separated for several, or a JSON list when a value is null or a string would not read back."""
     texts = [_text(v) for v in values]
-    plain = [isinstance(v, str) and (t != t.strip() or t.startswith('"')) for v, t in zip(values, texts)]
+    quoted = [isinstance(v, str) and (t != t.strip() or t.startswith('"')) for v, t in zip(values, texts)]
     if len(values) == 1 and values[0] is not None:
-        return json.dumps(values[0]) if plain[0] else texts[0]
-    if all(v is not None and "," not in t for v, t in zip(values, texts)) and not any(plain) \
+        return json.dumps(values[0]) if quoted[0] else texts[0]
+    if all(v is not None and "," not in t for v, t in zip(values, texts)) and not any(quoted) \
             and not texts[0].lstrip().startswith("["):
         return ", ".join(texts)
     return "[" + ", ".join("null" if v is None else json.dumps(v) if isinstance(v, str) else
