@@ -2,10 +2,11 @@
 
 The Spark side (``runtime/streaming/savepoints/inspector.py``) reads the key's state at each committed
 micro-batch still kept and in each of the job's savepoints, newest first and at most ``DEFAULT_LIMIT`` of
-each (``newest``); ``history`` lays those readings out as one table, oldest first: ``at`` (``micro-batch``
-or ``savepoint``), ``batch`` (the micro-batch, or the one a savepoint was taken after), ``savepoint`` (its
-name), ``found`` (``present``, or ``absent``: the key had no state there, its state columns empty), then
-the key's state columns (a state named as one of those four is shown as ``state <name>``).
+each (``newest``; each reading costs Spark a stage or three); ``history`` lays those readings out as one
+table, oldest first: ``at`` (``micro-batch`` or ``savepoint``), ``batch`` (the micro-batch, or the one a
+savepoint was taken after), ``savepoint`` (its name), ``found`` (``present``, or ``absent``: the key had no
+state there, its state columns empty), then the key's state columns (a state named as one of those four is
+shown as ``state <name>``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ PRESENT, ABSENT = "present", "absent"
 AT, BATCH, NAME, FOUND = "at", "batch", "savepoint", "found"
 FIXED = (AT, BATCH, NAME, FOUND)
 #: How many micro-batches (and how many savepoints) are read, newest first, unless told otherwise.
-DEFAULT_LIMIT = 20
+DEFAULT_LIMIT = 10
 
 
 @dataclass(frozen=True)
