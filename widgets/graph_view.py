@@ -50,6 +50,10 @@ class GraphView(W.VBox):
                              f"{html.escape(summary(graph).splitlines()[0])}")
         self.details = W.HTML("<i>Click an operator to see its attributes.</i>")
         self.details.add_class("fw-details")
+        self.state_panel = W.VBox([])  # a streaming job's state inspector (inspect_state)
+        self.state_panel.add_class("fw-state-panel")
+        self.inspectors: dict = {}
+        self._no_state = None
         names = [op.name for op in graph.operators]
         self.fail_operator = W.Dropdown(options=names, description="fail", layout=W.Layout(width="auto"),
                                         style={"description_width": "initial"})
@@ -85,8 +89,8 @@ class GraphView(W.VBox):
         controls = W.HBox([self.fail_operator, self.fail_subtask, self.mode, self.fail_button, self.clear_button],
                           layout=W.Layout(flex_flow="row wrap", align_items="center"))
         controls.add_class("fw-whatif-controls")
-        super().__init__([self.header, self.legend, self.canvas, self.stream_panel, self.details, controls,
-                          self.whatif_text, self.rescale_controls, self.rescale_text])
+        super().__init__([self.header, self.legend, self.canvas, self.stream_panel, self.details, self.state_panel,
+                          controls, self.whatif_text, self.rescale_controls, self.rescale_text])
         self.add_class("fw-graph-view")
         if follow:
             live.watch(self)
@@ -106,6 +110,25 @@ class GraphView(W.VBox):
         self.details.value = self._details_html(name) if name else ""
         if name:  # the what-if row follows the click: "what if this one fails?" is one press away
             self._pick(name)
+        self._show_state_panel(name)
+
+    def inspect_state(self, inspectors: dict, no_state) -> None:
+        """Selecting an operator of ``inspectors`` (name -> ``StateInspector``) shows its inspector; selecting
+        another says in one line why it has nothing to inspect (``no_state(name)``)."""
+        self.inspectors, self._no_state = dict(inspectors), no_state
+        self._show_state_panel(self.selected)
+
+    def _show_state_panel(self, name: str) -> None:
+        inspector = self.inspectors.get(name)
+        if inspector is not None:
+            self.state_panel.children = [inspector]
+            inspector.opened()
+        elif name and self._no_state is not None:
+            line = W.HTML(f"<i>{html.escape(self._no_state(name))}</i>")
+            line.add_class("fw-state-none")
+            self.state_panel.children = [line]
+        else:
+            self.state_panel.children = []
 
     def _pick(self, name: str, subtask: int | None = None) -> None:
         """Show ``name`` (and ``subtask``) in the what-if row."""

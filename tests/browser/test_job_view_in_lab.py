@@ -1,6 +1,7 @@
 """job.show() in a real JupyterLab and Chromium (issue 48): the view under its cell changes by itself when a file
 lands (no cell runs), a cell runs while it follows, Savepoint and Stop are the job's, and after Kernel > Restart
-the same job shown by name holds what its log recorded, read-only. Screenshots in test-artifacts/job-view-*.png.
+the same job shown by name holds what its log recorded, read-only; show_graph(job)'s state inspector shows a typed key's
+state at each kept micro-batch and in the savepoint. Screenshots in test-artifacts/job-view-*.png.
 
 Classic Spark only: the Connect path of the view (its reads, its buttons) is tests/widgets/test_job_view_spark.py
 under Connect (tests/connect_cases.py); this module checks what only a browser shows.
@@ -84,6 +85,7 @@ def test_a_view_follows_its_job_in_jupyterlab_and_shows_it_again_after_a_kernel_
         view.locator(".fw-job-savepoint").click()
         view.locator("code", has_text="savepoint-").first.wait_for(timeout=120_000)
         assert len(list_savepoints(_job_root(area.jobs))) == 1
+        _inspect_a_key(page)
         view.locator(".fw-job-stop").click()
         view.locator(".fw-job-message", has_text="job 'live' stopped").wait_for(timeout=120_000)
         assert all(view.locator(f".fw-job-{b}").is_disabled() for b in ("stop", "savepoint", "stop-with-savepoint"))
@@ -104,6 +106,34 @@ def test_a_view_follows_its_job_in_jupyterlab_and_shows_it_again_after_a_kernel_
     finally:
         page.close()
         lab.shutdown_kernels()
+
+
+def _inspect_a_key(page) -> None:
+    """show_graph(job) of the running job: the source says why it has no keyed state; the keyed operator opens the
+    state inspector, where key 2 typed shows its state at each kept micro-batch and in the savepoint (v 71), and
+    the job's keys are offered to pick."""
+    run_below(page, "from fw_magics.widgets import show_graph\nshow_graph(job)")
+    graph = page.locator(".jp-CodeCell", has_text="show_graph(").locator(".fw-graph-view")
+    graph.locator("g.fw-op[data-operator^='files']").click()
+    graph.locator(".fw-state-none", has_text="has no keyed state to inspect").wait_for(timeout=60_000)
+    graph.locator("g.fw-op[data-operator^='reduce']").click()
+    inspector = graph.locator(".fw-state-inspector")
+    key = inspector.locator(".fw-state-key input")
+    key.fill("2")
+    key.press("Enter")
+    table = inspector.locator(".fw-state-table table")
+    table.locator("caption", has_text="key k = 2").wait_for(timeout=120_000)
+    header = table.locator("thead th").all_inner_texts()
+    rows = [dict(zip(header, row.locator("td").all_inner_texts())) for row in table.locator("tbody tr").all()]
+    assert header[:4] == ["at", "batch", "savepoint", "found"] and "v" in header, header
+    assert rows and all(r["found"] == "present" for r in rows), rows  # the backlog gave key 2 its state
+    (saved,) = [r for r in rows if r["at"] == "savepoint"]
+    assert (saved["savepoint"], saved["v"]) == ("savepoint-000001", "71")
+    assert [r["v"] for r in rows if r["at"] == "micro-batch"][-1] == "71"
+    table.scroll_into_view_if_needed()
+    shot(page, "job-view-state-inspector")
+    # the keys offered to pick (picking one is the widget model's test: another read here would cost seconds)
+    inspector.locator(".fw-state-pick select option", has_text="3").wait_for(state="attached", timeout=60_000)
 
 
 def _job_root(jobs: str) -> str:

@@ -21,6 +21,7 @@ from pyspark.sql import types as T
 
 import fw_magics as fw
 from fw_magics.errors import FullWindowError
+from fw_magics.runtime.streaming.savepoints import batches
 from fw_magics.runtime.streaming.savepoints.files import SavepointError, load_savepoint
 from tests.streaming import functions, reader_functions
 from tests.streaming.files import BASE, TRIGGER, Area, expected_latest, model, operator
@@ -60,7 +61,7 @@ def _stream(area):
 
 
 @pytest.fixture(scope="module")
-def taken(spark, tmp_path_factory):
+def taken(spark, tmp_path_factory, request):
     """The savepoint of the Tally job over BACKLOG then FRESH, its stream, what job.state() read just before
     it was taken (info, keyed_state rows, timers rows), and once the stream also read LATER: what
     job.state(batch=N) read at FRESH's batch and at LATER's, state_changes between them, and a refused batch."""
@@ -87,11 +88,51 @@ def taken(spark, tmp_path_factory):
             with pytest.raises(FullWindowError) as refused:
                 job.state(batch=last + 1000)
             history["refused"] = str(refused.value)
+            # the inspector's reads cost seconds: only when its test runs (not in the Connect run, which leaves it out)
+            if any(item.name == INSPECTOR_TEST for item in request.session.items):
+                history["inspected"] = _inspect(job)
         finally:
             job.stop()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
     return path, stream, rows, history
+
+
+#: Keys the state inspector is asked for by hand: one LATER changed, one LATER added, one never seen (a comma in it);
+#: all kept micro-batches are read for the first, for the others (and the keys drawn) the newest LIMITED (each
+#: reading costs a Spark stage or three) and the savepoint.
+INSPECTED = [(2, "b"), (5, "d"), (9, "never, seen")]
+LIMITED = 2
+
+
+def _inspect(job) -> dict:
+    """What the state inspector read while the job ran: each key of INSPECTED and of two drawn by hypothesis (of the
+    model's keys, or any) -> (the limit it was read with, its KeyHistory), (2, 'b') through show_graph(job)'s
+    inspector as a person types it; each kept micro-batch -> the files read by its end; the keys offered; a bad
+    key's line."""
+    from fw_magics.runtime.streaming.savepoints.inspector import key_choices, key_history
+    from fw_magics.state.key_history import DEFAULT_LIMIT
+    from fw_magics.values.key_text import key_text
+    from fw_magics.widgets import show_graph
+
+    seen = sorted(_model([r for f in BACKLOG for r in f] + FRESH + LATER))
+    drawn = []
+
+    @settings(max_examples=2, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(seen) | st.tuples(st.integers(-(2 ** 63), 2 ** 63 - 1), st.text(max_size=6)))
+    def draw(key):
+        drawn.append(key)
+
+    draw()
+    view = show_graph(job)
+    view.select(job.stateful.step.name)
+    inspector = view.state_panel.children[0]
+    found = {INSPECTED[0]: (DEFAULT_LIMIT, inspector.show("2, b"))}
+    found.update({key: (LIMITED, key_history(job, key_text(key), limit=LIMITED)) for key in INSPECTED[1:] + drawn})
+    with pytest.raises(FullWindowError) as bad:
+        key_history(job, "two, b")
+    return {"found": found, "table": inspector.table.value, "choices": key_choices(job, n=3), "bad": str(bad.value),
+            "kept": {b: json.loads(ends[0])["files"] for b, ends in batches.kept(job).items()}}
 
 
 def _rows(reader) -> dict:
@@ -196,6 +237,47 @@ def test_a_running_jobs_state_at_an_earlier_kept_batch_is_the_models_after_it(ta
     assert history[first] == _as_model(_model(records))
     assert history[last] == _as_model(_model(records + LATER))
     assert history[first] != history[last]
+
+
+def _state_row(row) -> tuple:
+    """A history row's state as _model keeps it (its timers left out: the inspector shows the state columns)."""
+    return (row["count"], (row["last"]["v"], _utc(row["last"]["at"])), json.loads(row["notes"]), list(row["seen"]))
+
+
+INSPECTOR_TEST = "test_the_inspector_shows_a_keys_state_at_each_kept_batch_and_savepoint_as_the_model"
+
+
+def test_the_inspector_shows_a_keys_state_at_each_kept_batch_and_savepoint_as_the_model(taken):
+    """key_history: the key's state after FRESH's batch, after LATER's, and in the savepoint taken after FRESH's,
+    each as the model's after that batch, or absent where the model has none; a key typed by hand, drawn, never seen."""
+    *_, history = taken
+    first, last = history["batches"]
+    inspected = history["inspected"]
+    files = [*BACKLOG, FRESH, LATER]  # in the order written: a micro-batch's end offset counts the files read
+    kept = inspected["kept"]
+    assert first in kept and last in kept
+    after = {b: _model([r for f in files[:read] for r in f]) for b, read in kept.items()}
+    for key, (limit, found) in inspected["found"].items():
+        read = sorted(kept)[-limit:]
+        readings = sorted([("micro-batch", b, None) for b in read] + [("savepoint", first, "savepoint-000001")],
+                          key=lambda r: (r[1], r[0] == "savepoint"))
+        assert found.key == {"k": key[0], "g": key[1]}
+        got = [(r["at"], r["batch"], r["savepoint"], r["found"], _state_row(r) if r["found"] == "present" else None)
+               for r in found.rows]
+        want = [(at, batch, name, "present" if key in after[batch] else "absent",
+                 None if key not in after[batch] else (*after[batch][key][:2], json.loads(after[batch][key][2]),
+                                                       after[batch][key][3]))
+                for at, batch, name in readings]
+        assert got == want, key
+        left = sorted(kept)[:-limit]
+        assert found.note == (f"micro-batches {batches.in_words(left)} not read (the newest {limit} are)" if left
+                              else "")
+    added = {(r["at"], r["batch"]): r["found"] for r in inspected["found"][(5, "d")][1].rows}  # LATER added it
+    assert added[("savepoint", first)] == "absent" != added[("micro-batch", last)]
+    assert "<td>savepoint-000001</td>" in inspected["table"] and "key k = 2, g = &#x27;b&#x27;" in inspected["table"]
+    assert len(inspected["choices"]) == 3 and set(inspected["choices"]) <= {f"{k}, {g}" for k, g in after[last]}
+    assert inspected["bad"] == ("key 'two, b': 'two' is not a bigint for key column 'k'; accepted: the values of "
+                                "k (bigint), g (string), in this order, separated by commas (or a JSON list)")
 
 
 def test_a_batch_no_longer_kept_is_one_line_naming_the_kept_ones(taken):

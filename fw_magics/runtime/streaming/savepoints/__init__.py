@@ -276,6 +276,20 @@ class StateKind:
         raise NotImplementedError
 
 
+def keyed_states(job, batch: int) -> tuple:
+    """A keyed job's states at ``batch`` (one still kept): (the store's keys, over a lazily handed-over layer:
+    the key columns and ``__fw_state``, tombstones kept; the handed-over base files as (path, sha256)), lazily:
+    what a savepoint after ``batch`` holds of its keyed state, nothing read yet."""
+    keys = job.spec.key_names
+    keyed = keyed_state_frame(job.spark, job.storage.path(CHECKPOINT), keys, batch)
+    if not job.plan.handover.lazy:
+        return keyed, ()
+    # keys the stream has not touched are still only in the handed-over files
+    _, over = handover_layers(job.spark, job.root, job.output, keys)
+    keyed = keyed if over is None else overlaid(keyed, over, keys)
+    return keyed, tuple((job.storage.path(path), sha) for path, sha in read_handover(job.root).base)
+
+
 class _Keyed(StateKind):
     """A keyed job's savepoint is incremental over the files its state was handed over in (a backlog's
     results): those are shared as its base, and only what the stream wrote since -- the store's keys
@@ -285,14 +299,10 @@ class _Keyed(StateKind):
 
     def snapshot(self, job, batch):
         keys = job.spec.key_names
-        keyed = keyed_state_frame(job.spark, job.storage.path(CHECKPOINT), keys, batch)
-        base, restored = (), restored_latest(job.spark, job.storage, job.output)
-        backlog_outputs = None if job.backlog is None else job.backlog.outputs()
-        if job.plan.handover.lazy:  # keys the stream has not touched are still only in the handed-over files
-            _, over = handover_layers(job.spark, job.root, job.output, keys)
-            keyed = keyed if over is None else overlaid(keyed, over, keys)
-            base = tuple((job.storage.path(path), sha) for path, sha in read_handover(job.root).base)
-            backlog_outputs = None  # the base files hold them
+        keyed, base = keyed_states(job, batch)
+        restored = restored_latest(job.spark, job.storage, job.output)
+        # the base files hold the backlog's outputs when the state was handed over lazily
+        backlog_outputs = None if job.backlog is None or job.plan.handover.lazy else job.backlog.outputs()
         changelog = changelog_frame(job.spark, job.root, job.output, backlog_outputs, restored)
         latest = latest_rows(changelog.where(F.col(BATCH) <= batch), keys).drop(BATCH)
         operators = {}

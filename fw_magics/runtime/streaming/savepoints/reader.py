@@ -65,11 +65,28 @@ def state_of(job, batch: int | None = None) -> SavepointReader:
     from . import KEYED, contents
 
     document, operators, position, snap = contents(job, batch)
-    declared = job.spec.kind.declared_states(job.spec) if job.state_kind is KEYED else None
-    if declared is not None:
-        declared = {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
+    declared = _typed(job.spec.kind.declared_states(job.spec)) if job.state_kind is KEYED else None
     return SavepointReader(document, parse_operator_state(operators), position, declared, lambda: snap.states,
                            job.root, [p for p, _ in snap.base], job.spark)
+
+
+def keyed_state_of(job, batch: int) -> SavepointReader:
+    """The running keyed ``job``'s keyed state alone at ``batch`` (one still kept, ``batches.kept``): what
+    ``state_of`` reads of it, without what a savepoint holds besides (positions, W, operator state: its
+    ``info`` and ``positions()`` are not there). ``inspector.key_history`` reads one per kept batch."""
+    from . import keyed_states
+
+    states, base = keyed_states(job, batch)
+    document = {"job": job.job_name, "batch": batch, "kind": job.spec.kind.name, "key_names": list(job.spec.key_names)}
+    return SavepointReader(document, {}, {}, _typed(job.spec.kind.declared_states(job.spec)), lambda: states,
+                           job.root, [p for p, _ in base], job.spark)
+
+
+def _typed(declared: dict | None) -> dict | None:
+    """Declared states (name -> (kind, StateType or None)) as a reader takes them: no type, JSON values."""
+    if declared is None:
+        return None
+    return {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
 
 
 def _spark():
@@ -105,7 +122,7 @@ def _declared(savepoint: Savepoint, stream):
     problem = shape_problem(savepoint.shape, declared, timed, operator) if savepoint.shape is not None else None
     if problem is not None:
         raise SavepointError(f"{where} {problem}")
-    return {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
+    return _typed(declared)
 
 
 class SavepointReader:
@@ -159,10 +176,13 @@ class SavepointReader:
         rows = read_results(self.spark, self.root, names, schema)
         return rows.where(F.col(ROW) == STATE_ROW).select(*[F.col(f"`{f.name}`") for f in state_schema.fields])
 
-    def keyed_state(self):
-        """The key columns, then one typed column per declared state (see the module docstring)."""
+    def keyed_state(self, where=None):
+        """The key columns, then one typed column per declared state (see the module docstring); ``where``: a
+        condition on the key columns, applied before the states are typed (one key's, read without decoding
+        the others')."""
         columns = [(name, kind, state_type) for name, (kind, state_type) in sorted(self.declared.items())]
-        typed = typed_frame(self.states(), columns)
+        states = self.states()
+        typed = typed_frame(states if where is None else states.where(where), columns)
         return _flattened(typed, self.key_names, columns, self.document.get("kind"))
 
     def timers(self):
