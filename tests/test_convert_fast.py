@@ -62,7 +62,7 @@ def writers(fields: list[T.StructField]):
     return make(), plain(make())
 
 
-@settings(max_examples=examples(600), deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
 def test_the_fast_paths_store_and_refuse_what_the_plain_path_does(data):
     fields = [T.StructField(f"c{i}", data.draw(st.sampled_from(TYPES)), data.draw(st.booleans()))
