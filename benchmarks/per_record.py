@@ -21,6 +21,7 @@ def run(rows: int, runs: int) -> list[tuple[str, float]]:
     import pyarrow as pa
     from pyspark.sql import types as T
 
+    from benchmarks.fullwindow import per_record_by_hand
     from fw_magics.datastream.arguments import writer_for
     from fw_magics.datastream.physical import workers
     from fw_magics.values.records import _column_values, batch_records
@@ -37,15 +38,7 @@ def run(rows: int, runs: int) -> list[tuple[str, float]]:
         for r in records:
             yield (r.id, r.price * r.qty)
 
-    def hand_written(batches):
-        for batch in batches:
-            ids, prices, qtys = (batch.column(c).to_pylist() for c in ("id", "price", "qty"))
-            out_ids, out_totals = [], []
-            for i, p, q in zip(ids, prices, qtys):
-                out_ids.append(i)
-                out_totals.append(p * q)
-            yield pa.RecordBatch.from_arrays([pa.array(out_ids, pa.int64()), pa.array(out_totals, pa.float64())],
-                                             names=["id", "total"])
+    hand_written = per_record_by_hand()
 
     def records():
         return itertools.chain.from_iterable(map(batch_records, batches))
