@@ -10,6 +10,7 @@
     python -m benchmarks --only keys [--keys 10000,1000000] [--backlog-records N] [--files F] [--runs R]
                                      [--references-up-to K]
     python -m benchmarks --only state_read [--keys 1000000] [--runs R]   (a savepoint's keyed state as columns)
+    python -m benchmarks --only per_record [--rows N] [--runs R]   (a per-record map_partition's Python, piece by piece)
     python -m benchmarks --scale [--scale-rows 1000000,5000000,20000000] [--wide-columns 50] [--wide-rows N]
                          [--runs R] [--case NAME] [--plot docs/scale.png]   (alone, in a fresh process)
     python -m benchmarks --against-flink [--rows N (default 1,000,000)] [--runs R] [--case NAME]   (make bench-flink)
@@ -277,6 +278,13 @@ def main() -> None:
               "turns; switch, fresh result, savepoint and restore: one run each; embedded Spark local[*]")
         up_to = keys.REFERENCES_UP_TO if args.references_up_to is None else args.references_up_to
         keys.print_table(keys.run(sizes, args.backlog_records, args.files, runs=args.runs, references_up_to=up_to))
+
+    if "per_record" in only:  # issue 52: pure Python, in-process: only when asked for
+        from benchmarks import per_record
+
+        print(f"\na per-record map_partition's Python, piece by piece: one partition of {args.rows:,} rows in 4, "
+              f"CPU time, the least of {args.runs} runs, no Spark")
+        per_record.print_table(per_record.run(args.rows, args.runs))
 
     if "state_read" in only:  # issue 50: a savepoint's keyed state read as typed columns
         from benchmarks import state_read

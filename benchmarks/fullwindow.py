@@ -36,6 +36,26 @@ def _per_record_shuffle(keyed, fn):
         combine.shuffle_for = decide
 
 
+def per_record_by_hand():
+    """The per-record map's hand-written ``mapInArrow`` function: a loop over column lists (benchmarks/per_record.py
+    times it in-process too). Made inside a function so that Spark's workers get it by value."""
+    import pyarrow as pa
+
+    def hand_arrow(batches):
+        for batch in batches:
+            ids = batch.column("id").to_pylist()
+            prices = batch.column("price").to_pylist()
+            qtys = batch.column("qty").to_pylist()
+            out_ids, out_totals = [], []
+            for i, p, q in zip(ids, prices, qtys):
+                out_ids.append(i)
+                out_totals.append(p * q)
+            yield pa.RecordBatch.from_arrays([pa.array(out_ids, pa.int64()), pa.array(out_totals, pa.float64())],
+                                             names=["id", "total"])
+
+    return hand_arrow
+
+
 def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: int = 0, keys: int = 1000):
     """Yield (case, {variant: thunk}) for every benchmarked operation.
 
@@ -79,17 +99,7 @@ def cases(spark, rows: int, partitions: int, cache: bool = True, extra_columns: 
         for r in records:
             yield (r.id, r.price * r.qty)
 
-    def hand_arrow(batches):
-        for batch in batches:
-            ids = batch.column("id").to_pylist()
-            prices = batch.column("price").to_pylist()
-            qtys = batch.column("qty").to_pylist()
-            out_ids, out_totals = [], []
-            for i, p, q in zip(ids, prices, qtys):
-                out_ids.append(i)
-                out_totals.append(p * q)
-            yield pa.RecordBatch.from_arrays([pa.array(out_ids, pa.int64()), pa.array(out_totals, pa.float64())],
-                                             names=["id", "total"])
+    hand_arrow = per_record_by_hand()
 
     yield "map_partition(per-record Python)", {
         "fw-magics": _noop(window.map_partition(per_record, "id long, total double").to_dataframe()),

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from operator import itemgetter
 
 import pyarrow as pa
 
@@ -144,12 +143,13 @@ class RowWriter:
     def _columns(self, rows: list) -> list:
         width = len(self.names)
         kinds = set(map(type, rows))
-        if len(kinds) == 1:
-            kind = next(iter(kinds))
-            if issubclass(kind, (tuple, list)):
-                lengths = set(map(len, rows))
-                if lengths == {width}:
-                    return [list(map(itemgetter(i), rows)) for i in range(width)]
+        if len(kinds) == 1 and issubclass(next(iter(kinds)), (tuple, list)):
+            try:  # transposed in one C pass; rows of unequal lengths stop it
+                columns = list(zip(*rows, strict=True))
+            except ValueError:
+                columns = None
+            if columns is not None and len(columns) == width:
+                return columns
         return [list(column) for column in zip(*map(self.normalize, rows))] if width else []
 
     def normalize(self, row):

@@ -5,8 +5,10 @@ for names that are not identifiers) and position (``r[2]``); ``tuple(r)`` gives 
 and ``r == (1, "a")`` compares by value. Indexing stays tuple's own C code and each field
 is the C descriptor ``collections.namedtuple`` uses (an ``itemgetter`` property where that is
 missing), so reading a field costs what it costs on a namedtuple. One record class is made
-per schema (cached), so building a record costs one ``tuple.__new__``: no pyspark ``Row``
-per record.
+per schema (cached), and a batch's records are built by calling that class on each row of
+``zip`` over its columns, all in C: no pyspark ``Row`` and no Python frame per record
+(``cls(values)`` reaches tuple's own constructor directly; ``tuple.__new__(cls, values)`` goes
+through a wrapper that copies its arguments, about 40 ns a record more).
 """
 
 from __future__ import annotations
@@ -101,8 +103,7 @@ def _column_values(array: pa.Array) -> list:
         fields = tuple(kind.field(i).name for i in range(kind.num_fields))
         cls = record_type(fields)
         children = [_column_values(child) for child in array.flatten()]
-        new = tuple.__new__
-        values = list(map(new, itertools.repeat(cls), zip(*children))) if children else [new(cls, ())] * len(array)
+        values = list(map(cls, zip(*children))) if children else [cls()] * len(array)
         if array.null_count:
             valid = array.is_valid().to_pylist()
             values = [v if ok else None for v, ok in zip(values, valid)]
@@ -125,8 +126,8 @@ def batch_records(batch: pa.RecordBatch | pa.Table) -> Iterator[Record]:
     cls = record_type(tuple(batch.schema.names))
     columns = [_column_values(column) for column in batch.columns]
     if not columns:
-        return iter([tuple.__new__(cls, ())] * batch.num_rows)
-    return map(tuple.__new__, itertools.repeat(cls), zip(*columns))  # no partial: one C call per record
+        return iter([cls()] * batch.num_rows)
+    return map(cls, zip(*columns))  # one C call per record
 
 
 def batches_records(batches) -> Iterator[Record]:
