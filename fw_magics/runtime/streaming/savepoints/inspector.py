@@ -6,8 +6,9 @@ Each micro-batch is read as ``job.state(batch=N)`` reads its keyed state (``read
 store at that batch over the handed-over files; no positions, no W), each savepoint as
 ``fw.read_savepoint(path)`` reads it, the key's row only (the filter applied before the states are typed):
 one Spark job over the union of the readings, never a collect of every key. At most ``limit``
-micro-batches and ``limit`` savepoints are read, the newest; the note names the rest. A job that is not running has no micro-batches to read (its query's state versions are
-read only while it runs): its savepoints alone are.
+micro-batches and ``limit`` savepoints are read, the newest; the note names the rest. A job that is
+not running has no micro-batches to read (its query's state versions are read only while it runs):
+its savepoints alone are.
 """
 
 from __future__ import annotations
