@@ -34,17 +34,13 @@ class Reading:
 
 @dataclass(frozen=True)
 class KeyHistory:
-    """The table (``columns``, ``rows`` as dicts) and a note saying what was not read ('' when all was)."""
+    """The table (``columns``, ``rows`` as dicts: ``pandas.DataFrame(rows, columns=columns)``; this package imports
+    the standard library only) and a note saying what was not read ('' when all was)."""
 
     key: dict
     columns: tuple
     rows: tuple
     note: str = ""
-
-    def to_pandas(self):
-        import pandas as pd
-
-        return pd.DataFrame([[row.get(c) for c in self.columns] for row in self.rows], columns=list(self.columns))
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)

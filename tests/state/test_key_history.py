@@ -56,4 +56,3 @@ def test_a_state_named_as_a_fixed_column_is_shown_under_its_own_name():
     assert table.columns == (*FIXED, "state batch", "v")
     assert table.rows[0]["batch"] == 3 and table.rows[0]["state batch"] == 7
     assert table.rows[1]["found"] == ABSENT and "v" not in table.rows[1]
-    assert list(table.to_pandas().columns) == list(table.columns)
