@@ -87,19 +87,23 @@ def test_tally_restored_at_one_and_at_three_from_one_savepoint(area):
             r.stop()
 
 
-@pytest.mark.core
-def test_buffering_sink_at_two_restored_at_three_emits_every_value_once(area):
-    """Flink's BufferingSink: values buffered at the savepoint are emitted by the restored job, once."""
+def _buffering_savepoint(area, job_name: str) -> tuple:
+    """A BufferingSink job at 2 over two files, its savepoint: (the stream, the savepoint, what it flushed)."""
     area.write(_values([(1, 1), (1, 2), (1, 3), (1, 4)]), "s")  # subtask 0: flushes 1-3, buffers 4
     area.write(_values([(2, 5), (2, 6)]), "s")  # subtask 1: buffers 5, 6
     op = _operator(area, BufferingSink())
-    job = op.start(job_dir=area.jobs, job_name="b", trigger=TRIGGER, parallelism=2)
+    job = op.start(job_dir=area.jobs, job_name=job_name, trigger=TRIGGER, parallelism=2)
     try:
         job.process_all_available()
-        path = job.savepoint()
-        flushed = [list(batch) for batch in job.changelog()["flushed"]]
+        return op, job.savepoint(), [list(batch) for batch in job.changelog()["flushed"]]
     finally:
         job.stop()
+
+
+@pytest.mark.core
+def test_buffering_sink_at_two_restored_at_three_emits_every_value_once(area):
+    """Flink's BufferingSink: values buffered at the savepoint are emitted by the restored job, once."""
+    op, path, flushed = _buffering_savepoint(area, "b")
     assert flushed == [[1, 2, 3]]
     before = _state(path, "process(BufferingSink)")
     assert before == [{"buffered": [4]}, {"buffered": [5, 6]}]
@@ -169,15 +173,7 @@ def test_buffering_sink_written_from_its_table_restores_at_one_and_three_as_the_
     the savepoint (restored at 1) and bootstrapped without it (positions='now', restored at 3): each restored
     job's flushes are the model's over the fixed buffers, redistributed by the rule."""
     name = "process(BufferingSink)"
-    area.write(_values([(1, 1), (1, 2), (1, 3), (1, 4)]), "s")  # subtask 0: flushes 1-3, buffers 4
-    area.write(_values([(2, 5), (2, 6)]), "s")  # subtask 1: buffers 5, 6
-    op = _operator(area, BufferingSink())
-    job = op.start(job_dir=area.jobs, job_name="w", trigger=TRIGGER, parallelism=2)
-    try:
-        job.process_all_available()
-        path = job.savepoint()
-    finally:
-        job.stop()
+    op, path, _ = _buffering_savepoint(area, "w")
     table = fw.read_savepoint(path).operator_state(name)
     same = fw.write_savepoint(op, area.jobs + "/same", operator_state={name: table}, from_savepoint=path)
     assert load_savepoint(same).operator_state == load_savepoint(path).operator_state

@@ -2,8 +2,12 @@
 
 ``keyed_state`` is a DataFrame shaped as ``reader.keyed_state()`` returns for ``stream`` (the keyed stream
 ``.start()`` is called on): its key columns, then one typed column per declared state (a reduce's or an
-aggregate's running value as its columns). Checked on the driver before anything is written, each refusal
-one line: the stream keyed, the path new, the parallelism, the columns and their types (what
+aggregate's running value as its columns). ``operator_state={name: df}``: each operator's operator state as
+``reader.operator_state(name)`` returns it, replacing that operator's (``operator_tables``, checked and
+converted before anything else is written); a non-keyed ``process(fn)`` is written from it alone
+(``keyed_state=None``: its savepoint's keyed-state file is empty, as ``job.savepoint()`` writes it).
+Checked on the driver before anything is written, each refusal one line: the stream keyed (or a
+``process(fn)`` without ``keyed_state``), the path new, the parallelism, the columns and their types (what
 ``keyed_state()`` would have, found by asking the reader for the schema of an empty frame), then in one Spark
 aggregation (``precheck``) no key twice, no null in a key column the stream's schema says is never null, a JSON
 state's text JSON, a date or time within what a state holds. Then Spark tasks, one per state partition (Spark's
@@ -11,10 +15,10 @@ hash of the key at ``parallelism``, as the job's state is partitioned), turn eac
 JSON with the codecs the runtime stores it with, and one task writes the keyed-state file a savepoint holds; no
 key passes through the driver. A task that still fails leaves no ``.tmp-`` folder behind (``files``).
 
-With ``from_savepoint`` (a path or a reader of one, taken of this stream), what the table does not replace
-is kept from it: each input's position and splits, operator state, the watermark, the batch, and each
-written key's pending timers (a key the table drops loses its timers with its state). Without it the
-inputs are at their beginning (``positions="beginning"``: every file present is read by the restored
+With ``from_savepoint`` (a path or a reader of one, taken of this stream), what the tables do not replace
+is kept from it: each input's position and splits, the other operators' state, the watermark, the batch,
+and each written key's pending timers (a key the table drops loses its timers with its state). Without it
+the inputs are at their beginning (``positions="beginning"``: every file present is read by the restored
 stream) or read (``positions="now"``: every file present now counts as read), W is unset; only a source
 that can say so (``Source.position_at``: a folder) is accepted. The savepoint has no base files and no
 output rows (a restored job's latest results start empty); the files and ``savepoint.json`` are those
