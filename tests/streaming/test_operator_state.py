@@ -153,9 +153,9 @@ def test_process_refuses_what_it_cannot_run_in_one_line(area):
 # -- written from tables (issue 50, item 2): fw.write_savepoint(..., operator_state={name: df}) -------------------
 
 
-def _buffering(buffers: list[list], files: list[list], p: int) -> tuple[list, list]:
+def _buffering(buffers: list[list], files: list[list], p: int) -> list:
     """The reference BufferingSink at ``p``: new subtask j starts from ``buffers[j]`` and reads, in order, the values
-    of each fresh file of manifest index i (after the two read ones) with i % p == j. (what each emits, left)."""
+    of each fresh file of manifest index i (after the two read ones) with i % p == j; (subtask, flushed) sorted."""
     emitted, left = [], [list(b) for b in buffers]
     for i, values in enumerate(files, start=2):
         buffer = left[i % p]
@@ -164,7 +164,7 @@ def _buffering(buffers: list[list], files: list[list], p: int) -> tuple[list, li
             if len(buffer) >= BufferingSink.THRESHOLD:
                 emitted.append((i % p, tuple(buffer)))
                 buffer.clear()
-    return sorted(emitted), left
+    return sorted(emitted)
 
 
 @pytest.mark.core
@@ -196,7 +196,7 @@ def test_buffering_sink_written_from_its_table_restores_at_one_and_three_as_the_
             rows = r.changelog()
             moved = [s["buffered"] for s in reference_state.redistribute([{"buffered": b} for b in buffers], p,
                                                                          {"buffered": "split"})]
-            assert sorted(zip(rows["subtask"], [tuple(f) for f in rows["flushed"]])) == _buffering(moved, files, p)[0]
+            assert sorted(zip(rows["subtask"], [tuple(f) for f in rows["flushed"]])) == _buffering(moved, files, p)
     finally:
         for r in restored.values():
             r.stop()
