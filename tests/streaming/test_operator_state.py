@@ -183,23 +183,19 @@ def test_buffering_sink_written_from_its_table_restores_at_one_and_three_as_the_
                3: fw.write_savepoint(op, area.jobs + "/boot", operator_state={name: fixed}, positions="now",
                                      parallelism=2)}
     assert [_state(p, name) for p in written.values()] == [[{"buffered": b} for b in buffers]] * 2
-    files = [[100, 101], [102, 103]]  # manifest files 2 and 3
-    restored = {}
-    try:
-        for p, w in written.items():
-            restored[p] = op.start(job_dir=area.jobs, job_name=f"w{p}", trigger=TRIGGER, from_savepoint=w, parallelism=p)
-        for k, values in enumerate(files, start=3):  # read in manifest order by each subtask
-            area.write(_values([(k, v) for v in values]), "s")
-        for r in restored.values():
-            r.process_all_available()
-        for p, r in restored.items():
-            rows = r.changelog()
-            moved = [s["buffered"] for s in reference_state.redistribute([{"buffered": b} for b in buffers], p,
-                                                                         {"buffered": "split"})]
-            assert sorted(zip(rows["subtask"], [tuple(f) for f in rows["flushed"]])) == _buffering(moved, files, p)
-    finally:
-        for r in restored.values():
-            r.stop()
+    files = [[100, 101], [102, 103]]  # manifest files 2 and 3, read in manifest order by each subtask
+    for k, values in enumerate(files, start=3):
+        area.write(_values([(k, v) for v in values]), "s")
+    for p, w in written.items():  # one after the other: one query at a time
+        restored = op.start(job_dir=area.jobs, job_name=f"w{p}", trigger=TRIGGER, from_savepoint=w, parallelism=p)
+        try:
+            restored.process_all_available()
+            rows = restored.changelog()
+        finally:
+            restored.stop()
+        moved = [s["buffered"] for s in reference_state.redistribute([{"buffered": b} for b in buffers], p,
+                                                                     {"buffered": "split"})]
+        assert sorted(zip(rows["subtask"], [tuple(f) for f in rows["flushed"]])) == _buffering(moved, files, p)
 
 
 def test_operator_state_written_from_a_table_is_refused_in_one_line_before_anything_is_written(area, spark):
