@@ -155,6 +155,23 @@ def _check_function(function):
         )
 
 
+def declared_modes(function) -> dict:
+    """Each operator state ``function.initialize_state`` asks for -> its mode (``"split"``, ``"union"``,
+    ``"broadcast"``), learned on a copy (the user's object is left untouched) for a fresh subtask and for a
+    restored one; {} when it cannot be asked (it raised): what a savepoint records is then all that is known."""
+    import copy
+
+    found = {}
+    for store in (OperatorStateStore(), OperatorStateStore.restored(0, 1, {})):
+        try:
+            probe = copy.deepcopy(function)
+            initialize_function(probe, store)
+        except Exception:  # a function that needs its job to initialize: not learned here
+            continue
+        found.update({name: store.mode_of(name) for name in store.state_names() if name not in found})
+    return found
+
+
 def is_checkpointed(function) -> bool:
     """Whether ``function`` keeps operator state (defines both ``initialize_state`` and ``snapshot_state``)."""
     return all(callable(getattr(function, m, None)) for m in METHODS)

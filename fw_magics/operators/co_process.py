@@ -209,6 +209,10 @@ class BroadcastOperator(KeyedCoProcessFunction):
     (the broadcast states, and the function's own if it is also a ``CheckpointedFunction``) is kept per
     state partition (``fw_magics.runtime.streaming.keyed.operator_state``)."""
 
+    #: The mode of an operator state it keeps without ``initialize_state`` asking for it: the broadcast states
+    #: ``process_broadcast_element`` makes by name (``fw.write_savepoint``'s ``operator_state`` takes any name so).
+    undeclared_state_mode = "broadcast"
+
     def __init__(self, fn: KeyedBroadcastProcessFunction):
         self.fn = fn
         self.schema = fn.schema

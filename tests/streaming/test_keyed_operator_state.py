@@ -9,12 +9,14 @@ each state's mode (tests/state/reference_state.py's rule) while the keys' own st
 from __future__ import annotations
 
 import itertools
+import json
 
 import pandas as pd
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
 import fw_magics as fw
 from fw_magics.errors import ResumeError
@@ -58,8 +60,28 @@ def _run(job, area, name, files) -> None:
         job.process_all_available()
 
 
-def _check_round_trip(area, name, first, second, third, p_new):
-    """A job at 2 over ``first`` then ``second``, a savepoint, a restore at ``p_new`` over ``third``."""
+def _fixed(op, path: str, first: list) -> tuple[str, list[dict], int]:
+    """The savepoint read as tables, written back (``fw.write_savepoint``, over it) with the first record's key
+    counted 100 more and its ``seen`` unit [k, v] made [k, v + 1000]: (its path, the units it must hold, the key)."""
+    reader = fw.read_savepoint(path)
+    (k, v, _) = first[0]
+    keyed = reader.keyed_state().withColumn("count", F.when(F.col("k") == k, F.col("count") + 100)
+                                            .otherwise(F.col("count")))
+    unit, fixed = json.dumps([k, v]), json.dumps([k, v + 1000])
+    table = reader.operator_state(OPERATOR)
+    table = table.withColumn("element", F.when((F.col("state") == "seen") & (F.col("element") == unit), F.lit(fixed))
+                             .otherwise(F.col("element")))
+    written = fw.write_savepoint(op, path + "-fixed", keyed_state=keyed,
+                                 operator_state={OPERATOR: table}, from_savepoint=path)
+    units = [{n: [[k, v + 1000] if n == "seen" and u == [k, v] else u for u in us] for n, us in s.items()}
+             for s in _state(path)]
+    return written, units, k
+
+
+def _check_round_trip(area, name, first, second, third, p_new, written_at=None):
+    """A job at 2 over ``first`` then ``second``, a savepoint, a restore at ``p_new`` over ``third``; with
+    ``written_at``, beside it the savepoint read as tables, fixed and written back (``_fixed``), restored at
+    ``written_at`` over ``third`` too."""
     op = _operator(area, name)
     job = op.start(job_dir=area.jobs, job_name=name, trigger=TRIGGER, parallelism=2)  # mode 'mixed' asked
     try:
@@ -79,34 +101,43 @@ def _check_round_trip(area, name, first, second, third, p_new):
     assert all(s.get("rules", [["unit", "k, v"]]) == [["unit", "k, v"]] for s in before)
     assert not rows["restored"][rows["batch"] == rows["batch"].min()].any()  # each subtask's first run is fresh
     assert sorted(zip(rows["k"], rows["subtask"])) == sorted((k, partition((k,), (True,), 2)) for k, _, _ in records)
-
-    restored = op.start(job_dir=area.jobs, job_name=f"{name}-{p_new}", trigger=TRIGGER, from_savepoint=path,
-                        parallelism=p_new)
-    try:
-        _run(restored, area, name, [third])
-        after = _state(restored.savepoint())
-        latest = restored.latest()
-        fresh = restored.changelog()
-    finally:
-        restored.stop()
-    moved = reference_state.redistribute(before, p_new, KEYED_MODES)  # where the restore put the old units
-    new = _units(third, p_new)
-    assert _sorted(after, "seen") == [sorted(m.get("seen", []) + new[i]) for i, m in enumerate(moved)]
-    assert [sorted(s.get("origins", [])) for s in after] == [sorted(m.get("origins", [])) for m in moved]
-    assert sorted(u for s in after for u in s.get("seen", [])) == sorted([k, v] for k, v, _ in records + third)
-    assert fresh[fresh["batch"] >= 0]["restored"].all()  # (before batch 0: the savepoint's latest rows)
     counts = {}
-    for k, _, _ in records + third:  # the keys' own state went with the keys: counts go on from the savepoint
+    for k, _, _ in records:
         counts[k] = counts.get(k, 0) + 1
-    assert dict(zip(latest["k"], latest["n"])) == counts
+    restores = {p_new: (path, before, counts)}
+    if written_at is not None:
+        written, units, key = _fixed(op, path, first)
+        assert _state(written) == units  # everything else as the savepoint held it
+        restores[written_at] = (written, units, {**counts, key: counts[key] + 100})
+    area.write(third, name)
+    for p, (saved, old, counted) in restores.items():  # one after the other: one query at a time
+        restored = op.start(job_dir=area.jobs, job_name=f"{name}-{p}", trigger=TRIGGER, from_savepoint=saved,
+                            parallelism=p)
+        try:
+            restored.process_all_available()
+            after, latest, fresh = _state(restored.savepoint()), restored.latest(), restored.changelog()
+        finally:
+            restored.stop()
+        moved = reference_state.redistribute(old, p, KEYED_MODES)  # where the restore put the old units
+        new = _units(third, p)
+        assert _sorted(after, "seen") == [sorted(m.get("seen", []) + new[i]) for i, m in enumerate(moved)]
+        assert [sorted(s.get("origins", [])) for s in after] == [sorted(m.get("origins", [])) for m in moved]
+        assert sorted(u for s in after for u in s.get("seen", [])) == \
+            sorted([u for s in old for u in s.get("seen", [])] + [[k, v] for k, v, _ in third])
+        assert fresh[fresh["batch"] >= 0]["restored"].all()  # (before batch 0: the savepoint's latest rows)
+        for k, _, _ in third:  # the keys' own state went with the keys: counts go on from the savepoint
+            counted[k] = counted.get(k, 0) + 1
+        if p != p_new:  # a written savepoint has no output rows: its job's latest() has the keys it emitted since
+            counted = {k: counted[k] for k, _, _ in third}
+        assert dict(zip(latest["k"], latest["n"])) == counted
 
 
 @pytest.mark.core
-def test_operator_state_of_a_keyed_function_is_kept_per_state_partition_and_restored_at_three(area):
+def test_operator_state_of_a_keyed_function_is_kept_per_state_partition_restored_at_three_and_written_at_one(area):
     first = [(1, 10, 0), (2, 20, 0), (3, 30, 0), (1, 11, 0)]
     second = [(4, 40, 0), (2, 21, 0), (5, 50, 0)]
     third = [(1, 12, 0), (6, 60, 0), (7, 70, 0), (3, 31, 0)]
-    _check_round_trip(area, "ks", first, second, third, 3)
+    _check_round_trip(area, "ks", first, second, third, 3, written_at=1)
 
 
 rows = st.lists(st.tuples(st.integers(-20, 20), st.integers(-1000, 1000), st.just(0)), min_size=1, max_size=8)
@@ -114,10 +145,10 @@ rows = st.lists(st.tuples(st.integers(-20, 20), st.integers(-1000, 1000), st.jus
 
 @pytest.mark.extended  # several jobs per example: make test-extended
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
-@given(first=rows, second=rows, third=rows, p_new=st.sampled_from([1, 3, 5]))
+@given(first=rows, second=rows, third=rows, p_new=st.sampled_from([1, 3, 5]), written_at=st.sampled_from([2, 4]))
 def test_keyed_operator_state_on_random_records_matches_the_reference_at_any_parallelism(area, first, second, third,
-                                                                                         p_new):
-    _check_round_trip(area, f"kr{next(EXAMPLES)}", first, second, third, p_new)
+                                                                                         p_new, written_at):
+    _check_round_trip(area, f"kr{next(EXAMPLES)}", first, second, third, p_new, written_at)
 
 
 def test_a_two_input_function_keeps_operator_state_and_batch_mode_refuses_it_in_one_line(area):

@@ -9,16 +9,20 @@ fresh files must leave a counter that is exact and every value held once. ``Buff
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from pyspark.sql import functions as F
 
 import fw_magics as fw
 from fw_magics.errors import FullWindowError
 from fw_magics.runtime.streaming.savepoints.files import load_savepoint
+from fw_magics.state.tables import SCHEMA
 from fw_magics.widgets import show_graph
 from tests.state import reference_state
 from tests.streaming import functions
 from tests.streaming.files import TRIGGER
-from tests.streaming.operator_functions import MODES, BufferingSink, Tally
+from tests.streaming.operator_functions import MODES, RULES, BufferingSink, KeyedTally, Limits, Tally
 
 pytestmark = [pytest.mark.spark]
 
@@ -83,19 +87,23 @@ def test_tally_restored_at_one_and_at_three_from_one_savepoint(area):
             r.stop()
 
 
-@pytest.mark.core
-def test_buffering_sink_at_two_restored_at_three_emits_every_value_once(area):
-    """Flink's BufferingSink: values buffered at the savepoint are emitted by the restored job, once."""
+def _buffering_savepoint(area, job_name: str) -> tuple:
+    """A BufferingSink job at 2 over two files, its savepoint: (the stream, the savepoint, what it flushed)."""
     area.write(_values([(1, 1), (1, 2), (1, 3), (1, 4)]), "s")  # subtask 0: flushes 1-3, buffers 4
     area.write(_values([(2, 5), (2, 6)]), "s")  # subtask 1: buffers 5, 6
     op = _operator(area, BufferingSink())
-    job = op.start(job_dir=area.jobs, job_name="b", trigger=TRIGGER, parallelism=2)
+    job = op.start(job_dir=area.jobs, job_name=job_name, trigger=TRIGGER, parallelism=2)
     try:
         job.process_all_available()
-        path = job.savepoint()
-        flushed = [list(batch) for batch in job.changelog()["flushed"]]
+        return op, job.savepoint(), [list(batch) for batch in job.changelog()["flushed"]]
     finally:
         job.stop()
+
+
+@pytest.mark.core
+def test_buffering_sink_at_two_restored_at_three_emits_every_value_once(area):
+    """Flink's BufferingSink: values buffered at the savepoint are emitted by the restored job, once."""
+    op, path, flushed = _buffering_savepoint(area, "b")
     assert flushed == [[1, 2, 3]]
     before = _state(path, "process(BufferingSink)")
     assert before == [{"buffered": [4]}, {"buffered": [5, 6]}]
@@ -140,3 +148,91 @@ def test_process_refuses_what_it_cannot_run_in_one_line(area):
     assert [(o.name, o.parallelism) for o in graph.operators] == [
         ("files(s)", 2), ("process(BufferingSink)", 2), ("changelog", 2)]
     assert {e.pattern for e in graph.edges} == {"pointwise"}
+
+
+# -- written from tables (issue 50, item 2): fw.write_savepoint(..., operator_state={name: df}) -------------------
+
+
+def _buffering(buffers: list[list], files: list[list], p: int) -> list:
+    """The reference BufferingSink at ``p``: new subtask j starts from ``buffers[j]`` and reads, in order, the values
+    of each fresh file of manifest index i (after the two read ones) with i % p == j; (subtask, flushed) sorted."""
+    emitted, left = [], [list(b) for b in buffers]
+    for i, values in enumerate(files, start=2):
+        buffer = left[i % p]
+        for v in values:
+            buffer.append(v)
+            if len(buffer) >= BufferingSink.THRESHOLD:
+                emitted.append((i % p, tuple(buffer)))
+                buffer.clear()
+    return sorted(emitted)
+
+
+@pytest.mark.core
+def test_buffering_sink_written_from_its_table_restores_at_one_and_three_as_the_model(area):
+    """read -> write gives the savepoint's operator state back; one subtask's list fixed in the table, written over
+    the savepoint (restored at 1) and bootstrapped without it (positions='now', restored at 3): each restored
+    job's flushes are the model's over the fixed buffers, redistributed by the rule."""
+    name = "process(BufferingSink)"
+    op, path, _ = _buffering_savepoint(area, "w")
+    table = fw.read_savepoint(path).operator_state(name)
+    same = fw.write_savepoint(op, area.jobs + "/same", operator_state={name: table}, from_savepoint=path)
+    assert load_savepoint(same).operator_state == load_savepoint(path).operator_state
+    fixed = table.withColumn("element", F.when(F.col("element") == "6", F.lit("60")).otherwise(F.col("element")))
+    buffers = [[4], [5, 60]]
+    written = {1: fw.write_savepoint(op, area.jobs + "/fixed", operator_state={name: fixed}, from_savepoint=path),
+               3: fw.write_savepoint(op, area.jobs + "/boot", operator_state={name: fixed}, positions="now",
+                                     parallelism=2)}
+    assert [_state(p, name) for p in written.values()] == [[{"buffered": b} for b in buffers]] * 2
+    files = [[100, 101], [102, 103]]  # manifest files 2 and 3, read in manifest order by each subtask
+    for k, values in enumerate(files, start=3):
+        area.write(_values([(k, v) for v in values]), "s")
+    for p, w in written.items():  # one after the other: one query at a time
+        restored = op.start(job_dir=area.jobs, job_name=f"w{p}", trigger=TRIGGER, from_savepoint=w, parallelism=p)
+        try:
+            restored.process_all_available()
+            rows = restored.changelog()
+        finally:
+            restored.stop()
+        moved = [s["buffered"] for s in reference_state.redistribute([{"buffered": b} for b in buffers], p,
+                                                                     {"buffered": "split"})]
+        assert sorted(zip(rows["subtask"], [tuple(f) for f in rows["flushed"]])) == _buffering(moved, files, p)
+
+
+def test_operator_state_written_from_a_table_is_refused_in_one_line_before_anything_is_written(area, spark):
+    """Each bad table (and a keyed stream's missing keyed_state, a non-keyed one's keyed_state): one line, no folder.
+    Each kind of bad row once (tests/state/test_tables.py has them all, without Spark)."""
+    area.write(_values([(1, 1)]), "s")
+    op, name = _operator(area, BufferingSink()), "process(BufferingSink)"
+
+    def table(*rows, schema=SCHEMA):
+        return spark.createDataFrame(list(rows), schema)
+
+    good = table((0, "buffered", "split", "4"))
+    cases = [
+        ({"files(s)": good}, r"\['files\(s\)'\]: a source's operator state is its splits, its position .*; accepted: "
+                             r"'process\(BufferingSink\)'$"),
+        ({"process(Tally)": good}, r"the stream's graph has no operator 'process\(Tally\)'"),
+        ({name: good.withColumnRenamed("element", "unit")}, r"column 'unit' is not one of the table's; column 'element' "
+                                                           r"is missing; accepted: subtask int, state string, mode"),
+        ({name: table((0, "buffered", "split", 4), schema="subtask int, state string, mode string, element int")},
+         r"column 'element' is int; accepted: "),
+        ({name: table((0, "buffered", "split", "4"), (2, "buffered", "split", "5"))},
+         r"^write_savepoint's operator_state\['process\(BufferingSink\)'\] row 1 \(subtask 2, state 'buffered'\): "
+         r"subtask 2; accepted: 0 to 1 \(the parallelism written is 2\)$"),
+    ]
+    for operator_state, message in cases:
+        with pytest.raises(FullWindowError, match=message) as refused:
+            fw.write_savepoint(op, area.jobs + "/bad", operator_state=operator_state, parallelism=2)
+        assert "\n" not in str(refused.value)
+    with pytest.raises(FullWindowError, match=r"^write_savepoint's keyed_state: BufferingSink is not keyed"):
+        fw.write_savepoint(op, area.jobs + "/bad", keyed_state=good, operator_state={name: good})
+    keyed = fw.from_files(area.source("s"), "parquet", functions.SCHEMA).key_by("k")
+    with pytest.raises(FullWindowError, match=r"^write_savepoint of KeyedTally without keyed_state; accepted: "):
+        fw.write_savepoint(keyed.process(KeyedTally()), area.jobs + "/bad", operator_state={"process(KeyedTally)": good})
+    rules = fw.from_files(area.source("r"), "parquet", RULES)  # a broadcast function's states are broadcast state
+    limits = keyed.connect(rules.broadcast()).process(Limits())
+    with pytest.raises(FullWindowError, match=r"row 0 \(subtask 0, state 'limits'\): mode 'split'; accepted: "
+                                              r"'broadcast'"):
+        fw.write_savepoint(limits, area.jobs + "/bad", keyed_state=spark.createDataFrame([], "k long, count long"),
+                           operator_state={"co_process(Limits)": table((0, "limits", "split", '["max", 1]'))})
+    assert not os.path.exists(area.jobs + "/bad")

@@ -33,6 +33,7 @@ from ....datastream.physical.arrow_calls import map_in_arrow
 from ....errors import did_you_mean
 from ....graph import JobGraph
 from ....operators.spec import StateType, codec_for
+from ....state.tables import SCHEMA, rows_of
 from ....values.schema import arrow_schema
 from ...batch.result_files import read_results
 from ..keyed.changelog import ROW, STATE, STATE_ROW, TOMBSTONE
@@ -196,18 +197,13 @@ class SavepointReader:
 
     def operator_state(self, name: str):
         """Operator ``name``'s state: one row per element of each subtask's state (subtask, state, mode, element
-        as JSON text), a list, union or broadcast state alike."""
+        as JSON text), a list, union or broadcast state alike (``state.tables``; ``fw.write_savepoint``'s
+        ``operator_state`` takes it back)."""
         held = self.held
         if name not in held:
             raise SavepointError(f"{self._where()} holds no operator state of {name!r:.80}"
                                  f"{did_you_mean(name, list(held))}; accepted: {', '.join(map(repr, held)) or 'none'}")
-        rows = []
-        for subtask, snapshot in enumerate(held[name]):
-            for state, held_state in sorted(snapshot.items()):
-                mode, units = _mode_and_units(held_state)
-                rows += [(subtask, state, mode, json.dumps(unit)) for unit in units]
-        schema = "subtask int, state string, mode string, element string"
-        return self.spark.createDataFrame(rows, schema)
+        return self.spark.createDataFrame(rows_of(held[name]), SCHEMA)
 
     def positions(self):
         """Each input's recorded position: its source operator, the position in words, and as recorded (JSON)."""
@@ -256,13 +252,6 @@ def _flattened(typed, keys: list, columns: list, kind_name: str | None):
     if set(fields) & set(keys):
         return typed
     return typed.select(*[F.col(f"`{n}`") for n in keys], *[F.col(f"`{name}`").getField(n).alias(n) for n in fields])
-
-
-def _mode_and_units(held) -> tuple:
-    """A subtask's snapshot of one state: its redistribution mode and its elements."""
-    if isinstance(held, dict) and "units" in held:
-        return str(held.get("mode")), list(held["units"])
-    return None, list(held) if isinstance(held, list) else [held]
 
 
 def _spark_type(kind, state_type):

@@ -2,8 +2,12 @@
 
 ``keyed_state`` is a DataFrame shaped as ``reader.keyed_state()`` returns for ``stream`` (the keyed stream
 ``.start()`` is called on): its key columns, then one typed column per declared state (a reduce's or an
-aggregate's running value as its columns). Checked on the driver before anything is written, each refusal
-one line: the stream keyed, the path new, the parallelism, the columns and their types (what
+aggregate's running value as its columns). ``operator_state={name: df}``: each operator's operator state as
+``reader.operator_state(name)`` returns it, replacing that operator's (``operator_tables``, checked and
+converted before anything else is written); a non-keyed ``process(fn)`` is written from it alone
+(``keyed_state=None``: its savepoint's keyed-state file is empty, as ``job.savepoint()`` writes it).
+Checked on the driver before anything is written, each refusal one line: the stream keyed (or a
+``process(fn)`` without ``keyed_state``), the path new, the parallelism, the columns and their types (what
 ``keyed_state()`` would have, found by asking the reader for the schema of an empty frame), then in one Spark
 aggregation (``precheck``) no key twice, no null in a key column the stream's schema says is never null, a JSON
 state's text JSON, a date or time within what a state holds. Then Spark tasks, one per state partition (Spark's
@@ -11,10 +15,10 @@ hash of the key at ``parallelism``, as the job's state is partitioned), turn eac
 JSON with the codecs the runtime stores it with, and one task writes the keyed-state file a savepoint holds; no
 key passes through the driver. A task that still fails leaves no ``.tmp-`` folder behind (``files``).
 
-With ``from_savepoint`` (a path or a reader of one, taken of this stream), what the table does not replace
-is kept from it: each input's position and splits, operator state, the watermark, the batch, and each
-written key's pending timers (a key the table drops loses its timers with its state). Without it the
-inputs are at their beginning (``positions="beginning"``: every file present is read by the restored
+With ``from_savepoint`` (a path or a reader of one, taken of this stream), what the tables do not replace
+is kept from it: each input's position and splits, the other operators' state, the watermark, the batch,
+and each written key's pending timers (a key the table drops loses its timers with its state). Without it
+the inputs are at their beginning (``positions="beginning"``: every file present is read by the restored
 stream) or read (``positions="now"``: every file present now counts as read), W is unset; only a source
 that can say so (``Source.position_at``: a folder) is accepted. The savepoint has no base files and no
 output rows (a restored job's latest results start empty); the files and ``savepoint.json`` are those
@@ -27,6 +31,7 @@ import functools
 import json
 import os
 
+import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -44,6 +49,7 @@ from . import declared as states_field
 from . import graph_at
 from .files import Savepoint, SavepointError, load_savepoint
 from .files import write_savepoint as write_files
+from .operator_tables import operator_snapshots
 from .precheck import precheck
 from .reader import SavepointReader
 
@@ -53,12 +59,22 @@ _TIMERS = "__fw_timers"
 _FILE_FIELDS = ("format", "version", "files", "keyed_schema", "base", "base_partitions")
 
 
-def write_savepoint(stream, path, keyed_state, parallelism=None, from_savepoint=None, positions=None) -> str:
-    """Write a savepoint of ``stream`` at the new ``path`` from ``keyed_state``; returns its path (see the module)."""
+def write_savepoint(stream, path, keyed_state=None, parallelism=None, from_savepoint=None, positions=None,
+                    operator_state=None) -> str:
+    """Write a savepoint of ``stream`` at the new ``path`` from ``keyed_state`` and ``operator_state``; returns its
+    path (see the module)."""
     spec = getattr(stream, "spec", None)
-    if spec is None or not getattr(spec.kind, "keyed", False):
+    keyed = getattr(getattr(spec, "kind", None), "keyed", None)
+    if keyed is None:
         raise FullWindowError(f"write_savepoint's stream is {type(stream).__name__}; accepted: a keyed stream (the "
-                              "object .start() is called on: key_by(...).process(fn), .reduce(fn), .aggregate(fn))")
+                              "object .start() is called on: key_by(...).process(fn), .reduce(fn), .aggregate(fn)) or "
+                              "a stream's process(fn)")
+    if keyed and keyed_state is None:
+        raise FullWindowError(f"write_savepoint of {spec.label} without keyed_state; accepted: a DataFrame as "
+                              "reader.keyed_state() returns (fw.read_savepoint(p).keyed_state() keeps every key)")
+    if not keyed and keyed_state is not None:
+        raise FullWindowError(f"write_savepoint's keyed_state: {spec.label} is not keyed, it keeps no keyed state; "
+                              "accepted: keyed_state=None, its state as operator_state={name: DataFrame}")
     target = _new_path(path)
     parallelism = check_parallelism(parallelism)
     base = _existing(from_savepoint)
@@ -68,24 +84,27 @@ def write_savepoint(stream, path, keyed_state, parallelism=None, from_savepoint=
     if base is None and positions not in (None, *POSITIONS):
         raise FullWindowError(f"write_savepoint(positions={positions!r:.30}); accepted: 'beginning' (the default) or "
                               "'now'")
-    declared = spec.kind.declared_states(spec)
-    if declared is None:
+    declared = spec.kind.declared_states(spec) if keyed else None
+    if keyed and declared is None:
         raise FullWindowError(f"{spec.label} declares no keyed state to write")
-    typed = {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
     parallelism = parallelism or (base.parallelism if base is not None else stream.parallelism)
     graph, source = graph_at(stream.job_graph(), parallelism), source_of(stream)
     if base is not None:
         _check_same_job(base, stream, graph, source)
-    frame = _checked_frame(keyed_state, stream.spark, spec, typed, _required_keys(stream))
-    states = _encoded(frame, spec, typed, base, parallelism, stream.spark)
+    replaced = operator_snapshots(stream, operator_state, parallelism, base)
+    if keyed:
+        typed = {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
+        frame = _checked_frame(keyed_state, stream.spark, spec, typed, _required_keys(stream))
+        states = _encoded(frame, spec, typed, base, parallelism, stream.spark)
     document, operators, manifest = _document(stream, spec, graph, source, base, positions or "beginning",
-                                              parallelism)
+                                              parallelism, replaced)
+    if not keyed:
+        return write_files(os.path.dirname(target), document, operators, manifest, pa.table({}), final=target)
     document[states_field.FIELD] = states_field.record(declared)
-    latest = _empty_latest(stream)
     from ..keyed.state_files import write_parquet
 
     return write_files(os.path.dirname(target), document, operators, manifest,
-                       functools.partial(write_parquet, states), latest, (), final=target)
+                       functools.partial(write_parquet, states), _empty_latest(stream), (), final=target)
 
 
 def _required_keys(stream) -> tuple:
@@ -196,28 +215,30 @@ def _encoded(frame, spec, typed: dict, base: Savepoint | None, parallelism: int,
     return map_in_arrow(frame, task, out).where(F.col(STATE).isNotNull())
 
 
-def _document(stream, spec, graph, source, base: Savepoint | None, positions: str, parallelism: int) -> tuple:
-    """(savepoint.json's job fields, the operator-state document, the source's position)."""
+def _document(stream, spec, graph, source, base: Savepoint | None, positions: str, parallelism: int,
+              replaced: dict) -> tuple:
+    """(savepoint.json's job fields, the operator-state document: ``replaced`` over what is kept, the source's
+    position)."""
     if base is not None:
         document = {k: v for k, v in base.document.items() if k not in _FILE_FIELDS}
         document.update(parallelism=parallelism, graph=graph.to_json(), kind=spec.kind.name,
                         key_names=list(spec.key_names))
-        return document, operator_state_document(base.operator_state), base.manifest
+        return document, operator_state_document({**base.operator_state, **replaced}), base.manifest
     position = source.position_at(positions == "now")
     names = graph.source_names()
     held = {name: one.position_snapshots(own, parallelism)
             for name, (one, _, own) in zip(names, source.inputs_at("", position), strict=True)}
+    if not spec.kind.keyed:  # a restore of the operator needs its snapshots: restored empty unless replaced
+        held[stream.step.name] = [{} for _ in range(parallelism)]
     from ..driver.start import default_name  # the job's name as start() gives it
 
     document = {"job": default_name(stream), "batch": 0, "parallelism": parallelism, "graph": graph.to_json(),
                 "source": source.describe(), "watermark": None, "top": None, "key_names": list(spec.key_names),
                 "kind": spec.kind.name, **source.position_fields(position)}
-    return document, operator_state_document(held), position
+    return document, operator_state_document({**held, **replaced}), position
 
 
 def _empty_latest(stream):
-    import pyarrow as pa
-
     schema = arrow_schema(changelog_schema(stream.schema))
     return pa.Table.from_batches([], schema=schema)
 
