@@ -31,17 +31,23 @@ demo: deps
 	$(PY) -m fw_magics.teaching.demo
 
 # Lint (ruff), then the suite on the embedded classic Spark; what takes longest, and the Spark Connect
-# run, are left to test-extended (below). TEST_WORKERS=N runs the classic part on N
-# pytest-xdist workers, each with its own Spark session (tests/scheduling.py says how the tests are
-# shared out, the longest first); the default, 1, runs it in this process. On the 2-core VM the suite
-# is CPU-bound: two workers took 10.0 minutes, as one process does.
+# run, are left to test-extended (below). Two pytest processes side by side (scripts/side_by_side.py): the
+# cases that use the run's Spark session in one, shown as they run, the others (about 1,200 cases, 1.5
+# minutes alone) in the other, their output at the end; one process left a third of the cores idle.
+# TEST_WORKERS=N (N > 1) instead runs the whole suite on N pytest-xdist workers, each with its own Spark
+# session (tests/scheduling.py says how the tests are shared out, the longest first).
 TEST_WORKERS ?= 1
 # JUNIT_DIR=DIR: each pytest run also writes DIR/<run>.xml (.ci/run reads them for its closing table)
 JUNIT_DIR ?=
 junit = $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/$(1).xml)
+side_by_side = $(PY) scripts/side_by_side.py $(1) "$(2)" "$(JUNIT_DIR)" --
 test: deps
 	$(PY) -m ruff check --no-cache .
-	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended" $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS)) --durations=30 $(call junit,test)
+ifeq ($(TEST_WORKERS),1)
+	$(call side_by_side,test,not cluster and not extended)
+else
+	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended" -n $(TEST_WORKERS) --durations=30 $(call junit,test)
+endif
 
 # What make test leaves out to stay under 12 minutes on a 2-core machine (CI runs it after make test):
 # the notebook front ends (JupyterLab and Notebook 7 in Chromium, Kernel > Interrupt, a second
@@ -58,7 +64,7 @@ test-extended: test-extended-classic test-extended-connect
 # default: C1 only there was no faster in one CI run (docs/benchmarks.md, "CI").
 SHORT_JVMS = SPARK_SUBMIT_OPTS="-XX:TieredStopAtLevel=1 $$SPARK_SUBMIT_OPTS"
 test-extended-classic: deps
-	$(SHORT_JVMS) $(PY) -m pytest -p no:cacheprovider -m extended --durations=30 $(call junit,extended)
+	$(SHORT_JVMS) $(call side_by_side,extended,extended)
 test-extended-connect: deps
 	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m connect --durations=10 $(call junit,extended-connect)
 

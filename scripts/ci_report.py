@@ -2,9 +2,11 @@
 
     python scripts/ci_report.py REPORT_DIR
 
-REPORT_DIR holds ``parts`` (one line per part `.ci/run` ran: its name, seconds, exit status, written as
-each part ends) and the JUnit XML files pytest wrote (``JUNIT_DIR``, see the Makefile), named after the
-pytest run they hold, each with a ``.cpu`` file beside it: how busy the machine's cores were over that run
+REPORT_DIR holds ``started`` (the run's start, epoch seconds), ``parts`` (one line per part `.ci/run` ran:
+its name, seconds, exit status, written as each part ends; two parts may run side by side) and the JUnit
+XML files pytest wrote (``JUNIT_DIR``, see the Makefile), named after the pytest run they hold (a part's
+``NAME.xml``, and ``NAME-beside.xml`` where it ran as two, scripts/side_by_side.py), each with a ``.cpu``
+file beside it: how busy the machine's cores were over that run
 (tests/conftest.py), a share from 0 to 1. Only the standard library: it runs before and after the virtualenv exists.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import pathlib
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 
@@ -42,6 +45,12 @@ def busy(run: pathlib.Path) -> str:
         return ""
 
 
+def runs_of(report: pathlib.Path, name: str) -> list[pathlib.Path]:
+    """A part's pytest runs: NAME.xml, and NAME-beside.xml where the part ran two side by side
+    (scripts/side_by_side.py)."""
+    return [run for run in (report / f"{name}.xml", report / f"{name}-beside.xml") if run.exists()]
+
+
 def table(report: pathlib.Path) -> str:
     lines = ["| part | result | tests | time | cores busy |", "|---|---|---|---|---|"]
     whole, failed = 0.0, False
@@ -50,22 +59,25 @@ def table(report: pathlib.Path) -> str:
         name, seconds, status = line.rsplit(" ", 2)
         whole += float(seconds)
         failed |= status != "0"
-        runs = sorted(report.glob(f"{name}*.xml"))
+        runs = runs_of(report, name)
         counts = [junit(run) for run in runs]
-        if not counts:
+        if not any(counts):
             lines.append(f"| {name} | {'passed' if status == '0' else f'FAILED (exit {status})'} | | {minutes(float(seconds))} | |")
         for run, c in zip(runs, counts):
             if not c:
                 continue
             bad = int(c["failures"] + c["errors"])
             passed = int(c["tests"] - bad - c["skipped"])
-            # a part of several runs (make test-extended) fails as a whole: its runs without failures passed
+            # a part of two runs fails as a whole: its run without failures passed
             alone = status == "0" or (len(runs) > 1 and any(d and d["failures"] + d["errors"] for d in counts))
             result = f"**{bad} failed**" if bad else "passed" if alone else f"FAILED (exit {status})"
-            label = run.stem if len(runs) > 1 else name
-            lines.append(f"| {label} | {result} | {passed} passed, {int(c['skipped'])} skipped | "
-                         f"{minutes(float(seconds) if len(runs) == 1 else c['time'])} (pytest {minutes(c['time'])}) | "
-                         f"{busy(run)} |")
+            wall = minutes(float(seconds)) + " " if run.stem == name else "beside: "
+            lines.append(f"| {run.stem} | {result} | {passed} passed, {int(c['skipped'])} skipped | "
+                         f"{wall}(pytest {minutes(c['time'])}) | {busy(run)} |")
+    try:  # parts ran side by side: the run's own wall time, not their sum
+        whole = time.time() - float((report / "started").read_text())
+    except (OSError, ValueError):
+        pass
     lines.append(f"| all of .ci/run | {'**failed**' if failed else 'passed'} | | **{minutes(whole)}** | |")
     return "\n".join(lines)
 

@@ -81,12 +81,15 @@ def postgres():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark ``connect`` the core cases that tests/connect_cases.py names (make test-extended runs them under
+    """Mark ``spark`` every case that uses the run's Spark session (the ``spark`` fixture, itself or through
+    another fixture), and ``connect`` the core cases that tests/connect_cases.py names (make test-extended runs them under
     Spark Connect); in that run, an entry of the list that names no core case fails the run."""
     from .connect_cases import CONNECT_CASES, connect_case
 
     used = set()
     for item in items:
+        if "spark" in item.fixturenames:  # make test runs these in one process, the others beside it
+            item.add_marker(pytest.mark.spark)
         entry = connect_case(item.nodeid) if item.get_closest_marker("core") else None
         if entry is not None:
             item.add_marker(pytest.mark.connect)
