@@ -66,21 +66,10 @@ def _offer_state_inspector(view: GraphView, job) -> None:
     """A keyed job's operator shows the state inspector when selected; every other operator says why not."""
     import functools
 
-    from fw_magics.runtime.streaming.savepoints import KEYED
-    from fw_magics.runtime.streaming.savepoints.inspector import key_choices, key_history
+    from .state_inspector import for_job, no_state
 
-    from .state_inspector import StateInspector
-
-    operator = job.stateful.step.name
-    if job.state_kind is not KEYED:
-        view.inspect_state({}, lambda name: f"{name!r} has no keyed state to inspect: job {job.job_name!r} runs a "
-                                            "non-keyed operator, whose state is one per subtask (its savepoints' "
-                                            "operator_state)")
-        return
-    inspector = StateInspector(operator, job.spec.key_names, functools.partial(key_history, job),
-                               functools.partial(key_choices, job))
-    view.inspect_state({operator: inspector}, lambda name: f"{name!r} has no keyed state to inspect: only the "
-                                                           f"keyed operator {operator!r} keeps state per key")
+    inspector = for_job(job)
+    view.inspect_state({} if inspector is None else {inspector.operator: inspector}, functools.partial(no_state, job))
 
 
 def show_job(value, job_dir: str | None = None, key=None, mode=None, sort: str | None = None, n: int = 20) -> JobView:

@@ -5,7 +5,9 @@ new micro-batch committed or its phase changed, at most every ``MIN_INTERVAL_S``
 log (``recovery/metrics.py``, as ``job.metrics()``), the new micro-batches' changelog parts from their
 committed Parquet files (pyarrow: no Spark job competes with the stream; the backlog's and a restored
 savepoint's part are read once, through Spark, when the backlog is over). What it draws is ``job_view_model.py``'s.
-Stop, Savepoint and Stop with savepoint call the job's own ``stop()`` and ``savepoint()``. A job that is not
+Stop, Savepoint and Stop with savepoint call the job's own ``stop()`` and ``savepoint()``. A keyed job's view
+ends with "State of a key", folded: opened, it is the job's ``StateInspector`` (``state_inspector.py``, as under
+``show_graph(job)``: a key typed or picked, its state at each kept micro-batch and savepoint). A job that is not
 running in this kernel (stopped, finished, or found by name after a kernel restart) is shown read-only.
 """
 
@@ -41,6 +43,7 @@ from .job_view_model import (
     result_chart_svg,
     table_html,
 )
+from .state_inspector import for_job
 
 #: The least time between two reads of the job; the longest a woken view waits for a hook before it looks anyway.
 MIN_INTERVAL_S = 0.25
@@ -123,9 +126,19 @@ class JobView(W.VBox):
         self.savepoints = W.HTML()
         for control in (self.mode_pick, self.sort_pick, self.count):
             control.observe(lambda _: self._draw_results(), "value")
+        # a keyed job in this kernel: its inspector, folded until opened (opening offers keys: a Spark read)
+        self.state_inspector = for_job(job) if job is not None else None
+        self.state_fold = W.Accordion([] if self.state_inspector is None else [self.state_inspector],
+                                      selected_index=None)
+        if self.state_inspector is not None:
+            self.state_fold.set_title(0, "State of a key")
+            self.state_fold.observe(lambda change: change["new"] == 0 and self.state_inspector.opened(),
+                                    "selected_index")
+        self.state_fold.add_class("fw-job-state")
         super().__init__([self.header, W.HBox([self.stop_button, self.savepoint_button, self.stop_savepoint_button]),
                           self.message, W.HBox([self.mode_pick, self.sort_pick, self.count]), self.table,
-                          self.result_chart, self.charts, self.savepoints])
+                          self.result_chart, self.charts, self.savepoints,
+                          *([self.state_fold] if self.state_inspector is not None else [])])
         self.add_class("fw-job-view")
         if self.live:
             # the first read now, in the cell: what it shows where widgets do not render is the job's state

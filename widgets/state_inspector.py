@@ -1,9 +1,10 @@
-"""StateInspector: one key's state through a keyed job's life, under its graph (``show_graph(job)``).
+"""StateInspector: one key's state through a keyed job's life, under its graph (``show_graph(job)``) and in its
+live view (``job.show()``, folded until opened).
 
 Click the keyed operator, type a key (Enter) or pick one of the keys offered, and a table lists the key's
 state at each committed micro-batch still kept and in each savepoint (*read again* after new ones) (``fw_magics.state.key_history``).
 What it reads is given as two functions (``read(text)`` -> ``KeyHistory``, ``choices()`` -> key texts;
-``show_graph`` gives ``inspector.key_history`` and ``key_choices`` of the job), run in a thread so the
+``for_job(job)`` gives ``inspector.key_history`` and ``key_choices`` of the job), run in a thread so the
 kernel stays free while Spark reads; ``show(text)`` reads in the caller's thread (tests, code).
 """
 
@@ -93,3 +94,27 @@ class StateInspector(W.VBox):
 
     def _say(self, text: str) -> None:
         self.message.value = f"<i>{html.escape(text)}</i>" if text else ""
+
+
+def for_job(job) -> StateInspector | None:
+    """The inspector of a running or ended streaming job's keyed operator; None for a job whose operator is not
+    keyed (its state is one per subtask: ``no_state(job, name)`` says so)."""
+    import functools
+
+    from fw_magics.runtime.streaming.savepoints import KEYED
+    from fw_magics.runtime.streaming.savepoints.inspector import key_choices, key_history
+
+    if job.state_kind is not KEYED:
+        return None
+    return StateInspector(job.stateful.step.name, job.spec.key_names, functools.partial(key_history, job),
+                          functools.partial(key_choices, job))
+
+
+def no_state(job, name: str) -> str:
+    """Why operator ``name`` of ``job`` has no keyed state to inspect, in one line."""
+    from fw_magics.runtime.streaming.savepoints import KEYED
+
+    if job.state_kind is not KEYED:
+        return (f"{name!r} has no keyed state to inspect: job {job.job_name!r} runs a non-keyed operator, whose "
+                "state is one per subtask (its savepoints' operator_state)")
+    return f"{name!r} has no keyed state to inspect: only the keyed operator {job.stateful.step.name!r} keeps state per key"

@@ -1,7 +1,7 @@
 """job.show() in a real JupyterLab and Chromium (issue 48): the view under its cell changes by itself when a file
 lands (no cell runs), a cell runs while it follows, Savepoint and Stop are the job's, and after Kernel > Restart
-the same job shown by name holds what its log recorded, read-only; show_graph(job)'s state inspector shows a typed key's
-state at each kept micro-batch and in the savepoint. Screenshots in test-artifacts/job-view-*.png.
+the same job shown by name holds what its log recorded, read-only; the state inspector (the view's "State of a key",
+and show_graph(job)'s keyed operator) shows a typed key's state at each kept micro-batch and in the savepoint. Screenshots in test-artifacts/job-view-*.png.
 
 Classic Spark only: the Connect path of the view (its reads, its buttons) is tests/widgets/test_job_view_spark.py
 under Connect (tests/connect_cases.py); this module checks what only a browser shows.
@@ -69,7 +69,7 @@ def test_a_view_follows_its_job_in_jupyterlab_and_shows_it_again_after_a_kernel_
 
         area.write([(2, 70, 10)])  # from this process: no cell runs from here on
         table.locator("td", has_text="71").wait_for(timeout=WITHIN_MS)
-        view.locator("select").select_option("v")  # top by v, as a person picks it: the table and a chart of v
+        view.locator(".widget-dropdown", has_text="top by").locator("select").select_option("v")  # top by v, as a person picks it: the table and a chart of v
         view.locator("caption", has_text="top by v").wait_for(timeout=60_000)
         assert table.locator("tbody tr").first.locator("td").nth(1).inner_text() == "71"
         bar = view.locator("svg.fw-result-chart title", has_text="2: 71")
@@ -85,7 +85,7 @@ def test_a_view_follows_its_job_in_jupyterlab_and_shows_it_again_after_a_kernel_
         view.locator(".fw-job-savepoint").click()
         view.locator("code", has_text="savepoint-").first.wait_for(timeout=120_000)
         assert len(list_savepoints(_job_root(area.jobs))) == 1
-        _inspect_a_key(page)
+        _inspect_a_key(page, view)
         view.locator(".fw-job-stop").click()
         view.locator(".fw-job-message", has_text="job 'live' stopped").wait_for(timeout=120_000)
         assert all(view.locator(f".fw-job-{b}").is_disabled() for b in ("stop", "savepoint", "stop-with-savepoint"))
@@ -108,16 +108,20 @@ def test_a_view_follows_its_job_in_jupyterlab_and_shows_it_again_after_a_kernel_
         lab.shutdown_kernels()
 
 
-def _inspect_a_key(page) -> None:
-    """show_graph(job) of the running job: the source says why it has no keyed state; the keyed operator opens the
-    state inspector, where key 2 typed shows its state at each kept micro-batch and in the savepoint (v 71), and
-    the job's keys are offered to pick."""
+def _inspect_a_key(page, view) -> None:
+    """show_graph(job) of the running job: the source says why it has no keyed state, the keyed operator opens the
+    state inspector. The live view's "State of a key", opened: key 2 typed shows its state at each kept micro-batch
+    and in the savepoint (v 71), and the job's keys are offered to pick."""
     run_below(page, "from fw_magics.widgets import show_graph\nshow_graph(job)")
     graph = page.locator(".jp-CodeCell", has_text="show_graph(").locator(".fw-graph-view")
     graph.locator("g.fw-op[data-operator^='files']").click()
     graph.locator(".fw-state-none", has_text="has no keyed state to inspect").wait_for(timeout=60_000)
     graph.locator("g.fw-op[data-operator^='reduce']").click()
-    inspector = graph.locator(".fw-state-inspector")
+    graph.locator(".fw-state-inspector .fw-state-key input").wait_for(timeout=60_000)
+    fold = view.locator(".fw-job-state")
+    assert not fold.locator(".fw-state-key input").is_visible()  # folded until opened
+    fold.get_by_text("State of a key").first.click()  # its title (the inspector inside has one too)
+    inspector = fold.locator(".fw-state-inspector")
     key = inspector.locator(".fw-state-key input")
     key.fill("2")
     key.press("Enter")

@@ -63,8 +63,9 @@ def _stream(area):
 @pytest.fixture(scope="module")
 def taken(spark, tmp_path_factory, request):
     """The savepoint of the Tally job over BACKLOG then FRESH, its stream, what job.state() read just before
-    it was taken (info, keyed_state rows, timers rows), and once the stream also read LATER: what
-    job.state(batch=N) read at FRESH's batch and at LATER's, state_changes between them, and a refused batch."""
+    it was taken (info, keyed_state rows, timers rows), and once the job was stopped, started again and read
+    LATER: what job.state(batch=N) read at FRESH's batch (of the query's earlier run) and at LATER's,
+    state_changes between them, and a refused batch."""
     before = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     area = Area(tmp_path_factory.mktemp("reader"))
@@ -80,6 +81,8 @@ def taken(spark, tmp_path_factory, request):
             live = job.state()
             rows = (live.info, sorted(live.keyed_state().collect()), sorted(live.timers().collect()))
             path = job.savepoint()
+            job.stop()  # and started again: FRESH's batch is one of the query's earlier run
+            job = stream.start(job_dir=area.jobs, job_name="tally", trigger=TRIGGER)
             area.write(_table(LATER), "tally")
             job.process_all_available()
             first, last = rows[0]["batch"], job.state().info["batch"]
@@ -229,7 +232,8 @@ def _as_model(state: dict) -> dict:
 
 @pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
 def test_a_running_jobs_state_at_an_earlier_kept_batch_is_the_models_after_it(taken):
-    """job.state(batch=N): at FRESH's batch, read after LATER's ran, the state after FRESH; at LATER's, after it."""
+    """job.state(batch=N): at FRESH's batch, read after the job was stopped, started again and LATER's batch ran,
+    the state after FRESH; at LATER's, after it."""
     *_, history = taken
     first, last = history["batches"]
     assert first < last

@@ -1,8 +1,9 @@
 """job.show() follows a real mixed job (the shared Spark session): its table changes with no call, Savepoint
-and Stop are the job's own, and the same job shown by name afterwards is read-only with what the log holds."""
+and Stop are the job's own, its folded "State of a key" is the job's state inspector, and the same job shown by name afterwards is read-only with what the log holds."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -60,6 +61,13 @@ def test_a_view_follows_a_job_by_itself_and_its_buttons_are_the_jobs_api(spark, 
         path = view.savepoint()  # what the Savepoint button runs
         assert path is not None and list_savepoints(job.storage.base) == [path]
         assert path in view.savepoints.value and job.phase == "stream"
+        assert view.state_fold.selected_index is None  # "State of a key": folded, nothing read until opened
+        view.state_fold.selected_index = 0  # as a click on its title: the job's keys offered to pick
+        wait_for(lambda: {"1", "9"} <= set(view.state_inspector.pick.options))
+        found = view.state_inspector.show("1")  # what typing 1 in its key box shows: [n, total] at each reading
+        batches = [json.loads(r["running"]) for r in found.rows if r["at"] == "micro-batch"]
+        (saved,) = [json.loads(r["running"]) for r in found.rows if r["at"] == "savepoint"]
+        assert batches[-1] == saved == [4, 43] and set(map(tuple, batches)) <= {(3, 3), (4, 43)}
         view.stop()  # what the Stop button runs
         assert job.phase == "stopped" and "stopped" in view.message_text
         assert all(button.disabled for button in view.buttons) and view.status["read_only"]
