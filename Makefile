@@ -40,7 +40,7 @@ TEST_WORKERS ?= 1
 # JUNIT_DIR=DIR: each pytest run also writes DIR/<run>.xml (.ci/run reads them for its closing table)
 JUNIT_DIR ?=
 junit = $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/$(1).xml)
-side_by_side = $(PY) scripts/side_by_side.py $(1) "$(2)" "$(JUNIT_DIR)" --
+side_by_side = $(PY) scripts/side_by_side.py $(1) "$(2)" "$(JUNIT_DIR)" $(3) --
 test: deps
 	$(PY) -m ruff check --no-cache .
 ifeq ($(TEST_WORKERS),1)
@@ -55,13 +55,18 @@ endif
 # driver processes (during execute(); before, during and after a stream's switch; while a savepoint is
 # written), the longest streaming cases; then the core cases whose path differs under Spark Connect (an
 # in-process server, SPARK_REMOTE=local[2]; tests/connect_cases.py names each and why).
-test-extended: test-extended-classic test-extended-connect
+# The Connect run goes in the classic run's second lane, after its cases that need no Spark session of the run's
+# (scripts/side_by_side.py --then): it runs while the classic Spark cases still do, never beside another
+# Connect server (the lane's own kernels start theirs before it). CI runs this target.
+test-extended: deps
+	$(SHORT_JVMS) $(call side_by_side,extended,extended,--then "$(MAKE) --no-print-directory test-extended-connect JUNIT_DIR=$(JUNIT_DIR)")
 # Every JVM of the classic extended run (its pytest's Spark, each kernel's, each killed driver's, the browser's
 # lab kernels': all start through spark-submit, which reads SPARK_SUBMIT_OPTS) compiles with C1 only: each is
 # short-lived over small data, and C2's compiler threads took a core from the tests on the 2-core VM. The same
 # job, start to end, took half the time on a loaded machine (docs/benchmarks.md, "Test JVMs"); behaviour is the
-# JVM's own either way. The Connect run's server and the cluster's JVMs live through their whole run and keep the
-# default: C1 only there was no faster in one CI run (docs/benchmarks.md, "CI").
+# JVM's own either way. The Connect run's server (started by test-extended's second lane, so C1 only too) and the
+# cluster's JVMs live through their whole run: C1 only there was neither faster nor slower in one CI run
+# (docs/benchmarks.md, "CI"); the cluster keeps the default.
 SHORT_JVMS = SPARK_SUBMIT_OPTS="-XX:TieredStopAtLevel=1 $$SPARK_SUBMIT_OPTS"
 test-extended-classic: deps
 	$(SHORT_JVMS) $(call side_by_side,extended,extended)

@@ -5,7 +5,7 @@
 REPORT_DIR holds ``started`` (the run's start, epoch seconds), ``parts`` (one line per part `.ci/run` ran:
 its name, seconds, exit status, written as each part ends; two parts may run side by side) and the JUnit
 XML files pytest wrote (``JUNIT_DIR``, see the Makefile), named after the pytest run they hold (a part's
-``NAME.xml``, and ``NAME-beside.xml`` where it ran as two, scripts/side_by_side.py), each with a ``.cpu``
+``NAME.xml``, then ``NAME-*.xml``: see ``runs_of``), each with a ``.cpu``
 file beside it: how busy the machine's cores were over that run
 (tests/conftest.py), a share from 0 to 1. Only the standard library: it runs before and after the virtualenv exists.
 """
@@ -46,9 +46,9 @@ def busy(run: pathlib.Path) -> str:
 
 
 def runs_of(report: pathlib.Path, name: str) -> list[pathlib.Path]:
-    """A part's pytest runs: NAME.xml, and NAME-beside.xml where the part ran two side by side
-    (scripts/side_by_side.py)."""
-    return [run for run in (report / f"{name}.xml", report / f"{name}-beside.xml") if run.exists()]
+    """A part's pytest runs: NAME.xml, then NAME-*.xml (NAME-beside.xml where it ran two side by side,
+    scripts/side_by_side.py; NAME-connect.xml, make test-extended's Spark Connect run)."""
+    return sorted(report.glob(f"{name}.xml")) + sorted(report.glob(f"{name}-*.xml"))
 
 
 def table(report: pathlib.Path) -> str:
@@ -71,7 +71,7 @@ def table(report: pathlib.Path) -> str:
             # a part of two runs fails as a whole: its run without failures passed
             alone = status == "0" or (len(runs) > 1 and any(d and d["failures"] + d["errors"] for d in counts))
             result = f"**{bad} failed**" if bad else "passed" if alone else f"FAILED (exit {status})"
-            wall = minutes(float(seconds)) + " " if run.stem == name else "beside: "
+            wall = minutes(float(seconds)) + " " if run.stem == name else "in its second lane: "
             lines.append(f"| {run.stem} | {result} | {passed} passed, {int(c['skipped'])} skipped | "
                          f"{wall}(pytest {minutes(c['time'])}) | {busy(run)} |")
     try:  # parts ran side by side: the run's own wall time, not their sum

@@ -11,7 +11,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import ci_report  # noqa: E402
 
 
-def test_side_by_side_runs_the_spark_cases_and_the_others_apart_and_fails_if_either_fails(tmp_path):
+def test_side_by_side_runs_the_spark_cases_and_the_others_apart_and_fails_if_any_run_fails(tmp_path):
     cases = tmp_path / "cases"
     cases.mkdir()
     (cases / "test_cases.py").write_text(
@@ -24,20 +24,21 @@ def test_side_by_side_runs_the_spark_cases_and_the_others_apart_and_fails_if_eit
     seen, junit = tmp_path / "seen", tmp_path / "junit"
     seen.mkdir(), junit.mkdir()
 
-    def run(*test_args):
+    def run(*then):
         return subprocess.run([sys.executable, str(ROOT / "scripts" / "side_by_side.py"), "part", "not extended",
-                               str(junit), "--", *test_args], cwd=cases, capture_output=True,
-                              text=True, env={"SEEN": str(seen), "PATH": "/usr/bin:/bin"})
+                               str(junit), *then, "--", str(cases)], cwd=cases, capture_output=True, text=True,
+                              env={"SEEN": str(seen), "PATH": "/usr/bin:/bin"})
 
-    done = run(str(cases))
+    done = run("--then", "touch $SEEN/then-0; ls $SEEN/other-*")  # after the second lane's pytest
     assert done.returncode == 0, done.stdout + done.stderr
     pids = {name.split("-")[0]: name.split("-")[1] for name in (p.name for p in seen.iterdir())}
-    assert set(pids) == {"spark", "other"} and pids["spark"] != pids["other"]  # two processes
+    assert set(pids) == {"spark", "other", "then"} and pids["spark"] != pids["other"]  # two processes
     assert {p.name for p in junit.glob("*.xml")} == {"part.xml", "part-beside.xml"}
-    assert "beside it" in done.stdout and "1 passed" in done.stdout
+    assert "beside it" in done.stdout and "1 passed" in done.stdout and "/other-" in done.stdout
+    assert run("--then", "exit 3").returncode == 1  # the follow-up's failure fails the run
     (cases / "test_cases.py").write_text((cases / "test_cases.py").read_text().replace(
         "def test_other():\n", "def test_other():\n    raise AssertionError('beside fails')\n"))
-    failed = run(str(cases))
+    failed = run()
     assert failed.returncode == 1 and "beside fails" in failed.stdout
 
 
@@ -48,13 +49,13 @@ def test_the_closing_table_has_a_row_per_run_and_the_run_s_own_wall_time(tmp_pat
             f'time="{seconds}"/></testsuites>')
 
     (tmp_path / "started").write_text(str(time.time() - 3000))
-    (tmp_path / "parts").write_text("test 600 0\nextended 1500 1\ncluster 700 0\nextended-connect 400 0\n")
+    (tmp_path / "parts").write_text("test 600 0\nextended 1500 1\ncluster 700 0\n")
     junit("test", 300, 0, 590), junit("test-beside", 1200, 0, 100)
-    junit("extended", 80, 1, 1400), junit("extended-beside", 40, 0, 900)
-    junit("cluster", 6, 0, 690), junit("extended-connect", 49, 0, 390)
+    junit("extended", 80, 1, 1400), junit("extended-beside", 40, 0, 900), junit("extended-connect", 49, 0, 390)
+    junit("cluster", 6, 0, 690)
     rows = ci_report.table(tmp_path).splitlines()[2:]
     assert rows[0] == "| test | passed | 299 passed, 1 skipped | 10:00 (pytest 9:50) |  |"
-    assert rows[1] == "| test-beside | passed | 1199 passed, 1 skipped | beside: (pytest 1:40) |  |"
+    assert rows[1] == "| test-beside | passed | 1199 passed, 1 skipped | in its second lane: (pytest 1:40) |  |"
     assert rows[2].startswith("| extended | **1 failed** | 78 passed") and rows[3].startswith("| extended-beside | passed")
-    assert rows[4].startswith("| cluster | passed") and rows[5].startswith("| extended-connect | passed")
+    assert rows[4].startswith("| extended-connect | passed | 48 passed") and rows[5].startswith("| cluster | passed")
     assert rows[6] in ("| all of .ci/run | **failed** | | **50:00** | |", "| all of .ci/run | **failed** | | **50:01** | |")
