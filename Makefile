@@ -37,6 +37,9 @@ demo: deps
 # TEST_WORKERS=N (N > 1) instead runs the whole suite on N pytest-xdist workers, each with its own Spark
 # session (tests/scheduling.py says how the tests are shared out, the longest first).
 TEST_WORKERS ?= 1
+# TEST_THEN=COMMAND: a shell command make test's second lane runs after its cases (.ci/run: the cluster run,
+# which fills the cores the Spark lane leaves idle; scripts/side_by_side.py --then)
+TEST_THEN ?=
 # JUNIT_DIR=DIR: each pytest run also writes DIR/<run>.xml (.ci/run reads them for its closing table)
 JUNIT_DIR ?=
 junit = $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/$(1).xml)
@@ -44,7 +47,7 @@ side_by_side = $(PY) scripts/side_by_side.py $(1) "$(2)" "$(JUNIT_DIR)" $(3) --
 test: deps
 	$(PY) -m ruff check --no-cache .
 ifeq ($(TEST_WORKERS),1)
-	$(call side_by_side,test,not cluster and not extended)
+	$(call side_by_side,test,not cluster and not extended,$(if $(TEST_THEN),--then "$(TEST_THEN)"))
 else
 	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended" -n $(TEST_WORKERS) --durations=30 $(call junit,test)
 endif
@@ -79,8 +82,9 @@ test-all: test test-extended test-cluster
 # A real standalone cluster (a master, two workers) and a separately started Spark Connect
 # server on this machine, started and stopped by the tests (scripts/cluster.py); CI runs it
 # after `make test` (docs/cluster.md says what it covers and what it costs).
+CLUSTER_RUN ?= cluster
 test-cluster: deps
-	$(PY) -m pytest -p no:cacheprovider -m cluster tests/cluster --durations=10 $(call junit,cluster)
+	$(PY) -m pytest -p no:cacheprovider -m cluster tests/cluster --durations=10 $(call junit,$(CLUSTER_RUN))
 
 lint: deps
 	$(PY) -m ruff check --no-cache .

@@ -7,6 +7,7 @@ The decoding of the states' JSON into typed columns is tested without Spark in t
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -61,44 +62,53 @@ def _stream(area):
 
 
 @pytest.fixture(scope="module")
-def taken(spark, tmp_path_factory, request):
+def taken(spark, tmp_path_factory):
     """The savepoint of the Tally job over BACKLOG then FRESH, its stream, what job.state() read just before
-    it was taken (info, keyed_state rows, timers rows), and once the job was stopped, started again and read
-    LATER: what job.state(batch=N) read at FRESH's batch (of the query's earlier run) and at LATER's,
-    state_changes between them, and a refused batch."""
-    before = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    it was taken (info, keyed_state rows, timers rows), and the job's area (the job stopped)."""
     area = Area(tmp_path_factory.mktemp("reader"))
-    try:
+    with _two_partitions(spark):
         for rows in BACKLOG:
             area.write(_table(rows), "tally")
         stream = _stream(area)
-        job = stream.start(job_dir=area.jobs, job_name="tally", trigger=TRIGGER)
-        try:
+        with stream.start(job_dir=area.jobs, job_name="tally", trigger=TRIGGER) as job:
             job.process_all_available()
             area.write(_table(FRESH), "tally")
             job.process_all_available()
             live = job.state()
             rows = (live.info, sorted(live.keyed_state().collect()), sorted(live.timers().collect()))
             path = job.savepoint()
-            job.stop()  # and started again: FRESH's batch is one of the query's earlier run
-            job = stream.start(job_dir=area.jobs, job_name="tally", trigger=TRIGGER)
-            area.write(_table(LATER), "tally")
-            job.process_all_available()
-            first, last = rows[0]["batch"], job.state().info["batch"]
-            history = {"batches": (first, last), "changes": job.state_changes(first, last).collect(),
-                       **{batch: _rows(job.state(batch=batch)) for batch in (first, last)}}
-            with pytest.raises(FullWindowError) as refused:
-                job.state(batch=last + 1000)
-            history["refused"] = str(refused.value)
-            # the inspector's reads cost seconds: only when its test runs (not in the Connect run, which leaves it out)
-            if any(item.name == INSPECTOR_TEST for item in request.session.items):
-                history["inspected"] = _inspect(job)
-        finally:
-            job.stop()
+    return path, stream, rows, area
+
+
+@pytest.fixture(scope="module")
+def history(spark, taken, request):
+    """The job of ``taken`` started again and LATER read: what job.state(batch=N) read at FRESH's batch (of the
+    query's earlier run) and at LATER's, state_changes between them, and a refused batch (only the cases that
+    ask for it pay for the second run: not the extended ones)."""
+    _, stream, (info, *_), area = taken
+    with _two_partitions(spark), stream.start(job_dir=area.jobs, job_name="tally", trigger=TRIGGER) as job:
+        area.write(_table(LATER), "tally")
+        job.process_all_available()
+        first, last = info["batch"], job.state().info["batch"]
+        history = {"batches": (first, last), "changes": job.state_changes(first, last).collect(),
+                   **{batch: _rows(job.state(batch=batch)) for batch in (first, last)}}
+        with pytest.raises(FullWindowError) as refused:
+            job.state(batch=last + 1000)
+        history["refused"] = str(refused.value)
+        # the inspector's reads cost seconds: only when its test runs (not in the Connect run, which leaves it out)
+        if any(item.name == INSPECTOR_TEST for item in request.session.items):
+            history["inspected"] = _inspect(job)
+    return history
+
+
+@contextlib.contextmanager
+def _two_partitions(spark):
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    try:
+        yield
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
-    return path, stream, rows, history
 
 
 #: Keys the state inspector is asked for by hand: one LATER changed, one LATER added, one never seen (a comma in it);
@@ -231,10 +241,9 @@ def _as_model(state: dict) -> dict:
 
 
 @pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
-def test_a_running_jobs_state_at_an_earlier_kept_batch_is_the_models_after_it(taken):
+def test_a_running_jobs_state_at_an_earlier_kept_batch_is_the_models_after_it(history):
     """job.state(batch=N): at FRESH's batch, read after the job was stopped, started again and LATER's batch ran,
     the state after FRESH; at LATER's, after it."""
-    *_, history = taken
     first, last = history["batches"]
     assert first < last
     records = [r for f in BACKLOG for r in f] + FRESH
@@ -251,10 +260,9 @@ def _state_row(row) -> tuple:
 INSPECTOR_TEST = "test_the_inspector_shows_a_keys_state_at_each_kept_batch_and_savepoint_as_the_model"
 
 
-def test_the_inspector_shows_a_keys_state_at_each_kept_batch_and_savepoint_as_the_model(taken):
+def test_the_inspector_shows_a_keys_state_at_each_kept_batch_and_savepoint_as_the_model(history):
     """key_history: the key's state after FRESH's batch, after LATER's, and in the savepoint taken after FRESH's,
     each as the model's after that batch, or absent where the model has none; a key typed by hand, drawn, never seen."""
-    *_, history = taken
     first, last = history["batches"]
     inspected = history["inspected"]
     files = [*BACKLOG, FRESH, LATER]  # in the order written: a micro-batch's end offset counts the files read
@@ -284,8 +292,7 @@ def test_the_inspector_shows_a_keys_state_at_each_kept_batch_and_savepoint_as_th
                                 "k (bigint), g (string), in this order, separated by commas (or a JSON list)")
 
 
-def test_a_batch_no_longer_kept_is_one_line_naming_the_kept_ones(taken):
-    *_, history = taken
+def test_a_batch_no_longer_kept_is_one_line_naming_the_kept_ones(history):
     first, last = history["batches"]
     assert "\n" not in history["refused"]
     assert "keeps the state of micro-batches " in history["refused"]
@@ -294,9 +301,8 @@ def test_a_batch_no_longer_kept_is_one_line_naming_the_kept_ones(taken):
 
 
 @pytest.mark.core  # tests/connect_cases.py runs it again under Spark Connect
-def test_state_changes_between_two_batches_are_the_models_diff(taken):
+def test_state_changes_between_two_batches_are_the_models_diff(history):
     """The keys LATER changed or added, before and after, as the model's states differ."""
-    *_, history = taken
     records = [r for f in BACKLOG for r in f] + FRESH
     old, new = _model(records), _model(records + LATER)
     want = {key: ("added" if key not in old else "changed", old.get(key), new[key]) for key in new
