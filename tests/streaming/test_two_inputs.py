@@ -241,6 +241,7 @@ def test_a_two_input_savepoint_restores_at_another_parallelism_as_the_job_that_n
     with pytest.raises(ResumeError, match="sp-stream-a") as caught:
         ledger(*_streams(area, "sp-stream")).start(job_dir=area.jobs, job_name="sp-other", from_savepoint=paths["mixed"])
     assert "\n" not in str(caught.value) and not (area.base / "jobs" / "sp-other" / "events").exists()
+    second = None
     for (mode, n, restore_mode) in (("mixed", 1, "mixed"), ("mixed", 3, "stream"), ("stream", 2, "mixed")):
         name = f"sp-{mode}"
         with ledger(*_streams(area, name)).start(job_dir=area.jobs, job_name=f"{name}-{n}", trigger=TRIGGER,
@@ -248,14 +249,12 @@ def test_a_two_input_savepoint_restores_at_another_parallelism_as_the_job_that_n
             job.process_all_available()  # what was written after the savepoint
             assert job.parallelism == n and job.phase == "stream"
             _restored_matches(_got(job), expected, fired_before)
-    # the restore at 3 goes on, and its own savepoint (its inputs' times as its restore carried them) at 2
+            if n == 3:  # it goes on, and its own savepoint (its inputs' times as its restore carried them) restores at 2
+                for side, rows_ in later[:1]:
+                    _write(area, name, side, rows_)
+                    job.process_all_available()
+                second = job.savepoint()
     name = "sp-mixed"
-    with ledger(*_streams(area, name)).start(job_dir=area.jobs, job_name=f"{name}-3", trigger=TRIGGER,
-                                             mode="stream") as job:
-        for side, rows_ in later[:1]:
-            _write(area, name, side, rows_)
-            job.process_all_available()
-        second = job.savepoint()
     for side, rows_ in later[1:]:
         _write(area, name, side, rows_)
     with ledger(*_streams(area, name)).start(job_dir=area.jobs, job_name=f"{name}-3-2", trigger=TRIGGER,
