@@ -61,8 +61,10 @@ endif
 # The Connect run goes in the classic run's second lane, after its cases that need no Spark session of the run's
 # (scripts/side_by_side.py --then): it runs while the classic Spark cases still do, never beside another
 # Connect server (the lane's own kernels start theirs before it). CI runs this target.
+# (through a variable of its own: make runs a recipe line that names $$(MAKE) even under make -n)
+SUBMAKE = $(MAKE) --no-print-directory
 test-extended: deps
-	$(SHORT_JVMS) $(call side_by_side,extended,extended,--then "$(MAKE) --no-print-directory test-extended-connect JUNIT_DIR=$(JUNIT_DIR)")
+	$(SHORT_JVMS) $(call side_by_side,extended,extended,--then "$(SUBMAKE) test-extended-connect JUNIT_DIR=$(JUNIT_DIR)")
 # Every JVM of the classic extended run (its pytest's Spark, each kernel's, each killed driver's, the browser's
 # lab kernels': all start through spark-submit, which reads SPARK_SUBMIT_OPTS) compiles with C1 only: each is
 # short-lived over small data, and C2's compiler threads took a core from the tests on the 2-core VM. The same
