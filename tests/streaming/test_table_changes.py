@@ -221,6 +221,24 @@ def test_a_bad_changes_argument_is_one_line_naming_the_table_and_what_to_do(post
     assert postgres.sql("SELECT count(*) FROM pg_replication_slots") == slots  # nothing made on the server
 
 
+def test_a_savepoint_written_from_tables_without_from_savepoint_is_one_line_before_anything_runs(orders, area, spark):
+    """A table's changes cannot start at their beginning or now in a written savepoint (their position is a slot made
+    at a snapshot): refused in one line before the frame is checked (no Spark job), nothing written, no slot made."""
+    import os
+
+    stream = orders.source().key_by("id").reduce(lambda a, b: b)
+    frame = spark.createDataFrame([], "id bigint")  # refused before its columns are looked at
+    before = orders.slots()
+    for positions in ("beginning", "now"):
+        with pytest.raises(fw.FullWindowError) as refused:
+            fw.write_savepoint(stream, area.jobs + "/boot", keyed_state=frame, positions=positions)
+        assert str(refused.value) == (
+            f"write_savepoint without from_savepoint over the changes of {orders.name!r}: their position is a "
+            "replication slot made at a snapshot, which a savepoint written from tables does not hold; accepted: "
+            "from_savepoint=a savepoint of the job (taken after its first micro-batch)")
+    assert not os.path.exists(area.jobs + "/boot") and orders.slots() == before
+
+
 def test_a_server_without_wal_level_logical_is_one_line_saying_how_to_set_it(spark):
     from fw_magics.teaching.scratch_postgres import ScratchPostgres
 

@@ -8,6 +8,7 @@ model (tests/streaming/reference.py) on hand-picked and randomized rows.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 
 import pytest
@@ -17,8 +18,9 @@ from hypothesis import strategies as st
 import fw_magics as fw
 from tests.state import reference_state
 from tests.streaming import functions
-from tests.streaming.files import BASE, TRIGGER, expected_latest, latest_rows, model
+from tests.streaming.files import BASE, TRIGGER, expected_latest, latest_rows, model, record
 from tests.streaming.operator_functions import MODES, Tally
+from tests.streaming.reference import Model
 
 pytestmark = [pytest.mark.spark]
 
@@ -50,6 +52,7 @@ BACKLOG = [(k, v, v) for k in range(6) for v in range(3)]
 DURING = [(0, 5, 20), (7, 1, 21)]  # inserted right after start(): fresh, whether the backlog still runs or not
 AFTER = [(0, 1, 30), (3, 2, 31)]  # after the switch
 STOPPED = [(7, 4, 40), (8, 8, 41)]  # while the job is stopped
+DAY = 86_400_000  # a watermark delay no row here is late for
 
 
 def kinds(events, kind):
@@ -191,6 +194,52 @@ def test_a_table_jobs_savepoint_restored_at_1_and_3_equals_the_job_that_never_re
         other.start(job_dir=area.jobs, job_name="elsewhere", from_savepoint=path)
 
 
+def _bootstrapped(totals: dict, read) -> Model:
+    """The model of a job restored from a savepoint whose state is ``totals`` (key -> CountSum's [n, total]), then
+    reading each of ``read``'s lists as a micro-batch (no row late: a delay of a day)."""
+    m = Model("aggregate", functions.CountSum(), ["k"], "ts", DAY)
+    m.running = {key: list(acc) for key, acc in totals.items()}
+    for i, rows in enumerate(read):
+        m.fresh(i, [record(r) for r in rows])
+    return m
+
+
+@pytest.mark.parametrize("positions", ["now", pytest.param("beginning", marks=pytest.mark.extended)])
+def test_per_key_totals_written_as_a_table_jobs_savepoint_restore_as_the_job_over_the_whole_table(spark, table, area,
+                                                                                                   positions):
+    """Bootstrap (issue 50): the per-key totals of the rows in the table (the model's, as a DataFrame) written as the
+    job's savepoint with positions="now", restored, then rows inserted before and after the restore: the state and
+    the outputs are those of a job over every row, and only the new rows are read. With "beginning" the restored job
+    reads every row over the same totals (the table's first rows counted twice, as the model says)."""
+    table.insert(BACKLOG)
+    op = table.source(watermark_delay="1 day").key_by("k").aggregate(functions.CountSum())
+    totals = model("aggregate", DAY, [BACKLOG], []).running
+    frame = spark.createDataFrame([(k, json.dumps(acc)) for (k,), acc in totals.items()], "k long, running string")
+    written = fw.write_savepoint(op, area.jobs + "/boot", keyed_state=frame, parallelism=2, positions=positions)
+    saved = fw.load_savepoint(written)
+    assert saved.document["read_through"] == (len(BACKLOG) if positions == "now" else None)  # bigserial: 1, 2, ...
+    assert saved.document["watermark"] is None
+    table.insert(DURING)  # after the write: not read, whatever the positions
+    job = op.start(job_dir=area.jobs, job_name="boot", trigger=TRIGGER, from_savepoint=written, parallelism=1)
+    try:
+        table.insert(AFTER)
+        job.process_all_available()
+        state = {(r["k"],): json.loads(r["running"]) for r in job.state().keyed_state().collect()}
+        read = sum(e["input_rows"] for e in kinds(job.events(), "micro_batch"))
+        outputs = latest_rows(job)
+    finally:
+        job.stop()
+    whole = model("aggregate", DAY, [BACKLOG], [DURING, AFTER])
+    if positions == "now":
+        assert state == whole.running and read == len(DURING + AFTER)
+        touched = {(k,) for k, _, _ in DURING + AFTER}  # a restored job's latest() starts empty
+        assert outputs == {key: row for key, row in expected_latest(whole, "aggregate").items() if key in touched}
+    else:
+        again = _bootstrapped(totals, [BACKLOG + DURING, AFTER])
+        assert state == again.running and read == len(BACKLOG + DURING + AFTER)
+        assert outputs == expected_latest(again, "aggregate")
+
+
 ROWS = st.lists(st.tuples(st.integers(0, 5), st.integers(-50, 50), st.integers(0, 600)), max_size=25)
 
 
@@ -213,11 +262,10 @@ def test_every_mode_over_a_table_equals_the_model(postgres, area, backlog, fresh
             table.insert(fresh)
             for job in jobs.values():
                 job.process_all_available()
-            day = 86_400_000
-            assert latest_rows(jobs["mixed"]) == expected_latest(model("aggregate", day, [backlog], [fresh]), "aggregate")
-            assert latest_rows(jobs["stream"]) == expected_latest(model("aggregate", day, [], [backlog + fresh]),
+            assert latest_rows(jobs["mixed"]) == expected_latest(model("aggregate", DAY, [backlog], [fresh]), "aggregate")
+            assert latest_rows(jobs["stream"]) == expected_latest(model("aggregate", DAY, [], [backlog + fresh]),
                                                                   "aggregate")
-            assert latest_rows(jobs["batch"]) == expected_latest(model("aggregate", day, [backlog], []), "aggregate")
+            assert latest_rows(jobs["batch"]) == expected_latest(model("aggregate", DAY, [backlog], []), "aggregate")
         finally:
             for job in jobs.values():
                 job.stop()

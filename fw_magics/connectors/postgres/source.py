@@ -186,8 +186,17 @@ class TableSource(OneInput):
 
     # -- its position in a savepoint: the greatest order_by read ----------------------------------------
 
+    def _read_through(self, through: int | None) -> dict:
+        """Its position in a savepoint: the table read through the ``order_by`` value ``through`` (None: no row)."""
+        return {"format": 1, "table": self.table, "through": through, "rows": None}
+
     def saved_position(self, root: str, end: dict) -> dict:
-        return {"format": 1, "table": self.table, "through": end["id"], "rows": None}
+        return self._read_through(end["id"])
+
+    def position_at(self, now: bool) -> dict:
+        """Nothing read (``through`` None: a restore reads every row), or (``now``) every row present now: through
+        the table's greatest ``order_by`` (None for an empty table, so nothing read); one line if it cannot be read."""
+        return self._read_through(self._bounds()[1] if now else None)
 
     def position_fields(self, position: dict) -> dict:
         return {"read_through": position["through"]}

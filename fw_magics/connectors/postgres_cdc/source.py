@@ -265,6 +265,14 @@ class ChangesSource(OneInput):
         return {"format": 1, "table": self.table, "slot": kept, "lsn": lsn_text(end["lsn"]), "rows": None,
                 "publication": doc.get("publication", doc["slot"])}
 
+    def position_at(self, now: bool) -> dict:
+        """Refused: its position is a replication slot, made on the server at one snapshot of the table; a savepoint
+        written from tables would have to make one before it is written (left on the server if the write failed)."""
+        raise FullWindowError(f"write_savepoint without from_savepoint over the changes of {self.table!r}: their "
+                              "position is a replication slot made at a snapshot, which a savepoint written from "
+                              "tables does not hold; accepted: from_savepoint=a savepoint of the job (taken "
+                              "after its first micro-batch)")
+
     def position_fields(self, position: dict) -> dict:
         return {"read_lsn": position["lsn"]}
 

@@ -18,9 +18,10 @@ key passes through the driver. A task that still fails leaves no ``.tmp-`` folde
 With ``from_savepoint`` (a path or a reader of one, taken of this stream), what the tables do not replace
 is kept from it: each input's position and splits, the other operators' state, the watermark, the batch,
 and each written key's pending timers (a key the table drops loses its timers with its state). Without it
-the inputs are at their beginning (``positions="beginning"``: every file present is read by the restored
-stream) or read (``positions="now"``: every file present now counts as read), W is unset; only a source
-that can say so (``Source.position_at``: a folder) is accepted. The savepoint has no base files and no
+the inputs are at their beginning (``positions="beginning"``: every file or row present is read by the
+restored stream) or read (``positions="now"``: every file present now, a table's rows through its greatest
+``order_by`` now, count as read), W is unset; only a source that can say so (``Source.position_at``: a folder,
+a PostgreSQL table) is accepted. The savepoint has no base files and no
 output rows (a restored job's latest results start empty); the files and ``savepoint.json`` are those
 ``job.savepoint()`` writes, loaded and checked by a restore as any other.
 """
@@ -91,13 +92,14 @@ def write_savepoint(stream, path, keyed_state=None, parallelism=None, from_savep
     graph, source = graph_at(stream.job_graph(), parallelism), source_of(stream)
     if base is not None:
         _check_same_job(base, stream, graph, source)
+    # asked before any Spark job: a source that cannot say (a table's changes), or a server down, is one line first
+    position = source.position_at(positions == "now") if base is None else None
     replaced = operator_snapshots(stream, operator_state, parallelism, base)
     if keyed:
         typed = {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
         frame = _checked_frame(keyed_state, stream.spark, spec, typed, _required_keys(stream))
         states = _encoded(frame, spec, typed, base, parallelism, stream.spark)
-    document, operators, manifest = _document(stream, spec, graph, source, base, positions or "beginning",
-                                              parallelism, replaced)
+    document, operators, manifest = _document(stream, spec, graph, source, base, position, parallelism, replaced)
     if not keyed:
         return write_files(os.path.dirname(target), document, operators, manifest, pa.table({}), final=target)
     document[states_field.FIELD] = states_field.record(declared)
@@ -215,16 +217,15 @@ def _encoded(frame, spec, typed: dict, base: Savepoint | None, parallelism: int,
     return map_in_arrow(frame, task, out).where(F.col(STATE).isNotNull())
 
 
-def _document(stream, spec, graph, source, base: Savepoint | None, positions: str, parallelism: int,
+def _document(stream, spec, graph, source, base: Savepoint | None, position: dict | None, parallelism: int,
               replaced: dict) -> tuple:
     """(savepoint.json's job fields, the operator-state document: ``replaced`` over what is kept, the source's
-    position)."""
+    position: ``base``'s, or without it ``position``)."""
     if base is not None:
         document = {k: v for k, v in base.document.items() if k not in _FILE_FIELDS}
         document.update(parallelism=parallelism, graph=graph.to_json(), kind=spec.kind.name,
                         key_names=list(spec.key_names))
         return document, operator_state_document({**base.operator_state, **replaced}), base.manifest
-    position = source.position_at(positions == "now")
     names = graph.source_names()
     held = {name: one.position_snapshots(own, parallelism)
             for name, (one, _, own) in zip(names, source.inputs_at("", position), strict=True)}
