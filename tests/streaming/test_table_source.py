@@ -204,7 +204,8 @@ def _bootstrapped(totals: dict, read) -> Model:
     return m
 
 
-@pytest.mark.parametrize("positions", ["now", pytest.param("beginning", marks=pytest.mark.extended)])
+@pytest.mark.extended  # make test keeps the table's positions (tests/connectors/test_table_position.py)
+@pytest.mark.parametrize("positions", ["now", "beginning"])
 def test_per_key_totals_written_as_a_table_jobs_savepoint_restore_as_the_job_over_the_whole_table(spark, table, area,
                                                                                                    positions):
     """Bootstrap (issue 50): the per-key totals of the rows in the table (the model's, as a DataFrame) written as the
