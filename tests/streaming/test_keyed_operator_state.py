@@ -201,9 +201,23 @@ def test_a_function_that_keeps_half_of_operator_state_or_drops_it_on_a_restore_i
         def process_element(self, record, ctx):
             return (0, False, 1)
 
-    with pytest.raises(ResumeError, match=r"holds operator state of process\(KeyedTally\), whose function now "
-                                          r"keeps none"):
+    with pytest.raises(ResumeError, match=r"holds state 'origins' recorded as operator union list state, which "
+                                          r"process\(KeyedTally\) no longer keeps \(its function has no "
+                                          r"initialize_state and snapshot_state; allow_non_restored_state=True drops "
+                                          r"it\) \(and 2 more\); fw.check_savepoint\(path, stream\) shows every "
+                                          r"state's verdict$"):
         stream.process(KeyedTally()).start(job_dir=area.jobs, job_name="half2", from_savepoint=path)
+    table = fw.check_savepoint(path, stream.process(KeyedTally()), allow_non_restored_state=True)
+    assert [tuple(r) for r in table[["state", "recorded", "verdict"]].itertuples(index=False)] == [
+        ("count", "value bigint", "dropped"), ("origins", "operator union list state", "dropped"),
+        ("rules", "operator broadcast state", "dropped"), ("seen", "operator list state", "dropped")]
+    job = stream.process(KeyedTally()).start(job_dir=area.jobs, job_name="half3", from_savepoint=path,
+                                             allow_non_restored_state=True)  # Flink's flag: dropped, in the log
+    try:
+        switch = [e for e in job.events() if e["type"] == "switch"][-1]
+    finally:
+        job.stop()
+    assert (switch["states_dropped"], switch["operator_states_dropped"]) == (["count"], ["origins", "rules", "seen"])
 
 
 # -- a broadcast input: its state is the BroadcastState of every subtask ------------------------------
