@@ -109,6 +109,16 @@ def _union_buffering_sink():
     return BufferingSink()
 
 
+def _stateless_buffering_sink():
+    class BufferingSink(fw.ProcessFunction):  # the same operator, keeping no operator state any more
+        schema = "flushed array<long>"
+
+        def process_element(self, record, ctx):
+            yield ([record.v],)
+
+    return BufferingSink()
+
+
 @pytest.mark.core
 def test_buffering_sink_at_two_restored_at_three_emits_every_value_once(area):
     """Flink's BufferingSink: values buffered at the savepoint are emitted by the restored job, once."""
@@ -127,6 +137,8 @@ def test_buffering_sink_at_two_restored_at_three_emits_every_value_once(area):
                                           r"mode") as refused:
         union.start(job_dir=area.jobs, job_name="bu", from_savepoint=path)
     assert "\n" not in str(refused.value)
+    stateless = _operator(area, _stateless_buffering_sink())
+    assert list(fw.check_savepoint(path, stateless, allow_non_restored_state=True)["verdict"]) == ["dropped"]
     restored = op.start(job_dir=area.jobs, job_name="b3", trigger=TRIGGER, from_savepoint=path, parallelism=3)
     try:
         restored.process_all_available()
