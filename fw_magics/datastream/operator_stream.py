@@ -109,7 +109,8 @@ class OperatorStream:
         state and source positions, at ``parallelism`` (1 to 1024; default the savepoint's); a state held
         in another mode than the function asks for it is refused in one line (``fw.check_savepoint(path,
         stream)`` shows each state's verdict), and so is operator state a function that keeps none any more
-        is given, unless ``allow_non_restored_state=True`` drops it (Flink's flag). ``restart``: what a failure does, as in ``execute()`` (default ``FixedDelayRestart()``).
+        is given, unless ``allow_non_restored_state=True`` drops it (Flink's flag).
+        ``restart``: what a failure does, as in ``execute()`` (default ``FixedDelayRestart()``).
         ``resume``: as in ``execute()``, "auto", "never" (``reset=True``) or "require".
         """
         from ..runtime.streaming.driver.start import start  # the runtime, above: a documented late import

@@ -37,19 +37,14 @@ def check_savepoint(path, stream, allow_non_restored_state: bool = False):
                              "would start (the object .start() is called on: key_by(...).process(fn)..., or a "
                              "stream's process(fn))")
     savepoint = load_savepoint(path)
-    rows = []
     try:
-        if spec.kind.keyed:
-            upgrade = state_verdict(savepoint, spec, allow_non_restored_state, stream.name)
-            if upgrade is None:
-                raise SavepointError(f"savepoint {savepoint.path} does not record the state its function declared "
-                                     "(written before fw-magics recorded it): a restore holds its states against "
-                                     "the function as it is, and refuses any change")
-            rows += upgrade.rows
+        keyed = state_verdict(savepoint, spec, allow_non_restored_state, stream.name) if spec.kind.keyed else None
         held = operator_state_verdict(savepoint, spec, stream.name, allow_non_restored_state)
-    except SavepointError:
-        raise
     except FwMagicsError as error:  # a ResumeError, or a StateError of the operator state's modes: one line
         raise SavepointError(str(error)) from None
-    rows += [] if held is None else held.rows
+    if spec.kind.keyed and keyed is None:
+        raise SavepointError(f"savepoint {savepoint.path} does not record the state its function declared (written "
+                             "before fw-magics recorded it): a restore holds its states against the function as it "
+                             "is, and refuses any change")
+    rows = [r for upgrade in (keyed, held) if upgrade is not None for r in upgrade.rows]
     return pd.DataFrame([(r.state, r.recorded, r.now, str(r.verdict), r.why) for r in rows], columns=[*COLUMNS, "why"])
