@@ -95,7 +95,8 @@ class OperatorStream:
         return build_operator_graph(self)
 
     def start(self, job_dir=None, job_name=None, sink=None, trigger=None, max_files_per_trigger=None,
-              from_savepoint=None, parallelism=None, reset=False, restart=None, resume="auto"):
+              from_savepoint=None, parallelism=None, reset=False, restart=None, resume="auto",
+              allow_non_restored_state=False):
         """Run as a streaming job in ``job_dir/job_name`` (default ``.fw-jobs/<name>``); see docs/state.md.
 
         Every file of the source is read by the stream (those present at the first start in its
@@ -105,7 +106,10 @@ class OperatorStream:
         job directory and name continues the job (a changed function is refused in one line;
         ``reset=True`` discards what the job recorded and starts afresh). ``from_savepoint``: a
         path ``job.savepoint()`` returned: a new job (new job name) starts from its operator
-        state and source positions, at ``parallelism`` (1 to 1024; default the savepoint's).
+        state and source positions, at ``parallelism`` (1 to 1024; default the savepoint's); a state held
+        in another mode than the function asks for it is refused in one line (``fw.check_savepoint(path,
+        stream)`` shows each state's verdict), and so is operator state a function that keeps none any more
+        is given, unless ``allow_non_restored_state=True`` drops it (Flink's flag).
         ``restart``: what a failure does, as in ``execute()`` (default ``FixedDelayRestart()``).
         ``resume``: as in ``execute()``, "auto", "never" (``reset=True``) or "require".
         """
@@ -114,7 +118,7 @@ class OperatorStream:
         return start(self, job_dir=job_dir, job_name=job_name, mode="stream", sink=sink,
                      trigger=trigger, max_files_per_trigger=max_files_per_trigger,
                      from_savepoint=from_savepoint, parallelism=parallelism, reset=reset,
-                     restart=restart, resume=resume)
+                     restart=restart, resume=resume, allow_non_restored_state=allow_non_restored_state)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in self.schema.fields)

@@ -164,13 +164,31 @@ def test_a_two_input_function_keeps_operator_state_and_batch_mode_refuses_it_in_
     job = op.start(job_dir=area.jobs, job_name="h", trigger=TRIGGER, mode="stream", parallelism=2)
     try:
         job.process_all_available()
-        state = _state(job.savepoint(), "co_process(Handshake)")
+        path = job.savepoint()
     finally:
         job.stop()
+    state = _state(path, "co_process(Handshake)")
     expected = [[] for _ in range(2)]
     for side, k, v in [(1, 1, 1), (1, 2, 2), (2, 1, 5), (2, 3, 7)]:
         expected[partition((k,), (True,), 2)].append([side, k, v])
     assert _sorted(state, "seen") == [sorted(e) for e in expected]
+    # its savepoint read as tables and written back (issue 50), restored at 3: the units where the rule puts them
+    reader = fw.read_savepoint(path)
+    written = fw.write_savepoint(op, path + "-tables", keyed_state=reader.keyed_state(), from_savepoint=path,
+                                 operator_state={"co_process(Handshake)": reader.operator_state("co_process(Handshake)")})
+    assert _state(written, "co_process(Handshake)") == state
+    area.write([(4, 8, 0)], "h-a")
+    area.write([(5, 9, 0)], "h-b", names=("key", "w", "ts"))
+    restored = op.start(job_dir=area.jobs, job_name="h3", trigger=TRIGGER, from_savepoint=written, parallelism=3)
+    try:
+        restored.process_all_available()
+        after = _state(restored.savepoint(), "co_process(Handshake)")
+    finally:
+        restored.stop()
+    moved, new = reference_state.redistribute(state, 3, {"seen": "split"}), [[] for _ in range(3)]
+    for side, k, v in [(1, 4, 8), (2, 5, 9)]:
+        new[partition((k,), (True,), 3)].append([side, k, v])
+    assert _sorted(after, "seen") == [sorted(m.get("seen", []) + n) for m, n in zip(moved, new)]
 
 
 def test_a_function_that_keeps_half_of_operator_state_or_drops_it_on_a_restore_is_refused(area):
@@ -201,9 +219,23 @@ def test_a_function_that_keeps_half_of_operator_state_or_drops_it_on_a_restore_i
         def process_element(self, record, ctx):
             return (0, False, 1)
 
-    with pytest.raises(ResumeError, match=r"holds operator state of process\(KeyedTally\), whose function now "
-                                          r"keeps none"):
+    with pytest.raises(ResumeError, match=r"holds state 'origins' recorded as operator union list state, which "
+                                          r"process\(KeyedTally\) no longer keeps \(its function has no "
+                                          r"initialize_state and snapshot_state; allow_non_restored_state=True drops "
+                                          r"it\) \(and 2 more\); fw.check_savepoint\(path, stream\) shows every "
+                                          r"state's verdict$"):
         stream.process(KeyedTally()).start(job_dir=area.jobs, job_name="half2", from_savepoint=path)
+    table = fw.check_savepoint(path, stream.process(KeyedTally()), allow_non_restored_state=True)
+    assert [tuple(r) for r in table[["state", "recorded", "verdict"]].itertuples(index=False)] == [
+        ("count", "value bigint", "dropped"), ("origins", "operator union list state", "dropped"),
+        ("rules", "operator broadcast state", "dropped"), ("seen", "operator list state", "dropped")]
+    job = stream.process(KeyedTally()).start(job_dir=area.jobs, job_name="half3", from_savepoint=path,
+                                             allow_non_restored_state=True)  # Flink's flag: dropped, in the log
+    try:
+        switch = [e for e in job.events() if e["type"] == "switch"][-1]
+    finally:
+        job.stop()
+    assert (switch["states_dropped"], switch["operator_states_dropped"]) == (["count"], ["origins", "rules", "seen"])
 
 
 # -- a broadcast input: its state is the BroadcastState of every subtask ------------------------------
@@ -265,12 +297,25 @@ def test_a_broadcast_input_reaches_every_subtask_and_its_state_is_restored_at_th
         job.stop()
     every = [["max", 12], ["min", 1]]
     assert [sorted(s["limits"]) for s in _state(path, "co_process(Limits)")] == [every, every]  # each subtask's copy
+    # its savepoint read as tables and written back (issue 50), restored at 1 over the next orders: the model's rows
+    reader, first = fw.read_savepoint(path), [(6, 20, 0), (2, 1, 0), (7, 12, 0)]
+    written = fw.write_savepoint(op, path + "-tables", keyed_state=reader.keyed_state(), from_savepoint=path,
+                                 operator_state={"co_process(Limits)": reader.operator_state("co_process(Limits)")})
+    assert _state(written, "co_process(Limits)") == _state(path, "co_process(Limits)")
+    area.write(first, "b-orders")
+    before = len(model.rows)
+    model.orders(first)
+    at_one = op.start(job_dir=area.jobs, job_name="b1", trigger=TRIGGER, from_savepoint=written, parallelism=1)
+    try:
+        at_one.process_all_available()
+        assert _emitted(at_one.changelog()) == sorted(model.rows[before:], key=repr)
+    finally:
+        at_one.stop()
 
     restored = op.start(job_dir=area.jobs, job_name="b3", trigger=TRIGGER, from_savepoint=path, parallelism=3)
     try:
-        before = len(model.rows)
-        for what, rows in [("orders", [(6, 20, 0), (2, 1, 0), (7, 12, 0)]), ("rules", [("max", None)]),
-                           ("orders", [(1, 100, 0)])]:
+        restored.process_all_available()  # the same orders, from the savepoint itself
+        for what, rows in [("rules", [("max", None)]), ("orders", [(1, 100, 0)])]:
             _rules(area, rows) if what == "rules" else area.write(rows, "b-orders")
             getattr(model, "rule" if what == "rules" else "orders")(rows)
             restored.process_all_available()

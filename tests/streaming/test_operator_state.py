@@ -15,12 +15,12 @@ import pytest
 from pyspark.sql import functions as F
 
 import fw_magics as fw
-from fw_magics.errors import FullWindowError
+from fw_magics.errors import FullWindowError, ResumeError
 from fw_magics.runtime.streaming.savepoints.files import load_savepoint
 from fw_magics.state.tables import SCHEMA
 from fw_magics.widgets import show_graph
 from tests.state import reference_state
-from tests.streaming import functions
+from tests.streaming import functions, operator_functions
 from tests.streaming.files import TRIGGER
 from tests.streaming.operator_functions import MODES, RULES, BufferingSink, KeyedTally, Limits, Tally
 
@@ -100,6 +100,25 @@ def _buffering_savepoint(area, job_name: str) -> tuple:
         job.stop()
 
 
+def _union_buffering_sink():
+    class BufferingSink(operator_functions.BufferingSink):  # the same operator, its buffer now union list state
+        def initialize_state(self, ctx):
+            self.state = ctx.get_union_list_state("buffered")
+            self.buffer = self.state.get() if ctx.is_restored() else []
+
+    return BufferingSink()
+
+
+def _stateless_buffering_sink():
+    class BufferingSink(fw.ProcessFunction):  # the same operator, keeping no operator state any more
+        schema = "flushed array<long>"
+
+        def process_element(self, record, ctx):
+            yield ([record.v],)
+
+    return BufferingSink()
+
+
 @pytest.mark.core
 def test_buffering_sink_at_two_restored_at_three_emits_every_value_once(area):
     """Flink's BufferingSink: values buffered at the savepoint are emitted by the restored job, once."""
@@ -107,6 +126,19 @@ def test_buffering_sink_at_two_restored_at_three_emits_every_value_once(area):
     assert flushed == [[1, 2, 3]]
     before = _state(path, "process(BufferingSink)")
     assert before == [{"buffered": [4]}, {"buffered": [5, 6]}]
+    # what a restore would do with each operator state (issue 50), without starting anything
+    table = fw.check_savepoint(path, op)
+    assert [tuple(r) for r in table.itertuples(index=False)] == [
+        ("buffered", "operator list state", "operator list state", "carried", "")]
+    union = _operator(area, _union_buffering_sink())
+    assert list(fw.check_savepoint(path, union)["verdict"]) == ["refused"]
+    with pytest.raises(ResumeError, match=r"holds state 'buffered' recorded as operator list state, which "
+                                          r"process\(BufferingSink\) asks for as operator union list state \(another "
+                                          r"mode") as refused:
+        union.start(job_dir=area.jobs, job_name="bu", from_savepoint=path)
+    assert "\n" not in str(refused.value)
+    stateless = _operator(area, _stateless_buffering_sink())
+    assert list(fw.check_savepoint(path, stateless, allow_non_restored_state=True)["verdict"]) == ["dropped"]
     restored = op.start(job_dir=area.jobs, job_name="b3", trigger=TRIGGER, from_savepoint=path, parallelism=3)
     try:
         restored.process_all_available()

@@ -90,7 +90,7 @@ def test_check_savepoint_tells_each_states_verdict_without_starting_anything(tak
     allowed = fw.check_savepoint(path, _stream(area, after.Visits()), allow_non_restored_state=True)
     assert list(allowed["verdict"]) == ["widened", "widened", "dropped", "new"]
     assert "<table" in table._repr_html_()
-    with pytest.raises(SavepointError, match=r"^check_savepoint's stream is DataStream; accepted: the keyed stream"):
+    with pytest.raises(SavepointError, match=r"^check_savepoint's stream is DataStream; accepted: the stream a restore would start"):
         fw.check_savepoint(path, fw.from_files(area.source("visits"), "parquet", before.SCHEMA))
 
 

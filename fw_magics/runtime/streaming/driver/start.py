@@ -229,8 +229,8 @@ def _same_job(log: JobLog, state, graph: JobGraph, mode: Mode, source, content: 
 def _restore(job: StreamingJob, savepoint, content: dict, run: int, allow_non_restored_state: bool) -> None:
     """The first start of a job restored from ``savepoint``: its source, state (carried into the function as it
     is now, ``savepoints.upgrade``) and W, then the stream; the switch event names the states that changed."""
-    upgrade = check_restorable(savepoint, job, allow_non_restored_state)
-    detail = prepare_restore(savepoint, job, upgrade)
+    upgrade, held = check_restorable(savepoint, job, allow_non_restored_state)
+    detail = prepare_restore(savepoint, job, upgrade, held)
     job.watermark = savepoint.document["watermark"]  # checked when the savepoint was loaded
     job.restored_from = savepoint.path
     # its first micro-batch seeds the state as the saved job's first did: the guard's reference (stall.py)

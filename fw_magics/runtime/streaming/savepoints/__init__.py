@@ -68,7 +68,7 @@ from ..keyed.state_files import handed_over_outputs, handover_layers, partition_
 from ..operator.query import OPERATOR_VARIABLE
 from . import batches
 from . import declared as states_field
-from .checks import state_verdict
+from .checks import operator_state_verdict, state_verdict
 from .files import LONGEST, Savepoint, load_savepoint, share, write_savepoint
 from .rewrite import upgraded_states
 from .upgrade import Change, Upgrade
@@ -346,6 +346,8 @@ class _Operator(StateKind):
         snapshots = savepoint.operator_state.get(operator)
         if snapshots is None:
             raise ResumeError(f"savepoint {savepoint.path} has no state for the operator {operator!r}")
+        if not job.spec.checkpointed:  # what it held is dropped (check_restorable allowed it): its function keeps none
+            snapshots = [{}]
         write_restored_operator_state(storage, redistribute_snapshots(snapshots, job.parallelism))
 
 
@@ -387,11 +389,13 @@ def contents(job, batch: int | None = None) -> tuple:
     return document, operators, position, snap
 
 
-def check_restorable(savepoint: Savepoint, job, allow_non_restored_state: bool = False) -> Upgrade | None:
+def check_restorable(savepoint: Savepoint, job, allow_non_restored_state: bool = False) -> tuple:
     """Refuse in one line a savepoint taken of another graph, source, folder, key or output (the
-    restart's rule, parallelism aside): whatever it names is compared with the job it restores; its keyed
-    states are held against the function's by ``state_verdict``, whose ``Upgrade`` is returned (None: an
-    operator job's, or a savepoint that records no declared state)."""
+    restart's rule, parallelism aside): whatever it names is compared with the job it restores; its
+    operator's operator state and its keyed states are held against the function's by
+    ``operator_state_verdict`` and ``state_verdict``, whose ``Upgrade``s are returned: (the keyed states' (None:
+    an operator job's, or a savepoint that records no declared state), the operator state's (None: none held
+    or kept))."""
     where = f"savepoint {savepoint.path}"
     try:
         old = graph_at(JobGraph.from_json(savepoint.document["graph"]), job.parallelism)
@@ -408,12 +412,12 @@ def check_restorable(savepoint: Savepoint, job, allow_non_restored_state: bool =
     elsewhere = job.source.same_place(savepoint.manifest)
     if elsewhere is not None:
         raise ResumeError(f"{where} {elsewhere}; restore it with the job it was taken of")
-    if job.state_kind is not KEYED:
-        return None
     operator = job.stateful.step.name
-    if savepoint.operator_state.get(operator) and not job.spec.checkpointed:
-        raise ResumeError(f"{where} holds operator state of {operator}, whose function now keeps none (no "
-                          "initialize_state and snapshot_state); restore it with the function it was taken of")
+    held = operator_state_verdict(savepoint, job.spec, operator, allow_non_restored_state)
+    if held is not None and held.refusal is not None:
+        raise ResumeError(f"{where} {held.refusal}")
+    if job.state_kind is not KEYED:
+        return None, held
     keys = list(job.spec.key_names)
     if list(savepoint.document["key_names"]) != keys:
         raise ResumeError(f"{where} is keyed by {savepoint.document['key_names']!r:.100}, the job by {keys}")
@@ -431,14 +435,14 @@ def check_restorable(savepoint: Savepoint, job, allow_non_restored_state: bool =
         if columns != want:
             raise ResumeError(f"{where} holds latest rows with columns {columns!r:.120}, the job's output is "
                               f"{want!r:.120}; restore it with the job it was taken of")
-    return upgrade
+    return upgrade, held
 
 
-def prepare_restore(savepoint: Savepoint, job, upgrade: Upgrade | None = None) -> dict:
+def prepare_restore(savepoint: Savepoint, job, upgrade: Upgrade | None = None, held: Upgrade | None = None) -> dict:
     """Lay out the fresh folder of ``job`` restored at its parallelism: the source's position (a folder's
-    splits redistributed, a table's greatest key read), and its state (``upgrade``: what
+    splits redistributed, a table's greatest key read), and its state (``upgrade``, ``held``: what
     ``check_restorable`` returned). Returns the switch event's details (states dropped and widened among
-    them)."""
+    them, operator states dropped)."""
     details = []
     for name, source, root, own in _source_inputs(job, savepoint.manifest):
         snapshots = savepoint.operator_state.get(name)
@@ -459,6 +463,8 @@ def prepare_restore(savepoint: Savepoint, job, upgrade: Upgrade | None = None) -
             if row.verdict is not Change.CARRIED:
                 changed.setdefault(f"states_{row.verdict}", []).append(row.state)
         detail.update(sorted(changed.items()))
+    if held is not None and held.dropped:
+        detail["operator_states_dropped"] = list(held.dropped)
     if job.state_kind is KEYED and not savepoint.base:
         detail["keys"] = savepoint.document["files"]["keyed-state.parquet"].get("rows")
     return detail

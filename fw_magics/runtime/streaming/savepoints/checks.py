@@ -27,13 +27,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ....api.checkpointed import declared_modes
 from ....api.state import StateKind
 from ....errors import ResumeError
 from ..keyed.changelog import KIND, ROW, SEQ, STATE, STATE_ROW
 from ..keyed.keys import normal
 from ..keyed.spark_hash import partition as spark_partition
 from .declared import FIELD, parse
-from .upgrade import verdict
+from .upgrade import operator_verdict, verdict
 
 #: The keys of a base file whose partition and order are checked (the first and last of each state batch).
 SAMPLE_KEYS = 256
@@ -273,3 +274,19 @@ def state_verdict(savepoint, spec, allow_non_restored_state: bool = False, opera
         if problem is not None:
             raise ResumeError(f"{where} {problem}")
     return verdict(recorded, declared, allow_non_restored_state, operator)
+
+
+def operator_state_verdict(savepoint, spec, operator: str, allow_non_restored_state: bool = False):
+    """The one verdict on the operator state a savepoint holds of ``operator`` (its step's name) against
+    ``spec``'s function (``upgrade.operator_verdict``: the modes its ``initialize_state`` asks for, learned on a
+    copy, ``api.checkpointed.declared_modes``), which ``check_restorable`` and ``fw.check_savepoint`` ask; None
+    when the savepoint holds none of it and the function keeps none."""
+    from ....state.snapshots import subtask_modes
+
+    snapshots = savepoint.operator_state.get(operator)
+    recorded = subtask_modes(snapshots, f"savepoint {savepoint.path}'s {operator}") if snapshots else {}
+    declared = declared_modes(spec.function) if spec.checkpointed else None
+    if not recorded and declared is None:
+        return None
+    return operator_verdict(recorded, declared, allow_non_restored_state, operator,
+                            getattr(spec.function, "undeclared_state_mode", None))

@@ -20,6 +20,12 @@ whether the stored states change form (a struct's fields are stored by position,
 are removed), and ``upgrade(doc)`` is that change for one key's state document, pure JSON to JSON.
 Widening needs no rewrite: a JSON number is the same for int and long, float and double.
 
+An operator's **operator state** (a ``CheckpointedFunction``'s list, union list and broadcast states) gets its
+own rows from ``operator_verdict``, by name and mode (what the savepoint's snapshots hold, what the restoring
+function's ``initialize_state`` asks for): ``carried`` (the same mode; or not asked for: restored into the
+store and saved again, as Flink does), ``new``, ``refused`` (another mode: the store would refuse it in the
+tasks), and, for a function that keeps no operator state any more, ``refused`` or ``dropped`` with the flag.
+
 Pure: pyarrow types only, no Spark session.
 """
 
@@ -47,7 +53,7 @@ class Change(str, enum.Enum):
 @dataclass(frozen=True)
 class Row:
     """One state's verdict: its name, what was recorded and what is declared now (in words, "" for none),
-    the change, and why it is refused ("" otherwise)."""
+    the change, and why it is refused (or how a state nothing declares now is carried; "" otherwise)."""
 
     state: str
     recorded: str
@@ -229,3 +235,40 @@ def verdict(recorded: dict, now: dict, allow_non_restored_state: bool = False,
             convert[(StateKind(str(was[0])), name)] = one
         rows.append(Row(name, before, after, Change.WIDENED if widened else Change.CARRIED))
     return Upgrade(rows, operator, tuple(dropped), convert)
+
+
+#: An operator state's mode in words ("recorded" and "now" in ``fw.check_savepoint``'s table).
+OPERATOR_KINDS = {"split": "operator list state", "union": "operator union list state",
+                  "broadcast": "operator broadcast state"}
+
+
+def operator_verdict(recorded: dict, declared: dict | None, allow_non_restored_state: bool = False,
+                     operator: str = "the function", other_mode: str | None = None) -> Upgrade:
+    """Each operator state of ``recorded`` (name -> mode: what a savepoint's snapshots of ``operator`` hold) and
+    ``declared`` (name -> mode: what the restoring function's ``initialize_state`` asks for; None: the function
+    keeps no operator state), in name order. ``other_mode``: the mode of a state the function keeps by any
+    name without asking for it in ``initialize_state`` (a broadcast input's broadcast states)."""
+    rows, dropped = [], []
+    for name in sorted(set(recorded) | set(declared or {})):
+        was, is_ = recorded.get(name), (declared or {}).get(name)
+        before, after = OPERATOR_KINDS.get(was, ""), OPERATOR_KINDS.get(is_, "")
+        if declared is None:
+            if allow_non_restored_state:
+                dropped.append(name)
+                rows.append(Row(name, before, after, Change.DROPPED))
+            else:
+                rows.append(Row(name, before, after, Change.REFUSED, "no longer keeps (its function has no "
+                                "initialize_state and snapshot_state; allow_non_restored_state=True drops it)"))
+        elif was is None:
+            rows.append(Row(name, before, after, Change.NEW))
+        elif is_ is None and was == other_mode:
+            rows.append(Row(name, before, OPERATOR_KINDS[was], Change.CARRIED))
+        elif is_ is None:
+            rows.append(Row(name, before, after, Change.CARRIED, "initialize_state does not ask for it: restored "
+                            "into the store and saved again, as in Flink"))
+        elif was != is_:
+            rows.append(Row(name, before, after, Change.REFUSED, f"asks for as {after} (another mode; a state "
+                            "keeps its mode across a restore)"))
+        else:
+            rows.append(Row(name, before, after, Change.CARRIED))
+    return Upgrade(rows, operator, tuple(dropped))
