@@ -151,7 +151,9 @@ def test_keyed_operator_state_on_random_records_matches_the_reference_at_any_par
     _check_round_trip(area, f"kr{next(EXAMPLES)}", first, second, third, p_new, written_at)
 
 
-def test_a_two_input_function_keeps_operator_state_and_batch_mode_refuses_it_in_one_line(area):
+def _handshake(area):
+    """A Handshake job over two folders at 2 (mode batch refused first) and its savepoint: (the stream, the
+    savepoint's path, its operator state, each record where the rule puts it)."""
     area.write([(1, 1, 0), (2, 2, 0)], "h-a")
     area.write([(1, 5, 0), (3, 7, 0)], "h-b", names=("key", "w", "ts"))
     first = fw.from_files(area.source("h-a"), "parquet", functions.SCHEMA)
@@ -172,6 +174,16 @@ def test_a_two_input_function_keeps_operator_state_and_batch_mode_refuses_it_in_
     for side, k, v in [(1, 1, 1), (1, 2, 2), (2, 1, 5), (2, 3, 7)]:
         expected[partition((k,), (True,), 2)].append([side, k, v])
     assert _sorted(state, "seen") == [sorted(e) for e in expected]
+    return op, path, state
+
+
+def test_a_two_input_function_keeps_operator_state_and_batch_mode_refuses_it_in_one_line(area):
+    _handshake(area)
+
+
+@pytest.mark.extended  # a second restore of the same kind of job: make test keeps the one above
+def test_a_two_input_functions_operator_state_written_back_from_its_tables_restores_at_three(area):
+    op, path, state = _handshake(area)
     # its savepoint read as tables and written back (issue 50), restored at 3: the units where the rule puts them
     reader = fw.read_savepoint(path)
     written = fw.write_savepoint(op, path + "-tables", keyed_state=reader.keyed_state(), from_savepoint=path,
