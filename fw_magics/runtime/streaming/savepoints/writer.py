@@ -92,9 +92,10 @@ def write_savepoint(stream, path, keyed_state=None, parallelism=None, from_savep
     graph, source = graph_at(stream.job_graph(), parallelism), source_of(stream)
     if base is not None:
         _check_same_job(base, stream, graph, source)
-    # asked before any Spark job: a source that cannot say (a table's changes), or a server down, is one line first
-    position = source.position_at(positions == "now") if base is None else None
     replaced = operator_snapshots(stream, operator_state, parallelism, base)
+    # asked before the keyed state's Spark jobs: a source that cannot say (a table's changes), or a server down, is
+    # one line before them
+    position = source.position_at(positions == "now") if base is None else None
     if keyed:
         typed = {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
         frame = _checked_frame(keyed_state, stream.spark, spec, typed, _required_keys(stream))
