@@ -64,7 +64,7 @@ def _stream(area):
 @pytest.fixture(scope="module")
 def taken(spark, tmp_path_factory):
     """The savepoint of the Tally job over BACKLOG then FRESH, its stream, what job.state() read just before
-    it was taken (info, keyed_state rows, timers rows), and the job's area (the job stopped)."""
+    it was taken (info, keyed_state rows, timers rows), and the job's area (the job stopped, LATER written since)."""
     area = Area(tmp_path_factory.mktemp("reader"))
     with _two_partitions(spark):
         for rows in BACKLOG:
@@ -77,17 +77,17 @@ def taken(spark, tmp_path_factory):
             live = job.state()
             rows = (live.info, sorted(live.keyed_state().collect()), sorted(live.timers().collect()))
             path = job.savepoint()
+    area.write(_table(LATER), "tally")  # after the savepoint's files: read by the job's next run and by a restore
     return path, stream, rows, area
 
 
 @pytest.fixture(scope="module")
 def history(spark, taken, request):
-    """The job of ``taken`` started again and LATER read: what job.state(batch=N) read at FRESH's batch (of the
+    """The job of ``taken`` started again, reading LATER: what job.state(batch=N) read at FRESH's batch (of the
     query's earlier run) and at LATER's, state_changes between them, and a refused batch (only the cases that
     ask for it pay for the second run: not the extended ones)."""
     _, stream, (info, *_), area = taken
     with _two_partitions(spark), stream.start(job_dir=area.jobs, job_name="tally", trigger=TRIGGER) as job:
-        area.write(_table(LATER), "tally")
         job.process_all_available()
         first, last = info["batch"], job.state().info["batch"]
         history = {"batches": (first, last), "changes": job.state_changes(first, last).collect(),
