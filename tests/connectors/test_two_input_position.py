@@ -20,8 +20,8 @@ from fw_magics.connectors.files.manifest import Manifest
 from fw_magics.connectors.two_inputs.source import ConnectedSource
 from fw_magics.errors import FullWindowError
 from tests.connectors.test_registry import FILES, SCHEMA, TABLE
+from tests.connectors.test_table_position import UNREACHABLE
 
-UNREACHABLE = "postgresql://fw@127.0.0.1:1/postgres"
 CHANGES = {"source": "table_changes", "streaming": True, "url": UNREACHABLE, "table": "rates", "keys": ["k"],
            "event_time": "ts", "delay_ms": 0, "on_late": "drop", "label": "rates", "partitions": 4, "backlog": True}
 
