@@ -320,6 +320,11 @@ class Composite(Source):
             raise error(f"the source position {where} is not one of {count} inputs' positions fw-magics wrote")
         return doc[cls.PARTS]
 
+    def position_at(self, now: bool) -> dict:
+        """Each input's own ``position_at``, joined as its savepoints' positions are (``{PARTS: [...]}``): a
+        bootstrapped two-input job reads each input from its beginning, or after what each holds now."""
+        return self.joined([source.position_at(now) for source in self.inputs])
+
     def position_fields(self, position: dict) -> dict:
         return {}  # each input's position says what was read
 

@@ -50,16 +50,93 @@ def test_now_over_a_server_that_cannot_be_reached_is_one_line_naming_the_table()
     assert "\n" not in str(refused.value)
 
 
-@pytest.mark.parametrize("now", [False, True])
-def test_a_table_changes_source_refuses_either_in_one_line_naming_the_table(now):
-    source = ChangesSource({"url": UNREACHABLE, "table": "rates", "keys": ["k"], "event_time": None,
-                            "delay_ms": None}, SCHEMA)
+#: A changes source's records: the table's columns, then each change's own (``values.changes``).
+CHANGES = T.StructType(SCHEMA.fields + [T.StructField("op", T.StringType()), T.StructField("lsn", T.LongType()),
+                                        T.StructField("seq", T.IntegerType()),
+                                        T.StructField("commit_time", T.TimestampType())])
+
+
+def _changes(url: str, table: str) -> ChangesSource:
+    return ChangesSource({"url": url, "table": table, "keys": ["k"], "event_time": None, "delay_ms": None}, CHANGES)
+
+
+def test_a_table_changes_source_s_beginning_is_no_slot_yet_and_now_is_one_line_naming_the_table():
+    """Their beginning asks the server nothing and holds no slot (a restore makes the job's, below): every check a
+    savepoint's load makes passes; "now" (a slot made at the write, left behind by a failed write) is one line."""
+    source = _changes(UNREACHABLE, "rates")
+    position = source.position_at(now=False)
+    assert position == {"format": 1, "table": "rates", "slot": None, "lsn": None, "rows": None}
+    assert ChangesSource.check_position(position, "written", AssertionError) == position
+    fields = source.position_fields(position)
+    assert fields == {"read_lsn": None}
+    accepted, ok = ChangesSource.POSITION_FIELDS["read_lsn"]
+    assert ok(fields["read_lsn"]) and accepted.startswith("null (nothing read yet) or an LSN")
+    ChangesSource.check_position_fields(fields, position, "written", AssertionError)
+    for parallelism in (1, 2, 3):
+        ChangesSource.check_splits(source.position_snapshots(position, parallelism), position, "written",
+                                   AssertionError)
+    assert source.same_place(position) is None
+    assert ChangesSource.position_in_words(position) == "changes of table 'rates' not read yet (a restore makes its slot)"
     with pytest.raises(FullWindowError) as refused:
-        source.position_at(now)
+        source.position_at(now=True)
     assert str(refused.value) == (
-        "write_savepoint without from_savepoint over the changes of 'rates': their position is a replication slot "
-        "made at a snapshot, which a savepoint written from tables does not hold; accepted: from_savepoint=a "
-        "savepoint of the job (taken after its first micro-batch)")
+        "write_savepoint(positions='now') over the changes of 'rates': 'now' would be a replication slot made at the "
+        "write, left on the server (keeping its log) if the write failed; accepted: positions='beginning' (the "
+        "restored job makes its slot at its start: the table's snapshot, then its changes) or from_savepoint=a "
+        "savepoint of the job")
+
+
+@pytest.mark.parametrize("doc", [
+    {"format": 1, "table": "rates", "slot": None, "lsn": "0/15", "rows": None},  # an LSN without its slot
+    {"format": 1, "table": "rates", "slot": "fw_sp_0a", "lsn": None, "rows": None},  # a slot without its LSN
+    {"format": 1, "table": "rates", "slot": None, "lsn": None, "rows": 3},
+    {"format": 1, "table": "rates", "slot": None, "lsn": None, "rows": None, "unread": True},
+])
+def test_a_position_half_unread_is_refused_in_one_line(doc):
+    with pytest.raises(AssertionError, match=r"^the table changes source's position written is not one fw-magics "
+                                             r"wrote \(format 1\)$"):
+        ChangesSource.check_position(doc, "written", AssertionError)
+
+
+def test_a_job_s_own_position_file_must_name_its_slot(tmp_path):
+    """The position of nothing read is a savepoint's only: a job's ``source/changes.json`` without a slot is refused."""
+    from fw_magics.connectors.postgres_cdc.source import ChangesPosition
+    from fw_magics.errors import JobStorageError
+
+    ChangesPosition(str(tmp_path)).write({"format": 1, "table": "rates", "slot": None, "lsn": None, "rows": None})
+    with pytest.raises(JobStorageError, match="is not one fw-magics wrote"):
+        ChangesPosition(str(tmp_path)).read()
+
+
+def test_restoring_a_table_changes_source_s_beginning_makes_the_job_s_slot_at_a_snapshot_read_first(postgres,
+                                                                                                   tmp_path):
+    """The restore of an unread position lays the job out as a first start without a backlog does: its slot made
+    at one snapshot of the table (the rows present, staged in its folder), the stream to read them first
+    (``unread``), then the changes after the slot's consistent point. Nothing was on the server before."""
+    import pyarrow.parquet as pq
+
+    from fw_magics.connectors.postgres_cdc import slot as slots
+    from fw_magics.connectors.postgres_cdc.source import ChangesPosition, drop_slot
+
+    name = f"unread_{uuid.uuid4().hex[:8]}"
+    postgres.sql(f"CREATE TABLE {name} (k bigint PRIMARY KEY, v bigint)")
+    root = str(tmp_path / "job")
+    try:
+        postgres.sql(f"INSERT INTO {name} VALUES (%s, %s)", [(1, 10), (2, 20), (3, 30)])
+        source = _changes(postgres.url, name)
+        position = source.position_at(now=False)
+        assert slots.status(postgres.url, slots.slot_name(root)) is None
+        for parallelism in (1, 3):
+            assert source.restore_position(root, source.position_snapshots(position, 2), position, parallelism) == {}
+            laid = ChangesPosition(root).read()
+            assert (laid["slot"], laid["rows"], laid["unread"]) == (slots.slot_name(root), 3, True)
+            assert slots.status(postgres.url, laid["slot"]) is not None
+            staged = pq.read_table(ChangesPosition(root).snapshot).select(["k", "v"]).to_pylist()
+            assert sorted((r["k"], r["v"]) for r in staged) == [(1, 10), (2, 20), (3, 30)]
+        assert "holds the replication slot" in source.kept_on_server(root)
+    finally:
+        drop_slot(postgres.url, slots.slot_name(root))
+        postgres.sql(f"DROP TABLE {name}")
 
 
 #: Steps on the table: ("insert", n rows) or ("delete", the i-th present row, counted modulo how many there are).

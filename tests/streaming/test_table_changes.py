@@ -221,22 +221,70 @@ def test_a_bad_changes_argument_is_one_line_naming_the_table_and_what_to_do(post
     assert postgres.sql("SELECT count(*) FROM pg_replication_slots") == slots  # nothing made on the server
 
 
-def test_a_savepoint_written_from_tables_without_from_savepoint_is_one_line_before_anything_runs(orders, area, spark):
-    """A table's changes cannot start at their beginning or now in a written savepoint (their position is a slot made
-    at a snapshot): refused in one line before the frame is checked (no Spark job), nothing written, no slot made."""
+def test_a_savepoint_written_from_tables_now_is_one_line_before_anything_runs(orders, area, spark):
+    """A table's changes cannot start "now" in a written savepoint (that position would be a slot made at the write):
+    refused in one line before the frame is checked (no Spark job), nothing written, no slot made."""
     import os
 
     stream = orders.source().key_by("id").reduce(lambda a, b: b)
     frame = spark.createDataFrame([], "id bigint")  # refused before its columns are looked at
     before = orders.slots()
-    for positions in ("beginning", "now"):
-        with pytest.raises(fw.FullWindowError) as refused:
-            fw.write_savepoint(stream, area.jobs + "/boot", keyed_state=frame, positions=positions)
-        assert str(refused.value) == (
-            f"write_savepoint without from_savepoint over the changes of {orders.name!r}: their position is a "
-            "replication slot made at a snapshot, which a savepoint written from tables does not hold; accepted: "
-            "from_savepoint=a savepoint of the job (taken after its first micro-batch)")
+    with pytest.raises(fw.FullWindowError) as refused:
+        fw.write_savepoint(stream, area.jobs + "/boot", keyed_state=frame, positions="now")
+    assert str(refused.value) == (
+        f"write_savepoint(positions='now') over the changes of {orders.name!r}: 'now' would be a replication slot "
+        "made at the write, left on the server (keeping its log) if the write failed; accepted: "
+        "positions='beginning' (the restored job makes its slot at its start: the table's snapshot, then its "
+        "changes) or from_savepoint=a savepoint of the job")
     assert not os.path.exists(area.jobs + "/boot") and orders.slots() == before
+
+
+class Seen(fw.KeyedProcessFunction):
+    """Each change counted per key: op, amount and the key's count so far."""
+
+    schema = "op string, amount double, n long"
+
+    def open(self, ctx):
+        self.n = ctx.get_state(fw.ValueStateDescriptor("n", "long"))
+
+    def process_element(self, record, ctx):
+        self.n.update((self.n.value() or 0) + 1)
+        yield record.op, record.amount, self.n.value()
+
+
+@pytest.mark.extended  # a restore over a table's changes
+def test_a_savepoint_written_from_tables_at_the_beginning_restores_as_a_fresh_start_over_the_written_counts(
+        orders, area, spark):
+    """Per-key counts written with ``positions="beginning"`` (no slot: nothing is made on the server by the
+    write); changes committed after the write and before the restore are in the table's snapshot the restore
+    makes its slot at, read first, then the changes after it: each key's count is the written one plus what its
+    snapshot and changes gave it, each record read once, as a fresh start reads them."""
+    orders.run(f"ALTER TABLE {orders.name} REPLICA IDENTITY FULL", *insert(orders, [(1, "ann", 10.0), (2, "bob", 20.0)]))
+    stream = orders.source().key_by("id").process(Seen())
+    before = orders.slots()
+    written = fw.write_savepoint(stream, area.jobs + "/written", keyed_state=spark.createDataFrame(
+        [(1, 5), (9, 2)], "id bigint, n bigint"), parallelism=2)
+    saved = fw.load_savepoint(written)
+    assert orders.slots() == before and saved.document["read_lsn"] is None
+    assert f"changes of table {orders.name!r} not read yet" in repr(saved)
+    orders.run(f"UPDATE {orders.name} SET amount = 11 WHERE id = 1", *insert(orders, [(3, "cy", 30.0)]))
+    job = stream.start(job_dir=area.jobs, job_name="boot", trigger=TRIGGER, from_savepoint=written, parallelism=3)
+    try:
+        job.process_all_available()  # the snapshot: 1 (as updated), 2, 3
+        orders.run(f"DELETE FROM {orders.name} WHERE id = 2", f"UPDATE {orders.name} SET amount = 12 WHERE id = 1")
+        job.process_all_available()
+        counts = {r["id"]: r["n"] for r in job.state().keyed_state().collect()}
+        log = job.changelog()
+        read = sum(e["input_rows"] for e in job.events() if e["type"] == "micro_batch")
+        assert any(slot.startswith("fw_boot_") for slot in orders.slots())  # the restore's own, as a first start's
+    finally:
+        job.stop()
+    seen = {1: ["insert", "update_before", "update_after"], 2: ["insert", "delete"], 3: ["insert"]}
+    assert counts == {1: 5 + 3, 2: 2, 3: 1, 9: 2}
+    assert read == sum(map(len, seen.values()))
+    changes = log[log["batch"] >= 0]
+    assert {k: [op for _, op in sorted(zip(changes[changes["id"] == k]["n"], changes[changes["id"] == k]["op"]))]
+            for k in seen} == seen  # in commit order: each key's count
 
 
 def test_a_server_without_wal_level_logical_is_one_line_saying_how_to_set_it(spark):

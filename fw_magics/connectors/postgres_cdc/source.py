@@ -12,7 +12,11 @@ micro-batch committed. Each record is the row's columns, then ``op``, ``lsn``, `
 The position (``source/changes.json``, :class:`ChangesPosition`) is the LSN read through, the slot and the
 publication; a savepoint keeps a copy of the slot (``saved_position``), from which each restore copies its
 own, and every copy reads through the publication made at the first start (``datasource``: one made later
-is not there for the changes written before it).
+is not there for the changes written before it). A savepoint written from tables (``fw.write_savepoint(...,
+positions="beginning")``) holds the position of nothing read (``unread_position``: no slot, no LSN): its restore
+makes the job's slot at its start as a first start does (``record``), and its stream reads that snapshot, then
+the changes, over the written state. ``positions="now"`` is refused: it would be a slot made at the write,
+left on the server (keeping its log) by a write that failed.
 """
 
 from __future__ import annotations
@@ -41,6 +45,17 @@ from . import slot as slots
 #: Rows per staged Parquet file of the snapshot (the backlog's Spark batch reads them in parallel).
 STAGED_ROWS = 250_000
 _SLOT = re.compile(r"fw_[a-z0-9_]{1,60}")
+
+
+def unread_position(table: str) -> dict:
+    """The position of nothing read of ``table``'s changes (a savepoint written with ``positions="beginning"``): no
+    slot yet; a restore makes its job's at its start, as a first start does."""
+    return {"format": 1, "table": table, "slot": None, "lsn": None, "rows": None}
+
+
+def is_unread(doc) -> bool:
+    """Whether a savepoint's position ``doc`` is ``unread_position``'s, exactly (half of it is no position)."""
+    return isinstance(doc, dict) and isinstance(doc.get("table"), str) and doc == unread_position(doc["table"])
 
 
 def check_changes_position(doc, where: str, error) -> dict:
@@ -92,7 +107,8 @@ class ChangesSource(OneInput):
     kind = "table_changes"
     PLACE = "table"
     POSITION_FIELDS = {
-        "read_lsn": ("an LSN as PostgreSQL writes it, e.g. '0/1505B58'", lambda v: lsn_value(v) is not None),
+        "read_lsn": ("null (nothing read yet) or an LSN as PostgreSQL writes it, e.g. '0/1505B58'",
+                     lambda v: v is None or lsn_value(v) is not None),
     }
 
     def __init__(self, detail: dict, schema):
@@ -266,12 +282,15 @@ class ChangesSource(OneInput):
                 "publication": doc.get("publication", doc["slot"])}
 
     def position_at(self, now: bool) -> dict:
-        """Refused: its position is a replication slot, made on the server at one snapshot of the table; a savepoint
-        written from tables would have to make one before it is written (left on the server if the write failed)."""
-        raise FullWindowError(f"write_savepoint without from_savepoint over the changes of {self.table!r}: their "
-                              "position is a replication slot made at a snapshot, which a savepoint written from "
-                              "tables does not hold; accepted: from_savepoint=a savepoint of the job (taken "
-                              "after its first micro-batch)")
+        """Nothing read (``unread_position``: no slot; its restore makes one), asking the server nothing. ``now`` is
+        refused: its position would be a slot made at the write, which a failed write would leave on the server."""
+        if now:
+            raise FullWindowError(f"write_savepoint(positions='now') over the changes of {self.table!r}: 'now' would "
+                                  "be a replication slot made at the write, left on the server (keeping its log) if "
+                                  "the write failed; accepted: positions='beginning' (the restored job makes its slot "
+                                  "at its start: the table's snapshot, then its changes) or from_savepoint=a "
+                                  "savepoint of the job")
+        return unread_position(self.table)
 
     def position_fields(self, position: dict) -> dict:
         return {"read_lsn": position["lsn"]}
@@ -285,11 +304,16 @@ class ChangesSource(OneInput):
         return None  # the slot has moved past what was read: W is the job's own
 
     def restore_position(self, root: str, snapshots: list[dict], position: dict, parallelism: int) -> dict:
-        """A restored job reads the changes after the savepoint's LSN, from its own copy of the savepoint's slot."""
+        """A restored job reads the changes after the savepoint's LSN, from its own copy of the savepoint's slot; of
+        a savepoint that read nothing (``is_unread``), the table's snapshot then its changes, from a slot made now
+        at that snapshot, as a first start reads them (``record``, its stream reading the snapshot first)."""
         units = [u for s in snapshots for u in s.get(SPLITS, {}).get("units", [])]
         if units != [{"table": self.table, "lsn": position["lsn"]}]:
             raise FullWindowError(f"the savepoint's source state {units!r:.120} is not the changes of {self.table!r} "
                                   f"read through {position['lsn']}")
+        if is_unread(position):
+            self.record(root, backlog=False)
+            return {}
         slots.check_usable(self.url, self.table, position["slot"])
         name = slots.slot_name(root)
         _reached(lambda: slots.copy_slot(self.url, position["slot"], name), self.url, self.table)
@@ -303,10 +327,13 @@ class ChangesSource(OneInput):
 
     @classmethod
     def check_position(cls, doc, where: str, error) -> dict:
-        return check_changes_position(doc, where, error)
+        """A slot's LSN read through (``check_changes_position``), or nothing read yet (``is_unread``)."""
+        return doc if is_unread(doc) else check_changes_position(doc, where, error)
 
     @classmethod
     def position_in_words(cls, position: dict) -> str:
+        if position.get("lsn") is None:
+            return f"changes of table {position.get('table')!r} not read yet (a restore makes its slot)"
         return f"changes of table {position.get('table')!r} read through LSN {position.get('lsn')}"
 
     @classmethod

@@ -21,7 +21,10 @@ and each written key's pending timers (a key the table drops loses its timers wi
 the inputs are at their beginning (``positions="beginning"``: every file or row present is read by the
 restored stream) or read (``positions="now"``: every file present now, a table's rows through its greatest
 ``order_by`` now, count as read), W is unset; only a source that can say so (``Source.position_at``: a folder,
-a PostgreSQL table) is accepted. The savepoint has no base files and no
+a PostgreSQL table, each input of two; a table's changes at their beginning only: no slot, its restore makes
+one) is accepted. The operator state ``operator_state`` leaves out is empty, as Flink's State Processor API
+leaves an operator it writes nothing for (a broadcast input's state too: with "beginning" its records are read
+again and fill it). The savepoint has no base files and no
 output rows (a restored job's latest results start empty); the files and ``savepoint.json`` are those
 ``job.savepoint()`` writes, loaded and checked by a restore as any other.
 """
