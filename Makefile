@@ -31,14 +31,14 @@ demo: deps
 	$(PY) -m fw_magics.teaching.demo
 
 # Lint (ruff), then the suite on the embedded classic Spark; what takes longest, and the Spark Connect
-# run, are left to test-extended (below). Two pytest processes side by side (scripts/side_by_side.py): the
-# cases that use the run's Spark session in one, shown as they run, the others (about 1,200 cases, 1.5
-# minutes alone) in the other, their output at the end; one process left a third of the cores idle.
-# TEST_WORKERS=N (N > 1) instead runs the whole suite on N pytest-xdist workers, each with its own Spark
-# session (tests/scheduling.py says how the tests are shared out, the longest first).
-TEST_WORKERS ?= 1
-# TEST_THEN=COMMAND: a shell command make test's second lane runs after its cases (.ci/run: the cluster run,
-# which fills the cores the Spark lane leaves idle; scripts/side_by_side.py --then)
+# run, are left to test-extended (below). How the cases share the cores is decided here, once:
+# * TEST_WORKERS=N (default 2): N pytest-xdist workers, each with its own Spark session (tests/scheduling.py
+#   says how the cases are shared out, the longest first). Two took 9:50 where one Spark session beside the
+#   others took 11:15: the Spark cases are bound by CPU and one session leaves a fifth of the cores idle.
+# * TEST_THEN=COMMAND (.ci/run: the cluster run): two pytest processes side by side (scripts/side_by_side.py),
+#   the cases that use the run's Spark session in one, the others in the second lane, which then runs COMMAND:
+#   its JVMs take the share the Spark lane leaves idle. TEST_WORKERS=1 is that layout without a COMMAND.
+TEST_WORKERS ?= 2
 TEST_THEN ?=
 # JUNIT_DIR=DIR: each pytest run also writes DIR/<run>.xml (.ci/run reads them for its closing table)
 JUNIT_DIR ?=
@@ -46,8 +46,10 @@ junit = $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/$(1).xml)
 side_by_side = $(PY) scripts/side_by_side.py $(1) "$(2)" "$(JUNIT_DIR)" $(3) --
 test: deps
 	$(PY) -m ruff check --no-cache .
-ifeq ($(TEST_WORKERS),1)
-	$(call side_by_side,test,not cluster and not extended,$(if $(TEST_THEN),--then "$(TEST_THEN)"))
+ifneq ($(TEST_THEN),)
+	$(call side_by_side,test,not cluster and not extended,--then "$(TEST_THEN)")
+else ifeq ($(TEST_WORKERS),1)
+	$(call side_by_side,test,not cluster and not extended)
 else
 	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended" -n $(TEST_WORKERS) --durations=30 $(call junit,test)
 endif
