@@ -332,7 +332,7 @@ class ChangesSource(OneInput):
 
     @classmethod
     def position_in_words(cls, position: dict) -> str:
-        if position.get("lsn") is None:
+        if is_unread(position):
             return f"changes of table {position.get('table')!r} not read yet (a restore makes its slot)"
         return f"changes of table {position.get('table')!r} read through LSN {position.get('lsn')}"
 
