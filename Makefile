@@ -40,6 +40,13 @@ demo: deps
 #   its JVMs take the share the Spark lane leaves idle. TEST_WORKERS=1 is that layout without a COMMAND.
 TEST_WORKERS ?= 2
 TEST_THEN ?=
+# Every JVM a test run starts through spark-submit (each pytest's Spark, each kernel's, each killed driver's,
+# the browser's lab kernels', the Connect run's server, the cluster run's drivers and Connect server; all read
+# SPARK_SUBMIT_OPTS) compiles with C1 only and collects with the serial collector. A test's JVM never earns back
+# C2's compile time (every case plans and generates new code), and on 2 cores C2's threads and G1's take the CPU
+# the tests need: the same cases took 25-30% less CPU (docs/benchmarks.md, "Test JVMs"). Behaviour is the JVM's
+# own either way; a user's Spark keeps Java's defaults. The cluster's master, workers and executors keep them too.
+TEST_JVMS = SPARK_SUBMIT_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC $$SPARK_SUBMIT_OPTS"
 # JUNIT_DIR=DIR: each pytest run also writes DIR/<run>.xml (.ci/run reads them for its closing table)
 JUNIT_DIR ?=
 junit = $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/$(1).xml)
@@ -47,11 +54,11 @@ side_by_side = $(PY) scripts/side_by_side.py $(1) "$(2)" "$(JUNIT_DIR)" $(3) --
 test: deps
 	$(PY) -m ruff check --no-cache .
 ifneq ($(TEST_THEN),)
-	$(call side_by_side,test,not cluster and not extended,--then "$(TEST_THEN)")
+	$(TEST_JVMS) $(call side_by_side,test,not cluster and not extended,--then "$(TEST_THEN)")
 else ifeq ($(TEST_WORKERS),1)
-	$(call side_by_side,test,not cluster and not extended)
+	$(TEST_JVMS) $(call side_by_side,test,not cluster and not extended)
 else
-	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended" -n $(TEST_WORKERS) --durations=30 $(call junit,test)
+	$(TEST_JVMS) $(PY) -m pytest -p no:cacheprovider -m "not cluster and not extended" -n $(TEST_WORKERS) --durations=30 $(call junit,test)
 endif
 
 # What make test leaves out to stay under 12 minutes on a 2-core machine (CI runs it after make test):
@@ -66,19 +73,11 @@ endif
 # (through a variable of its own: make runs a recipe line that names $$(MAKE) even under make -n)
 SUBMAKE = $(MAKE) --no-print-directory
 test-extended: deps
-	$(SHORT_JVMS) $(call side_by_side,extended,extended,--then "$(SUBMAKE) test-extended-connect JUNIT_DIR=$(JUNIT_DIR)")
-# Every JVM of the classic extended run (its pytest's Spark, each kernel's, each killed driver's, the browser's
-# lab kernels': all start through spark-submit, which reads SPARK_SUBMIT_OPTS) compiles with C1 only: each is
-# short-lived over small data, and C2's compiler threads took a core from the tests on the 2-core VM. The same
-# job, start to end, took half the time on a loaded machine (docs/benchmarks.md, "Test JVMs"); behaviour is the
-# JVM's own either way. The Connect run's server (started by test-extended's second lane, so C1 only too) and the
-# cluster's JVMs live through their whole run: C1 only there was neither faster nor slower in one CI run
-# (docs/benchmarks.md, "CI"); the cluster keeps the default.
-SHORT_JVMS = SPARK_SUBMIT_OPTS="-XX:TieredStopAtLevel=1 $$SPARK_SUBMIT_OPTS"
+	$(TEST_JVMS) $(call side_by_side,extended,extended,--then "$(SUBMAKE) test-extended-connect JUNIT_DIR=$(JUNIT_DIR)")
 test-extended-classic: deps
-	$(SHORT_JVMS) $(call side_by_side,extended,extended)
+	$(TEST_JVMS) $(call side_by_side,extended,extended)
 test-extended-connect: deps
-	SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m connect --durations=10 $(call junit,extended-connect)
+	$(TEST_JVMS) SPARK_REMOTE="local[2]" $(PY) -m pytest -p no:cacheprovider -m connect --durations=10 $(call junit,extended-connect)
 
 # Everything CI runs: make test, then the extended cases and the cluster.
 test-all: test test-extended test-cluster
@@ -88,7 +87,7 @@ test-all: test test-extended test-cluster
 # after `make test` (docs/cluster.md says what it covers and what it costs).
 CLUSTER_RUN ?= cluster
 test-cluster: deps
-	$(PY) -m pytest -p no:cacheprovider -m cluster tests/cluster --durations=10 $(call junit,$(CLUSTER_RUN))
+	$(TEST_JVMS) $(PY) -m pytest -p no:cacheprovider -m cluster tests/cluster --durations=10 $(call junit,$(CLUSTER_RUN))
 
 lint: deps
 	$(PY) -m ruff check --no-cache .

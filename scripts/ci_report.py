@@ -8,6 +8,8 @@ XML files pytest wrote (``JUNIT_DIR``, see the Makefile), named after the pytest
 ``NAME.xml``, then ``NAME-*.xml``: see ``runs_of``), each with a ``.cpu``
 file beside it: how busy the machine's cores were over that run
 (tests/conftest.py), a share from 0 to 1. Only the standard library: it runs before and after the virtualenv exists.
+
+After the table, each run's slowest cases (``slowest``): where the next minute of CI is to be found.
 """
 
 from __future__ import annotations
@@ -82,5 +84,22 @@ def table(report: pathlib.Path) -> str:
     return "\n".join(lines)
 
 
+def slowest(report: pathlib.Path, count: int = 8) -> str:
+    """Each pytest run's ``count`` slowest cases (setup, call and teardown together), longest first."""
+    lines = []
+    for run in sorted(report.glob("*.xml")):
+        try:
+            cases = list(ET.parse(run).getroot().iter("testcase"))
+        except (OSError, ET.ParseError):
+            continue
+        timed = sorted(((float(c.get("time", 0) or 0), f"{c.get('classname', '')}::{c.get('name', '')}")
+                        for c in cases), reverse=True)[:count]
+        if timed:
+            lines.append(f"{run.stem}: its {len(timed)} slowest cases")
+            lines += [f"  {seconds:7.1f} s  {name}" for seconds, name in timed]
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     print(table(pathlib.Path(sys.argv[1])))
+    print(slowest(pathlib.Path(sys.argv[1])))

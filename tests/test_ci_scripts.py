@@ -59,3 +59,16 @@ def test_the_closing_table_has_a_row_per_run_and_the_run_s_own_wall_time(tmp_pat
     assert rows[2].startswith("| extended | **1 failed** | 78 passed") and rows[3].startswith("| extended-beside | passed")
     assert rows[4].startswith("| extended-connect | passed | 48 passed") and rows[5].startswith("| cluster | passed")
     assert rows[6] in ("| all of .ci/run | **failed** | | **50:00** | |", "| all of .ci/run | **failed** | | **50:01** | |")
+
+
+def test_the_slowest_cases_of_each_run_follow_the_table_longest_first(tmp_path):
+    (tmp_path / "extended.xml").write_text(
+        '<testsuites><testsuite tests="3">'
+        '<testcase classname="tests.a" name="test_quick" time="1.5"/>'
+        '<testcase classname="tests.b" name="test_slow" time="90.25"/>'
+        '<testcase classname="tests.c" name="test_middle" time="30"/>'
+        '</testsuite></testsuites>')
+    (tmp_path / "broken.xml").write_text("<testsuites>")  # cut short: left out, not a crash
+    lines = ci_report.slowest(tmp_path, count=2).splitlines()
+    assert lines == ["extended: its 2 slowest cases", "     90.2 s  tests.b::test_slow",
+                     "     30.0 s  tests.c::test_middle"]
