@@ -22,6 +22,7 @@ import fw_magics as fw
 from fw_magics.errors import ResumeError
 from fw_magics.runtime.streaming.keyed.spark_hash import partition
 from fw_magics.runtime.streaming.savepoints.files import load_savepoint
+from tests.examples import examples
 from tests.state import reference_state
 from tests.streaming import functions
 from tests.streaming.files import TRIGGER
@@ -144,7 +145,8 @@ rows = st.lists(st.tuples(st.integers(-20, 20), st.integers(-1000, 1000), st.jus
 
 
 @pytest.mark.extended  # several jobs per example: make test-extended
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(3),  # FW_EXAMPLES' share: the hand-picked round trip above runs too
+          deadline=None, suppress_health_check=list(HealthCheck))
 @given(first=rows, second=rows, third=rows, p_new=st.sampled_from([1, 3, 5]), written_at=st.sampled_from([2, 4]))
 def test_keyed_operator_state_on_random_records_matches_the_reference_at_any_parallelism(area, first, second, third,
                                                                                          p_new, written_at):
