@@ -6,7 +6,7 @@
     python -m benchmarks --only cdc [--table-rows N] [--changes C] [--runs R]   (a scratch PostgreSQL, wal_level=logical)
     python -m benchmarks --only live [--runs R]    (a burst of 300,000 fresh records with job.show() open vs without)
     python -m benchmarks --only cold [--runs R]    (fresh processes: embedded Spark against FW_SPARK_SHARED=1)
-    python -m benchmarks --only jvm [--runs R]     (fresh processes: a short job's JVM, default JIT against C1 only)
+    python -m benchmarks --only jvm [--runs R]     (fresh processes: a short job's JVM, Java's defaults against the test targets')
     python -m benchmarks --only keys [--keys 10000,1000000] [--backlog-records N] [--files F] [--runs R]
                                      [--references-up-to K]
     python -m benchmarks --only state_read [--keys 1000000] [--runs R]   (a savepoint's keyed state as columns)
@@ -266,7 +266,8 @@ def main() -> None:
         from benchmarks import short_jvms
 
         print(f"\nthe test suite's JVMs: a fresh process's short mixed job (300 records of backlog, one fresh file), "
-              f"default JIT against C1 only (make test-extended-classic); {args.runs} runs of each, in turns")
+              f"Java's defaults against C1 only, and C1 only with the serial GC (the Makefile's test targets); "
+              f"{args.runs} runs of each, in turns")
         short_jvms.print_table(short_jvms.run(args.runs))
     if "keys" in only:  # long (minutes per size): only when asked for
         from benchmarks import keys

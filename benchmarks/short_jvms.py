@@ -1,4 +1,5 @@
-"""What the test suite's JVMs pay: a fresh process's whole short job, C2 on (the JVM's default) against C1 only.
+"""What the test suite's JVMs pay: a fresh process's whole short job, Java's defaults against C1 only, and against
+C1 only with the serial collector (what every test target of the Makefile starts its JVMs with, ``TEST_JVMS``).
 
 ``python -m benchmarks --only jvm [--runs R]``. Each run launches a fresh Python process that imports
 fw-magics, starts its embedded Spark and runs a small keyed job in mixed mode to its end: a backlog
@@ -7,10 +8,13 @@ tutorial, a kill test's driver or a kernel test does, at the same size). Timed f
 the job's result, two ways in turns:
 
 * **default**: the JVM compiles hot code with C1, then C2 (tiered compilation);
-* **C1 only**: ``SPARK_SUBMIT_OPTS=-XX:TieredStopAtLevel=1``, as `make test-extended-classic` starts
-  every JVM of its run (spark-submit reads the variable; no other setting changes).
+* **C1 only**: ``SPARK_SUBMIT_OPTS=-XX:TieredStopAtLevel=1`` (spark-submit reads the variable; no other
+  setting changes);
+* **C1 only, serial GC**: ``-XX:TieredStopAtLevel=1 -XX:+UseSerialGC``, as every test target starts its JVMs.
 
-A process this short never earns back C2's compile time; on 2 cores C2's threads take the tests' CPU.
+A process this short never earns back C2's compile time; on 2 cores C2's threads take the tests' CPU. G1's
+threads cost little in a job this short; over a test file's minutes they cost more (docs/benchmarks.md,
+"Test JVMs").
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from benchmarks.against_flink import first_result_s
 from benchmarks.timing import print_runs_table
 
 C1_ONLY = "-XX:TieredStopAtLevel=1"
+SERIAL_GC = "-XX:+UseSerialGC"
 
 SHORT_JOB = """
 import tempfile, fw_magics as fw
@@ -59,12 +64,15 @@ print("rows", total, flush=True)
 
 def run(runs: int = 3) -> dict[str, list[float]]:
     base = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "FW_SPARK_MASTER", "FW_SPARK_SHARED")}
-    c1 = {**base, "SPARK_SUBMIT_OPTS": f"{C1_ONLY} {base.get('SPARK_SUBMIT_OPTS', '')}".strip()}
+    def opts(flags: str) -> dict[str, str]:
+        return {**base, "SPARK_SUBMIT_OPTS": f"{flags} {base.get('SPARK_SUBMIT_OPTS', '')}".strip()}
+
     command = [sys.executable, "-c", SHORT_JOB]
-    times: dict[str, list[float]] = {"default (C1 then C2)": [], "C1 only": []}
+    ways = {"default (C1 then C2)": base, "C1 only": opts(C1_ONLY), "C1 only, serial GC": opts(f"{C1_ONLY} {SERIAL_GC}")}
+    times: dict[str, list[float]] = {name: [] for name in ways}
     for _ in range(runs):
-        times["default (C1 then C2)"].append(first_result_s(command, env=base))
-        times["C1 only"].append(first_result_s(command, env=c1))
+        for name, env in ways.items():
+            times[name].append(first_result_s(command, env=env))
     return times
 
 
