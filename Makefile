@@ -45,8 +45,9 @@ TEST_THEN ?=
 # SPARK_SUBMIT_OPTS) compiles with C1 only and collects with the serial collector. A test's JVM never earns back
 # C2's compile time (every case plans and generates new code), and on 2 cores C2's threads and G1's take the CPU
 # the tests need: make test's cases took a quarter to a third less CPU, the extended ones (C1 only before) a tenth
-# (docs/benchmarks.md, "Test JVMs"). Behaviour is the JVM's own either way; a user's Spark keeps Java's defaults,
-# and so do the cluster's master, workers and executors.
+# (docs/benchmarks.md, "Test JVMs"). The cluster run's executors take the options of their driver
+# (scripts/cluster.py app_conf: a fifth less CPU for its cases). Behaviour is the JVM's own either way; a user's
+# Spark keeps Java's defaults, and so do the cluster's master and workers.
 TEST_JVMS = SPARK_SUBMIT_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC $$SPARK_SUBMIT_OPTS"
 # JUNIT_DIR=DIR: each pytest run also writes DIR/<run>.xml (.ci/run reads them for its closing table)
 JUNIT_DIR ?=

@@ -50,6 +50,14 @@ APP_CONF = {
 }
 
 
+def app_conf() -> dict[str, str]:
+    """``APP_CONF``, and the executors' JVMs started with the options of the application's driver:
+    ``SPARK_SUBMIT_OPTS`` as this process has it (make's test targets give their JVMs C1 only and the serial
+    collector, docs/benchmarks.md "Test JVMs"; the executors do most of the cluster run's work)."""
+    options = os.environ.get("SPARK_SUBMIT_OPTS", "").strip()
+    return {**APP_CONF, **({"spark.executor.extraJavaOptions": options} if options else {})}
+
+
 class ClusterError(RuntimeError):
     pass
 
@@ -310,7 +318,7 @@ def connect_start(state: str = DEFAULT_STATE, master: str = "local[2]", port: in
     connect_stop(state)
     port = port or free_port()
     log = os.path.join(state, "connect.log")
-    settings = {**APP_CONF, **(conf or {}), "spark.connect.grpc.binding.port": str(port),
+    settings = {**app_conf(), **(conf or {}), "spark.connect.grpc.binding.port": str(port),
                 "spark.connect.grpc.binding.address": "127.0.0.1", "spark.pyspark.python": sys.executable}
     cmd = [os.path.join(spark_home(), "bin", "spark-submit"), "--class", CONNECT_CLASS,
            "--name", "fw-magics connect server", "--master", master, "--driver-memory", "1g"]

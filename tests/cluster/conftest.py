@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -79,7 +80,7 @@ def backend_env(cluster=None, connect=None) -> dict[str, str]:
         env["SPARK_REMOTE"] = connect["url"]
     elif cluster is not None:
         env["FW_SPARK_MASTER"] = cluster["master"]
-        conf = " ".join(f"--conf {k}={v}" for k, v in cluster_script.APP_CONF.items())
+        conf = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in cluster_script.app_conf().items())
         env["PYSPARK_SUBMIT_ARGS"] = f"{conf} pyspark-shell"
     return env
 
