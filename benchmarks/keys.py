@@ -15,7 +15,10 @@ a keyed count-and-sum (an AggregateFunction with a typed accumulator) is timed:
   store's keys and each key's latest row since written by Spark's tasks), against writing every
   key's state row (the base's and the store's, one Parquet file) with ``DataFrame.write.parquet``;
 * **restore to first result**: ``start(from_savepoint=..., parallelism=p + 1)`` with one small
-  unread file waiting, to ``process_all_available()`` returning.
+  unread file waiting, to ``process_all_available()`` returning;
+* **read as a table** (issue 50): ``fw.read_savepoint(path).keyed_state()`` (every key's state as typed
+  columns, its base's and the store's) to a noop sink, against ``spark.read.parquet`` of the same typed
+  rows (written once by the reader beforehand), in turns.
 
 Above ``references_up_to`` keys (default ``REFERENCES_UP_TO``) the backlog's references are not run
 (hours on 2 cores); the fw-magics rows are.
@@ -228,8 +231,27 @@ def _one_size(spark, scratch: str, keys: int, records: int, files: int, parallel
     finally:
         restored.stop()
         sampler.mark(None)
+    result["read_s"], result["parquet_read_s"] = _read_as_table(spark, path, os.path.join(scratch, f"typed-{keys}"),
+                                                                 runs, sampler, keys)
     shutil.rmtree(source, ignore_errors=True)
     return result
+
+
+def _read_as_table(spark, savepoint: str, typed: str, runs: int, sampler: Sampler, keys: int) -> tuple[float, float]:
+    """The savepoint's keyed state read as typed columns (``keyed_state()``, to a noop sink) and the same rows
+    from Parquet (written once by the reader), medians in turns."""
+    import fw_magics as fw
+
+    reader = fw.read_savepoint(savepoint)
+    reader.keyed_state().write.mode("overwrite").parquet(typed)
+    sampler.mark(f"read {keys}")
+    medians = interleaved_medians({
+        "keyed_state()": lambda: reader.keyed_state().write.format("noop").mode("overwrite").save(),
+        "spark.read.parquet": lambda: spark.read.parquet(typed).write.format("noop").mode("overwrite").save(),
+    }, runs, warmups=1)
+    sampler.mark(None)
+    shutil.rmtree(typed, ignore_errors=True)
+    return medians["keyed_state()"], medians["spark.read.parquet"]
 
 
 def _whole_state(savepoint: str, target: str) -> str:
@@ -268,7 +290,7 @@ def run(sizes, records: int, files: int = 20, runs: int = 1, parallelism: int = 
             for keys in sizes:
                 results.append(_one_size(spark, scratch, keys, max(records, 2 * keys), files, parallelism, runs,
                                          sampler, references_up_to))
-                for phase in ("backlog", "switch", "savepoint", "restore"):
+                for phase in ("backlog", "switch", "savepoint", "restore", "read"):
                     results[-1][f"peak_{phase}"] = sampler.peaks.get(f"{phase} {keys}")
                 print(f"{keys:,} keys done: {results[-1]}", flush=True)  # kept should a larger size fail
         return results
@@ -278,14 +300,14 @@ def run(sizes, records: int, files: int = 20, runs: int = 1, parallelism: int = 
 
 def print_table(results) -> None:
     references = [name for name in max((r["medians"] for r in results), key=len) if not name.startswith("fw-magics")]
-    print("\n| keys | records | fw-magics backlog | " + " | ".join(references) + " | backlog / applyInPandas |")
+    print("\n| " + " | ".join(["keys", "records", "fw-magics backlog", *references, "backlog / applyInPandas"]) + " |")
     print("|---" * (4 + len(references)) + "|")
     for r in results:
         m = r["medians"]
         pandas = m.get("Spark groupBy().applyInPandas()")
-        cells = " | ".join(f"{m[name]:.2f} s" if name in m else "not run" for name in references)
+        cells = [f"{m[name]:.2f} s" if name in m else "not run" for name in references]
         ratio = f"{r['backlog_s'] / pandas:.2f}x" if pandas else ""
-        print(f"| {r['keys']:,} | {r['records']:,} | {r['backlog_s']:.2f} s | {cells} | {ratio} |")
+        print("| " + " | ".join([f"{r['keys']:,}", f"{r['records']:,}", f"{r['backlog_s']:.2f} s", *cells, ratio]) + " |")
     print("\n| keys | switch | first fresh result | savepoint | DataFrame.write.parquet of its rows | savepoint / "
           "write | restore to first result | restore / savepoint |")
     print("|---|---|---|---|---|---|---|---|")
@@ -293,13 +315,18 @@ def print_table(results) -> None:
         print(f"| {r['keys']:,} | {r['switch_s']:.2f} s | {r['first_fresh_s']:.2f} s | {r['savepoint_s']:.2f} s | "
               f"{r['plain_write_s']:.2f} s | {r['savepoint_s'] / r['plain_write_s']:.2f}x | {r['restore_s']:.2f} s | "
               f"{r['restore_s'] / r['savepoint_s']:.2f}x |")
+    print("\n| keys | savepoint read as a table, keyed_state() | spark.read.parquet of the same typed rows | ratio |")
+    print("|---|---|---|---|")
+    for r in results:
+        print(f"| {r['keys']:,} | {r['read_s']:.2f} s | {r['parquet_read_s']:.2f} s | "
+              f"{r['read_s'] / r['parquet_read_s']:.2f}x |")
     print("\npeak memory (MiB): driver Python / largest Python worker (its private memory: RssAnon, without the "
           "pages of the state files it maps) / JVM RSS / JVM used heap")
-    print("\n| keys | backlog (all variants) | switch and first result | savepoint | restore |")
-    print("|---|---|---|---|---|")
+    print("\n| keys | backlog (all variants) | switch and first result | savepoint | restore | read as a table |")
+    print("|---|---|---|---|---|---|")
     for r in results:
         cells = []
-        for phase in ("backlog", "switch", "savepoint", "restore"):
+        for phase in ("backlog", "switch", "savepoint", "restore", "read"):
             p = r.get(f"peak_{phase}")
             cells.append("not sampled" if not p else
                          f"{p['driver']} / {p['worker']} ({p['worker_private']}) / {p['jvm']} / {p['heap']}")
