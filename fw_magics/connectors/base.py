@@ -373,7 +373,7 @@ class Composite(Source):
 
 def each_position(calls: list[tuple[OneInput, Callable[[], dict]]]) -> list[dict]:
     """Each input's position, ``calls`` (its source, what makes its position) made in order; when one fails, the
-    ones made before it are discarded (``Source.discarding``) and its error goes on."""
+    ones made before it are discarded (``Source.discard_position``) and its error goes on."""
     made = []
     try:
         for source, call in calls:

@@ -21,14 +21,14 @@ and each written key's pending timers (a key the table drops loses its timers wi
 the inputs are at their beginning (``positions="beginning"``: every file or row present is read by the
 restored stream) or read (``positions="now"``: every file present now, a table's rows through its greatest
 ``order_by`` now, count as read; a table's changes: a replication slot made at the write, which the savepoint
-keeps as a job's savepoint keeps its copy, so its restore reads only the changes committed after the write), W is
-unset; only a source that can say so (``Source.position_at``: a folder, a PostgreSQL table or its changes, each
+keeps as a job's savepoint keeps its copy, so its restore reads only the changes committed after the write), W
+is unset; only a source that can say so (``Source.position_at``: a folder, a PostgreSQL table or its changes, each
 input of two) is accepted. What ``position_at`` made on a server is dropped when anything after it fails
-(``Source.discarding``: a refused frame, a failed task), so a savepoint not written leaves no slot behind. The operator state ``operator_state`` leaves out is empty, as Flink's State Processor API
-leaves an operator it writes nothing for (a broadcast input's state too: with "beginning" its records are read
-again and fill it). The savepoint has no base files and no
-output rows (a restored job's latest results start empty); the files and ``savepoint.json`` are those
-``job.savepoint()`` writes, loaded and checked by a restore as any other.
+(``Source.discarding``: a refused frame, a failed task), so a savepoint not written leaves no slot behind. The
+operator state ``operator_state`` leaves out is empty, as Flink's State Processor API leaves an operator it
+writes nothing for (a broadcast input's state too: with "beginning" its records are read again and fill it).
+The savepoint has no base files and no output rows (a restored job's latest results start empty); the files and
+``savepoint.json`` are those ``job.savepoint()`` writes, loaded and checked by a restore as any other.
 """
 
 from __future__ import annotations
