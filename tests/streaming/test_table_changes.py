@@ -233,8 +233,9 @@ def test_a_savepoint_written_from_tables_now_then_refused_leaves_no_slot_or_publ
     before = orders.slots()
     with pytest.raises(fw.FullWindowError) as refused:
         fw.write_savepoint(stream, area.jobs + "/boot", keyed_state=frame, positions="now")
-    assert str(refused.value) == ("write_savepoint's keyed_state: column 'count' is not a state of Seen, "
-                                  "column 'n' is missing; accepted: id bigint, n bigint (as reader.keyed_state() returns)")
+    assert str(refused.value) == (
+        "write_savepoint's keyed_state: column 'count' is not a state of Seen, column 'n' is missing; accepted: "
+        "id bigint, n bigint (as reader.keyed_state() returns)")
     assert not os.path.exists(area.jobs + "/boot") and orders.slots() == before
     assert orders.server.sql("SELECT count(*) FROM pg_publication WHERE pubname LIKE 'fw_sp_%'") == [(0,)]
     assert orders.server.sql(f"SELECT count(*) FROM pg_publication_tables WHERE tablename = '{orders.name}'") == [(0,)]
@@ -258,7 +259,7 @@ WRITTEN = {1: 5, 9: 2}  # the per-key counts a savepoint is written with
 
 @pytest.mark.extended  # a restore over a table's changes per case
 @pytest.mark.parametrize("positions, counts", [
-    ("beginning", {1: 5 + 3, 2: 2, 3: 1, 9: 2}),  # the snapshot at the restore (1 updated, 2, 3), then 2 deleted, 1 updated
+    ("beginning", {1: 5 + 3, 2: 2, 3: 1, 9: 2}),  # the snapshot at the restore (1 updated, 2, 3), 2 deleted, 1 updated
     ("now", {1: 5 + 4, 2: 1, 3: 1, 9: 2}),  # only the changes after the write: 1 updated twice, 3 inserted, 2 deleted
 ])
 def test_a_savepoint_written_from_tables_restores_reading_what_its_positions_say_over_the_written_counts(
