@@ -504,3 +504,67 @@ def test_kill_9_of_the_driver_in_the_snapshot_at_the_switch_and_mid_stream_each_
     assert got == {k: (len(v), *v[-1]) for k, v in changes.items()}  # every change once, the last one last
     assert {k: a for k, (_, op, a) in got.items() if op != "delete"} == {r[0]: r[2] for r in orders.rows()}
     assert kinds.count("switch") == 1 and kinds.count("stream_started") == 4
+
+
+class BothSides(fw.KeyedCoProcessFunction):
+    """Each change of either table counted per key: which table, op, amount and the key's count so far."""
+
+    schema = "side int, op string, amount double, n long"
+
+    def open(self, ctx):
+        self.n = ctx.get_state(fw.ValueStateDescriptor("n", "long"))
+
+    def _counted(self, side, record):
+        self.n.update((self.n.value() or 0) + 1)
+        yield side, record.op, record.amount, self.n.value()
+
+    def process_element1(self, record, ctx):
+        yield from self._counted(1, record)
+
+    def process_element2(self, record, ctx):
+        yield from self._counted(2, record)
+
+
+@pytest.mark.extended  # one restore of a two-input job
+def test_two_tables_changes_written_now_as_a_two_input_savepoint_restore_reading_each_table_s_changes_after_it(
+        orders, postgres, area, spark):
+    """Two tables' changes as the two inputs of a co-process job, written at "now" (each input its own slot,
+    ``Composite.position_at``), restored at 2: the rows present at the write are not read, each change committed
+    after it to either table is, once, over the written counts, as the model (``statements``) says."""
+    other = Orders(postgres, f"refunds_{uuid.uuid4().hex[:8]}")
+    postgres.sql(f"CREATE TABLE {other.name} (id bigint PRIMARY KEY, customer text, amount double precision)")
+    try:
+        tables, models = (orders, other), ({}, {})
+        for table, model in zip(tables, models):
+            table.run(f"ALTER TABLE {table.name} REPLICA IDENTITY FULL",
+                      *statements(table, model, [("insert", 1, 10), ("insert", 2, 20)], {}))
+        stream = orders.source().connect(other.source()).key_by("id").process(BothSides())
+        before = orders.slots()
+        written = fw.write_savepoint(stream, area.jobs + "/both", keyed_state=spark.createDataFrame(
+            sorted(WRITTEN.items()), "id bigint, n bigint"), positions="now")
+        made = sorted(set(orders.slots()) - set(before))
+        assert made == sorted(p["slot"] for p in fw.load_savepoint(written).manifest["inputs"]) and len(made) == 2
+        seen: list = [{}, {}]
+        for table, model, changes, step in zip(tables, models, seen, ([("update", 1, 11), ("insert", 3, 30)],
+                                                                      [("delete", 2, 0)])):
+            table.run(*statements(table, model, step, changes))
+        job = stream.start(job_dir=area.jobs, job_name="both", trigger=TRIGGER, from_savepoint=written, parallelism=2)
+        try:
+            job.process_all_available()
+            orders.run(*statements(orders, models[0], [("delete", 1, 0)], seen[0]))
+            other.run(*statements(other, models[1], [("update", 1, 15)], seen[1]))
+            job.process_all_available()
+            got = {r["id"]: r["n"] for r in job.state().keyed_state().collect()}
+            log = job.changelog()
+        finally:
+            job.stop()
+    finally:
+        postgres.sql(f"DROP TABLE {other.name}")
+    keys = {*WRITTEN, *seen[0], *seen[1]}
+    assert got == {k: WRITTEN.get(k, 0) + len(seen[0].get(k, [])) + len(seen[1].get(k, [])) for k in keys}
+    changes = log[log["batch"] >= 0]
+    for side in (1, 2):
+        mine = changes[changes["side"] == side]
+        assert {k: [(op, amount) for _, op, amount in sorted(zip(mine[mine["id"] == k]["n"], mine[mine["id"] == k]["op"],
+                                                                  mine[mine["id"] == k]["amount"]))]
+                for k in seen[side - 1]} == seen[side - 1], side
