@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
+from fw_magics import hooks
 from tests.streaming.files import TRIGGER
 
 pytestmark = [pytest.mark.spark]
@@ -257,6 +258,14 @@ class Seen(fw.KeyedProcessFunction):
 WRITTEN = {1: 5, 9: 2}  # the per-key counts a savepoint is written with
 
 
+class Interrupted(BaseException):
+    """What a hook raises to interrupt a savepoint's write, as a KeyboardInterrupt would (hooks log an Exception)."""
+
+
+def interrupt(*_):
+    raise Interrupted
+
+
 @pytest.mark.extended  # a restore over a table's changes per case
 @pytest.mark.parametrize("positions, counts", [
     ("beginning", {1: 5 + 3, 2: 2, 3: 1, 9: 2}),  # the snapshot at the restore (1 updated, 2, 3), 2 deleted, 1 updated
@@ -269,7 +278,8 @@ def test_a_savepoint_written_from_tables_restores_reading_what_its_positions_say
     slot at, read first, then the changes after it, as a fresh start reads them; or with ``"now"`` (a slot made at
     the write, kept by the savepoint, which the restore copies): the rows present at the write are not read, and
     every change committed after it is, once. Each key's count is the written one plus the changes the model
-    (``statements``) says it was given, in commit order; ``job.state()`` keeps no slot on the server."""
+    (``statements``) says it was given, in commit order; ``job.state()`` keeps no slot on the server, nor (``"now"``)
+    a job's savepoint interrupted while its files are written (its slot's copy dropped)."""
     orders.run(f"ALTER TABLE {orders.name} REPLICA IDENTITY FULL")
     model: dict = {}
     orders.run(*statements(orders, model, [("insert", 1, 10), ("insert", 2, 20)], {}))
@@ -297,6 +307,9 @@ def test_a_savepoint_written_from_tables_restores_reading_what_its_positions_say
         got = {r["id"]: r["n"] for r in job.state().keyed_state().collect()}
         log = job.changelog()
         read = sum(e["input_rows"] for e in job.events() if e["type"] == "micro_batch")
+        if positions == "now":  # a job's savepoint interrupted while its files are written: its slot's copy dropped
+            with hooks.register("savepoint_writing", interrupt), pytest.raises(Interrupted):
+                job.savepoint()
         slots = orders.slots()
     finally:
         job.stop()
@@ -311,7 +324,7 @@ def test_a_savepoint_written_from_tables_restores_reading_what_its_positions_say
                                                                  changes[changes["id"] == k]["amount"]))]
             for k in seen} == seen  # in commit order: each key's count
     assert len([s for s in slots if s.startswith("fw_boot_")]) == 1  # the restore's own: a first start's, or a copy
-    assert [s for s in slots if s.startswith("fw_sp_")] == made  # the savepoint's; job.state() kept none
+    assert [s for s in slots if s.startswith("fw_sp_")] == made  # the savepoint's; job.state(), job.savepoint() none
 
 
 def test_a_server_without_wal_level_logical_is_one_line_saying_how_to_set_it(spark):
