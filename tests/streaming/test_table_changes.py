@@ -258,6 +258,12 @@ class Seen(fw.KeyedProcessFunction):
 WRITTEN = {1: 5, 9: 2}  # the per-key counts a savepoint is written with
 
 
+def by_count(log) -> dict:
+    """Each key's (op, amount) in a changelog of counted changes, in the order its count says they came."""
+    return {k: [(op, amount) for _, op, amount in sorted(zip(rows["n"], rows["op"], rows["amount"]))]
+            for k, rows in log.groupby("id")}
+
+
 class Interrupted(BaseException):
     """What a hook raises to interrupt a savepoint's write, as a KeyboardInterrupt would (hooks log an Exception)."""
 
@@ -318,11 +324,7 @@ def test_a_savepoint_written_from_tables_restores_reading_what_its_positions_say
         seen.setdefault(key, []).extend(changes)
     assert got == {k: WRITTEN.get(k, 0) + len(seen.get(k, [])) for k in {*WRITTEN, *seen}} == counts
     assert read == sum(map(len, seen.values()))
-    changes = log[log["batch"] >= 0]
-    assert {k: [(op, amount) for _, op, amount in sorted(zip(changes[changes["id"] == k]["n"],
-                                                                 changes[changes["id"] == k]["op"],
-                                                                 changes[changes["id"] == k]["amount"]))]
-            for k in seen} == seen  # in commit order: each key's count
+    assert by_count(log[log["batch"] >= 0]) == seen  # in commit order: each key's count
     assert len([s for s in slots if s.startswith("fw_boot_")]) == 1  # the restore's own: a first start's, or a copy
     assert [s for s in slots if s.startswith("fw_sp_")] == made  # the savepoint's; job.state(), job.savepoint() none
 
@@ -577,7 +579,4 @@ def test_two_tables_changes_written_now_as_a_two_input_savepoint_restore_reading
     assert got == {k: WRITTEN.get(k, 0) + len(seen[0].get(k, [])) + len(seen[1].get(k, [])) for k in keys}
     changes = log[log["batch"] >= 0]
     for side in (1, 2):
-        mine = changes[changes["side"] == side]
-        assert {k: [(op, amount) for _, op, amount in sorted(zip(mine[mine["id"] == k]["n"], mine[mine["id"] == k]["op"],
-                                                                  mine[mine["id"] == k]["amount"]))]
-                for k in seen[side - 1]} == seen[side - 1], side
+        assert by_count(changes[changes["side"] == side]) == seen[side - 1], side
