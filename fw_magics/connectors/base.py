@@ -39,6 +39,7 @@ value column parsed with ``from_json(value, schema)``.
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -196,6 +197,23 @@ class Source(abc.ABC):
         raise FullWindowError(f"a {self.kind} source cannot yet start a savepoint written from tables at its "
                               "beginning or now; accepted: write_savepoint(..., from_savepoint=a savepoint of the job)")
 
+    def discard_position(self, position: dict) -> None:
+        """Undo what ``position_at`` or ``saved_position`` left on a server for ``position`` (a replication slot),
+        for a savepoint that was then not written; one line if it cannot (what is left, how to drop it). A kind
+        that leaves nothing does nothing."""
+
+    @contextlib.contextmanager
+    def discarding(self, position: dict | None):
+        """The block, after which ``position`` (None: nothing) is a savepoint's; when the block fails,
+        ``position`` is discarded (``discard_position``) before its error goes on (one that could not be
+        discarded says so in a note on it)."""
+        try:
+            yield
+        except BaseException as error:
+            if position is not None:
+                _discard(self, position, error)
+            raise
+
     @classmethod
     def check_position_fields(cls, document: dict, position: dict, where: str, error) -> None:
         """``error`` in one line when a field of the savepoint ``document`` that this kind writes
@@ -323,7 +341,18 @@ class Composite(Source):
     def position_at(self, now: bool) -> dict:
         """Each input's own ``position_at``, joined as its savepoints' positions are (``{PARTS: [...]}``): a
         bootstrapped two-input job reads each input from its beginning, or after what each holds now."""
-        return self.joined([source.position_at(now) for source in self.inputs])
+        return self.joined(each_position([(source, lambda s=source: s.position_at(now)) for source in self.inputs]))
+
+    def discard_position(self, position: dict) -> None:
+        """Each input's own part discarded, every one tried; the first that could not be, raised after."""
+        failed = None
+        for source, _, own in self.inputs_at("", position):
+            try:
+                source.discard_position(own)
+            except Exception as error:
+                failed = failed or error
+        if failed is not None:
+            raise failed
 
     def position_fields(self, position: dict) -> dict:
         return {}  # each input's position says what was read
@@ -340,3 +369,24 @@ class Composite(Source):
 
     def asks_a_server(self) -> bool:
         return any(source.asks_a_server() for source in self.inputs)
+
+
+def each_position(calls: list[tuple[OneInput, Callable[[], dict]]]) -> list[dict]:
+    """Each input's position, ``calls`` (its source, what makes its position) made in order; when one fails, the
+    ones made before it are discarded (``Source.discard_position``) and its error goes on."""
+    made = []
+    try:
+        for source, call in calls:
+            made.append((source, call()))
+    except BaseException as error:
+        for source, position in made:
+            _discard(source, position, error)
+        raise
+    return [position for _, position in made]
+
+
+def _discard(source: Source, position: dict, error: BaseException) -> None:
+    try:
+        source.discard_position(position)
+    except Exception as undone:
+        error.add_note(str(undone))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 
 import pytest
 from hypothesis import given, settings
@@ -100,8 +101,8 @@ def test_a_folder_and_a_table_are_each_at_their_beginning_without_asking_the_ser
             both.position_at(now=True)  # "now" asks the server for the table's greatest order_by
 
 
-def test_a_table_s_changes_as_an_input_start_unread_and_now_is_their_one_line():
-    """The changes' beginning is no slot (their restore makes one); "now" is refused by the input, in one line."""
+def test_a_table_s_changes_as_an_input_start_unread_and_now_over_a_server_not_reached_is_their_one_line():
+    """The changes' beginning is no slot (their restore makes one); "now" asks the server, one line if it cannot."""
     with tempfile.TemporaryDirectory() as root:
         both = _both(_folder(root, "a", [3]), CHANGES)
         position = both.position_at(now=False)
@@ -111,5 +112,40 @@ def test_a_table_s_changes_as_an_input_start_unread_and_now_is_their_one_line():
             "0 of 1 files read; changes of table 'rates' not read yet (a restore makes its slot)"
         with pytest.raises(FullWindowError) as refused:
             both.position_at(now=True)
-        assert str(refused.value).startswith("write_savepoint(positions='now') over the changes of 'rates': ")
+        assert str(refused.value).startswith(f"the job cannot read the changes of 'rates' at {UNREACHABLE}: ")
         assert "\n" not in str(refused.value)
+
+
+def test_two_tables_changes_now_each_hold_a_slot_both_discarded_and_one_failing_leaves_none(postgres):
+    """Two tables' changes at "now": each input makes its own slot and publication, ``Composite.discard_position``
+    drops both; when the second input cannot make its own (its server not reached), the first's is dropped before
+    the second's one line goes on: nothing is left on the server. No Spark."""
+    tables = [f"pair_{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    for table in tables:
+        postgres.sql(f"CREATE TABLE {table} (k bigint PRIMARY KEY, v bigint)")
+
+    def kept() -> set:
+        return {r[0] for r in postgres.sql("SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'fw_sp_%'")}
+
+    def ours() -> list:
+        """Our tables' publications, and the savepoints' slots made since the test began."""
+        published = postgres.sql(f"SELECT pubname FROM pg_publication_tables WHERE tablename IN ('{tables[0]}', "
+                                 f"'{tables[1]}')")
+        return sorted([("publication", p) for (p,) in published] + [("slot", s) for s in kept() - before])
+
+    before = kept()
+    try:
+        both = _both(*[dict(CHANGES, url=postgres.url, table=t, label=t) for t in tables])
+        position = both.position_at(now=True)
+        slots = [part["slot"] for part in position["inputs"]]
+        assert ours() == sorted((kind, s) for s in slots for kind in ("publication", "slot")) and len(set(slots)) == 2
+        assert registry.check_saved_position(position, both.describe(), "written", AssertionError) == position
+        both.discard_position(position)
+        assert ours() == []
+        half = _both(dict(CHANGES, url=postgres.url, table=tables[0], label=tables[0]), CHANGES)
+        with pytest.raises(FullWindowError, match=f"^the job cannot read the changes of 'rates' at {UNREACHABLE}: "):
+            half.position_at(now=True)
+        assert ours() == []
+    finally:
+        for table in tables:
+            postgres.sql(f"DROP TABLE {table}")

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import fw_magics as fw
+from fw_magics import hooks
 from tests.streaming.files import TRIGGER
 
 pytestmark = [pytest.mark.spark]
@@ -121,10 +122,10 @@ def statements(table: Orders, model: dict, step, changes: dict) -> list:
             model[key] = float(amount)
         elif op == "delete":
             out.append((f"DELETE FROM {table.name} WHERE id = %s", (key,)))
-            changes[key].append(("delete", model.pop(key)))
+            changes.setdefault(key, []).append(("delete", model.pop(key)))
         else:
             out.append((f"UPDATE {table.name} SET amount = %s WHERE id = %s", (float(amount), key)))
-            changes[key] += [("update_before", model[key]), ("update_after", float(amount))]
+            changes.setdefault(key, []).extend([("update_before", model[key]), ("update_after", float(amount))])
             model[key] = float(amount)
     return out
 
@@ -221,22 +222,24 @@ def test_a_bad_changes_argument_is_one_line_naming_the_table_and_what_to_do(post
     assert postgres.sql("SELECT count(*) FROM pg_replication_slots") == slots  # nothing made on the server
 
 
-def test_a_savepoint_written_from_tables_now_is_one_line_before_anything_runs(orders, area, spark):
-    """A table's changes cannot start "now" in a written savepoint (that position would be a slot made at the write):
-    refused in one line before the frame is checked (no Spark job), nothing written, no slot made."""
+def test_a_savepoint_written_from_tables_now_then_refused_leaves_no_slot_or_publication_on_the_server(
+        orders, area, spark):
+    """"now" over a table's changes makes a slot at the write (its publication first); a keyed_state refused after
+    it (a column that is not a state: refused before any Spark job, cheap) is the frame's one line, and the slot and
+    its publication are dropped (``Source.discarding``): nothing written, nothing left on the server."""
     import os
 
-    stream = orders.source().key_by("id").reduce(lambda a, b: b)
-    frame = spark.createDataFrame([], "id bigint")  # refused before its columns are looked at
+    stream = orders.source().key_by("id").process(Seen())
+    frame = spark.createDataFrame([], "id bigint, count bigint")
     before = orders.slots()
     with pytest.raises(fw.FullWindowError) as refused:
         fw.write_savepoint(stream, area.jobs + "/boot", keyed_state=frame, positions="now")
     assert str(refused.value) == (
-        f"write_savepoint(positions='now') over the changes of {orders.name!r}: 'now' would be a replication slot "
-        "made at the write, left on the server (keeping its log) if the write failed; accepted: "
-        "positions='beginning' (the restored job makes its slot at its start: the table's snapshot, then its "
-        "changes) or from_savepoint=a savepoint of the job")
+        "write_savepoint's keyed_state: column 'count' is not a state of Seen, column 'n' is missing; accepted: "
+        "id bigint, n bigint (as reader.keyed_state() returns)")
     assert not os.path.exists(area.jobs + "/boot") and orders.slots() == before
+    assert orders.server.sql("SELECT count(*) FROM pg_publication WHERE pubname LIKE 'fw_sp_%'") == [(0,)]
+    assert orders.server.sql(f"SELECT count(*) FROM pg_publication_tables WHERE tablename = '{orders.name}'") == [(0,)]
 
 
 class Seen(fw.KeyedProcessFunction):
@@ -252,39 +255,78 @@ class Seen(fw.KeyedProcessFunction):
         yield record.op, record.amount, self.n.value()
 
 
-@pytest.mark.extended  # a restore over a table's changes
-def test_a_savepoint_written_from_tables_at_the_beginning_restores_as_a_fresh_start_over_the_written_counts(
-        orders, area, spark):
-    """Per-key counts written with ``positions="beginning"`` (no slot: nothing is made on the server by the
-    write); changes committed after the write and before the restore are in the table's snapshot the restore
-    makes its slot at, read first, then the changes after it: each key's count is the written one plus what its
-    snapshot and changes gave it, each record read once, as a fresh start reads them."""
-    orders.run(f"ALTER TABLE {orders.name} REPLICA IDENTITY FULL", *insert(orders, [(1, "ann", 10.0), (2, "bob", 20.0)]))
+WRITTEN = {1: 5, 9: 2}  # the per-key counts a savepoint is written with
+
+
+def by_count(log) -> dict:
+    """Each key's (op, amount) in a changelog of counted changes, in the order its count says they came."""
+    return {k: [(op, amount) for _, op, amount in sorted(zip(rows["n"], rows["op"], rows["amount"]))]
+            for k, rows in log.groupby("id")}
+
+
+class Interrupted(BaseException):
+    """What a hook raises to interrupt a savepoint's write, as a KeyboardInterrupt would (hooks log an Exception)."""
+
+
+def interrupt(*_):
+    raise Interrupted
+
+
+@pytest.mark.extended  # a restore over a table's changes per case
+@pytest.mark.parametrize("positions, counts", [
+    ("beginning", {1: 5 + 3, 2: 2, 3: 1, 9: 2}),  # the snapshot at the restore (1 updated, 2, 3), 2 deleted, 1 updated
+    ("now", {1: 5 + 4, 2: 1, 3: 1, 9: 2}),  # only the changes after the write: 1 updated twice, 3 inserted, 2 deleted
+])
+def test_a_savepoint_written_from_tables_restores_reading_what_its_positions_say_over_the_written_counts(
+        orders, area, spark, positions, counts):
+    """Per-key counts written with ``positions="beginning"`` (no slot: nothing is made on the server by the write):
+    the changes committed after the write and before the restore are in the table's snapshot the restore makes its
+    slot at, read first, then the changes after it, as a fresh start reads them; or with ``"now"`` (a slot made at
+    the write, kept by the savepoint, which the restore copies): the rows present at the write are not read, and
+    every change committed after it is, once. Each key's count is the written one plus the changes the model
+    (``statements``) says it was given, in commit order; ``job.state()`` keeps no slot on the server, nor (``"now"``)
+    a job's savepoint interrupted while its files are written (its slot's copy dropped)."""
+    orders.run(f"ALTER TABLE {orders.name} REPLICA IDENTITY FULL")
+    model: dict = {}
+    orders.run(*statements(orders, model, [("insert", 1, 10), ("insert", 2, 20)], {}))
     stream = orders.source().key_by("id").process(Seen())
     before = orders.slots()
     written = fw.write_savepoint(stream, area.jobs + "/written", keyed_state=spark.createDataFrame(
-        [(1, 5), (9, 2)], "id bigint, n bigint"), parallelism=2)
+        sorted(WRITTEN.items()), "id bigint, n bigint"), parallelism=2, positions=positions)
     saved = fw.load_savepoint(written)
-    assert orders.slots() == before and saved.document["read_lsn"] is None
-    assert f"changes of table {orders.name!r} not read yet" in repr(saved)
-    orders.run(f"UPDATE {orders.name} SET amount = 11 WHERE id = 1", *insert(orders, [(3, "cy", 30.0)]))
+    made = sorted(set(orders.slots()) - set(before))
+    if positions == "beginning":
+        assert made == [] and saved.document["read_lsn"] is None
+        assert f"changes of table {orders.name!r} not read yet" in repr(saved)
+    else:
+        assert made == [saved.manifest["slot"]] and saved.document["read_lsn"] == saved.manifest["lsn"]
+        assert f"changes of table {orders.name!r} read through LSN {saved.manifest['lsn']}" in repr(saved)
+    since_write: dict = {}
+    orders.run(*statements(orders, model, [("update", 1, 11), ("insert", 3, 30)], since_write))
+    snapshot = {k: [("insert", amount)] for k, amount in model.items()}  # the table at the restore
     job = stream.start(job_dir=area.jobs, job_name="boot", trigger=TRIGGER, from_savepoint=written, parallelism=3)
     try:
-        job.process_all_available()  # the snapshot: 1 (as updated), 2, 3
-        orders.run(f"DELETE FROM {orders.name} WHERE id = 2", f"UPDATE {orders.name} SET amount = 12 WHERE id = 1")
         job.process_all_available()
-        counts = {r["id"]: r["n"] for r in job.state().keyed_state().collect()}
+        after: dict = {}
+        orders.run(*statements(orders, model, [("delete", 2, 0), ("update", 1, 12)], after))
+        job.process_all_available()
+        got = {r["id"]: r["n"] for r in job.state().keyed_state().collect()}
         log = job.changelog()
         read = sum(e["input_rows"] for e in job.events() if e["type"] == "micro_batch")
-        assert any(slot.startswith("fw_boot_") for slot in orders.slots())  # the restore's own, as a first start's
+        if positions == "now":  # a job's savepoint interrupted while its files are written: its slot's copy dropped
+            with hooks.register("savepoint_writing", interrupt), pytest.raises(Interrupted):
+                job.savepoint()
+        slots = orders.slots()
     finally:
         job.stop()
-    seen = {1: ["insert", "update_before", "update_after"], 2: ["insert", "delete"], 3: ["insert"]}
-    assert counts == {1: 5 + 3, 2: 2, 3: 1, 9: 2}
+    seen = snapshot if positions == "beginning" else since_write
+    for key, changes in after.items():
+        seen.setdefault(key, []).extend(changes)
+    assert got == {k: WRITTEN.get(k, 0) + len(seen.get(k, [])) for k in {*WRITTEN, *seen}} == counts
     assert read == sum(map(len, seen.values()))
-    changes = log[log["batch"] >= 0]
-    assert {k: [op for _, op in sorted(zip(changes[changes["id"] == k]["n"], changes[changes["id"] == k]["op"]))]
-            for k in seen} == seen  # in commit order: each key's count
+    assert by_count(log[log["batch"] >= 0]) == seen  # in commit order: each key's count
+    assert len([s for s in slots if s.startswith("fw_boot_")]) == 1  # the restore's own: a first start's, or a copy
+    assert [s for s in slots if s.startswith("fw_sp_")] == made  # the savepoint's; job.state(), job.savepoint() none
 
 
 def test_a_server_without_wal_level_logical_is_one_line_saying_how_to_set_it(spark):
@@ -477,3 +519,64 @@ def test_kill_9_of_the_driver_in_the_snapshot_at_the_switch_and_mid_stream_each_
     assert got == {k: (len(v), *v[-1]) for k, v in changes.items()}  # every change once, the last one last
     assert {k: a for k, (_, op, a) in got.items() if op != "delete"} == {r[0]: r[2] for r in orders.rows()}
     assert kinds.count("switch") == 1 and kinds.count("stream_started") == 4
+
+
+class BothSides(fw.KeyedCoProcessFunction):
+    """Each change of either table counted per key: which table, op, amount and the key's count so far."""
+
+    schema = "side int, op string, amount double, n long"
+
+    def open(self, ctx):
+        self.n = ctx.get_state(fw.ValueStateDescriptor("n", "long"))
+
+    def _counted(self, side, record):
+        self.n.update((self.n.value() or 0) + 1)
+        yield side, record.op, record.amount, self.n.value()
+
+    def process_element1(self, record, ctx):
+        yield from self._counted(1, record)
+
+    def process_element2(self, record, ctx):
+        yield from self._counted(2, record)
+
+
+@pytest.mark.extended  # one restore of a two-input job
+def test_two_tables_changes_written_now_as_a_two_input_savepoint_restore_reading_each_table_s_changes_after_it(
+        orders, postgres, area, spark):
+    """Two tables' changes as the two inputs of a co-process job, written at "now" (each input its own slot,
+    ``Composite.position_at``), restored at 2: the rows present at the write are not read, each change committed
+    after it to either table is, once, over the written counts, as the model (``statements``) says."""
+    other = Orders(postgres, f"refunds_{uuid.uuid4().hex[:8]}")
+    postgres.sql(f"CREATE TABLE {other.name} (id bigint PRIMARY KEY, customer text, amount double precision)")
+    try:
+        tables, models = (orders, other), ({}, {})
+        for table, model in zip(tables, models):
+            table.run(f"ALTER TABLE {table.name} REPLICA IDENTITY FULL",
+                      *statements(table, model, [("insert", 1, 10), ("insert", 2, 20)], {}))
+        stream = orders.source().connect(other.source()).key_by("id").process(BothSides())
+        before = orders.slots()
+        written = fw.write_savepoint(stream, area.jobs + "/both", keyed_state=spark.createDataFrame(
+            sorted(WRITTEN.items()), "id bigint, n bigint"), positions="now")
+        made = sorted(set(orders.slots()) - set(before))
+        assert made == sorted(p["slot"] for p in fw.load_savepoint(written).manifest["inputs"]) and len(made) == 2
+        seen: list = [{}, {}]
+        for table, model, changes, step in zip(tables, models, seen, ([("update", 1, 11), ("insert", 3, 30)],
+                                                                      [("delete", 2, 0)])):
+            table.run(*statements(table, model, step, changes))
+        job = stream.start(job_dir=area.jobs, job_name="both", trigger=TRIGGER, from_savepoint=written, parallelism=2)
+        try:
+            job.process_all_available()
+            orders.run(*statements(orders, models[0], [("delete", 1, 0)], seen[0]))
+            other.run(*statements(other, models[1], [("update", 1, 15)], seen[1]))
+            job.process_all_available()
+            got = {r["id"]: r["n"] for r in job.state().keyed_state().collect()}
+            log = job.changelog()
+        finally:
+            job.stop()
+    finally:
+        postgres.sql(f"DROP TABLE {other.name}")
+    keys = {*WRITTEN, *seen[0], *seen[1]}
+    assert got == {k: WRITTEN.get(k, 0) + len(seen[0].get(k, [])) + len(seen[1].get(k, [])) for k in keys}
+    changes = log[log["batch"] >= 0]
+    for side in (1, 2):
+        assert by_count(changes[changes["side"] == side]) == seen[side - 1], side

@@ -35,9 +35,11 @@ def slot_name(root: str) -> str:
     return f"fw_{slug}_{hashlib.sha1(folder.encode()).hexdigest()[:10]}"
 
 
-def savepoint_slot_name(root: str, lsn: int) -> str:
-    """The name of the slot a savepoint keeps (a copy of the job's, from which a restore reads on)."""
-    return f"fw_sp_{hashlib.sha1(f'{os.path.abspath(root)}:{lsn}:{time.time_ns()}'.encode()).hexdigest()[:20]}"
+def savepoint_slot_name(*seeds) -> str:
+    """The name of a slot a savepoint keeps (a copy of the job's, or one made at ``fw.write_savepoint``'s write),
+    from which a restore reads on (its publication, where it has its own, has the name too): ``fw_sp_`` + a hash
+    of ``seeds`` (the job's folder and LSN, the table) and the time."""
+    return f"fw_sp_{hashlib.sha1(':'.join(map(str, (*seeds, time.time_ns()))).encode()).hexdigest()[:20]}"
 
 
 def _sql():
@@ -85,27 +87,35 @@ def create(url: str, table: str, slot: str, read_snapshot) -> tuple[int, object]
     """Drop the job's slot and publication if they are there (a job started afresh), create the publication
     of ``table``, then the slot: ``read_snapshot(copy, lsn, now)`` reads the table in the slot's snapshot
     (``with copy(query) as blocks``: a ``COPY ... TO STDOUT``; ``lsn``: the slot's consistent point; ``now``:
-    the snapshot's time). Returns (the consistent point, what
-    ``read_snapshot`` returned)."""
+    the snapshot's time). Returns (the consistent point, what ``read_snapshot`` returned). A failure leaves
+    neither the slot nor the publication (dropped once the replication connection is closed, where the server
+    can still be reached)."""
     sql = _sql()
     drop(url, slot)
-    with connect(url) as conn:
-        conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(sql.Identifier(slot),
-                                                                           postgres.table_identifier(table)))
-    with postgres.psycopg().connect(url, connect_timeout=postgres.CONNECT_TIMEOUT_S, replication="database", autocommit=True) as rep:
-        rep.execute("BEGIN ISOLATION LEVEL REPEATABLE READ", prepare=False)
-        row = rep.execute(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'use')", prepare=False).fetchone()
-        rep.execute("SET LOCAL TIME ZONE 'UTC'", prepare=False)
-        now = rep.execute("SELECT clock_timestamp()", prepare=False).fetchone()[0]
+    try:
+        with connect(url) as conn:
+            conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(sql.Identifier(slot),
+                                                                               postgres.table_identifier(table)))
+        with postgres.psycopg().connect(url, connect_timeout=postgres.CONNECT_TIMEOUT_S, replication="database",
+                                        autocommit=True) as rep:
+            rep.execute("BEGIN ISOLATION LEVEL REPEATABLE READ", prepare=False)
+            row = rep.execute(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'use')",
+                              prepare=False).fetchone()
+            rep.execute("SET LOCAL TIME ZONE 'UTC'", prepare=False)
+            now = rep.execute("SELECT clock_timestamp()", prepare=False).fetchone()[0]
 
-        @contextlib.contextmanager
-        def copy(query):
-            with rep.cursor() as cursor, cursor.copy(query) as stream:
-                yield stream
+            @contextlib.contextmanager
+            def copy(query):
+                with rep.cursor() as cursor, cursor.copy(query) as stream:
+                    yield stream
 
-        lsn = lsn_value(row[1])
-        read = read_snapshot(copy, lsn, now)
-        rep.execute("COMMIT", prepare=False)
+            lsn = lsn_value(row[1])
+            read = read_snapshot(copy, lsn, now)
+            rep.execute("COMMIT", prepare=False)
+    except BaseException:
+        with contextlib.suppress(Exception):  # the server gone: the error below says so
+            drop(url, slot)
+        raise
     return lsn, read
 
 

@@ -15,8 +15,11 @@ own, and every copy reads through the publication made at the first start (``dat
 is not there for the changes written before it). A savepoint written from tables (``fw.write_savepoint(...,
 positions="beginning")``) holds the position of nothing read (``unread_position``: no slot, no LSN): its restore
 makes the job's slot at its start as a first start does (``record``), and its stream reads that snapshot, then
-the changes, over the written state. ``positions="now"`` is refused: it would be a slot made at the write,
-left on the server (keeping its log) by a write that failed.
+the changes, over the written state. One written with ``positions="now"`` holds a slot made at the write
+(``position_at``: its own publication first, then the slot, as a first start makes them): every row present
+then counts as read, and its restore copies that slot as a job's savepoint's, reading only the changes committed
+after the write. Like a job's savepoint, it keeps the slot (and the server's log) until ``fw.drop_slot`` drops
+it; a write that fails after it drops it (``discard_position``).
 """
 
 from __future__ import annotations
@@ -276,21 +279,37 @@ class ChangesSource(OneInput):
             raise FullWindowError(f"the job has not read the snapshot of {self.table!r} yet; take the savepoint "
                                   "after its first micro-batch")
         doc = ChangesPosition(root).read()
-        kept = slots.savepoint_slot_name(root, end["lsn"])
+        kept = slots.savepoint_slot_name(os.path.abspath(root), end["lsn"])
         _reached(lambda: slots.copy_slot(self.url, doc["slot"], kept), self.url, self.table)
         return {"format": 1, "table": self.table, "slot": kept, "lsn": lsn_text(end["lsn"]), "rows": None,
                 "publication": doc.get("publication", doc["slot"])}
 
     def position_at(self, now: bool) -> dict:
-        """Nothing read (``unread_position``: no slot; its restore makes one), asking the server nothing. ``now`` is
-        refused: its position would be a slot made at the write, which a failed write would leave on the server."""
-        if now:
-            raise FullWindowError(f"write_savepoint(positions='now') over the changes of {self.table!r}: 'now' would "
-                                  "be a replication slot made at the write, left on the server (keeping its log) if "
-                                  "the write failed; accepted: positions='beginning' (the restored job makes its slot "
-                                  "at its start: the table's snapshot, then its changes) or from_savepoint=a "
-                                  "savepoint of the job")
-        return unread_position(self.table)
+        """Nothing read (``unread_position``: no slot; its restore makes one), asking the server nothing; or (``now``)
+        everything committed now read: a publication of the table, then a slot at its consistent point (both named
+        as a savepoint's slot), which its restore copies. ``discard_position`` drops them if the write fails."""
+        if not now:
+            return unread_position(self.table)
+        name = slots.savepoint_slot_name(self.table)
+        lsn, _ = _reached(lambda: slots.create(self.url, self.table, name, lambda copy, at, when: None), self.url,
+                          self.table)
+        return {"format": 1, "table": self.table, "slot": name, "lsn": lsn_text(lsn), "rows": None,
+                "publication": name}
+
+    def discard_position(self, position: dict) -> None:
+        """Drop the slot ``position`` holds (``position_at``'s, ``saved_position``'s copy) and the publication of
+        its name: its own (``position_at``'s); a copy's reads through the job's, which is left."""
+        slot = position["slot"]
+        if slot is None:
+            return
+        try:
+            slots.drop(self.url, slot)
+        except Exception as error:
+            if not type(error).__module__.startswith("psycopg"):
+                raise
+            raise FullWindowError(f"the replication slot {slot!r} of table {self.table!r} is left on the server "
+                                  f"({postgres.failure(error)}); fw.drop_slot({postgres.redacted(self.url)!r}, "
+                                  f"{slot!r}) drops it") from None
 
     def position_fields(self, position: dict) -> dict:
         return {"read_lsn": position["lsn"]}

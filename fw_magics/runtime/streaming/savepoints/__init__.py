@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from ....connectors.base import SUBTASK
+from ....connectors.base import SUBTASK, each_position
 from ....connectors.registry import source_change
 from ....connectors.two_inputs.carrier import is_carrier_offset
 from ....connectors.two_inputs.source import carried_tops
@@ -152,7 +152,8 @@ def _committed_position(job, batch: int | None = None) -> tuple[int, dict]:
     if len(ends) != len(inputs):
         raise FullWindowError(f"job {job.job_name!r}'s query reported {len(ends)} sources' offsets for its "
                               f"{len(inputs)} inputs; no savepoint was written")
-    return batch, job.source.joined([source.saved_position(root, end) for (source, root, _), end in zip(inputs, ends)])
+    return batch, job.source.joined(each_position([(source, functools.partial(source.saved_position, root, end))
+                                                   for (source, root, _), end in zip(inputs, ends)]))
 
 
 def _watermark(job, position: dict) -> tuple[int | None, dict, int | None]:
@@ -358,17 +359,29 @@ KEYED, OPERATOR = _Keyed(), _Operator()
 
 
 def take(job) -> str:
-    """Write a savepoint of the running ``job`` after its last committed micro-batch; returns its path."""
-    document, operators, position, snap = contents(job)
-    return write_savepoint(job.storage.base, document, operators, position, snap.keyed, snap.latest, snap.base)
+    """Write a savepoint of the running ``job`` after its last committed micro-batch; returns its path. What its
+    position made on a server (a copy of a replication slot) is dropped if the savepoint is not written."""
+    _check_running(job)
+    batch, position = _committed_position(job)
+    with job.source.discarding(position):
+        document, operators, snap = _contents_at(job, batch, position)
+        return write_savepoint(job.storage.base, document, operators, position, snap.keyed, snap.latest, snap.base)
 
 
 def contents(job, batch: int | None = None) -> tuple:
     """What a savepoint of the running ``job`` after its last committed micro-batch (or ``batch``, one still
-    kept) holds, not yet written: (its document, operator-state document, source position, ``Snapshot``);
-    ``take`` writes them, ``job.state()`` reads them as a savepoint reader does."""
+    kept) would hold, not written: (its document, operator-state document, source position, ``Snapshot``), which
+    ``job.state()`` reads as a savepoint reader does. Nothing is kept on a server for it: what its position made
+    there (a slot's copy) is discarded at once (the position names it still)."""
     _check_running(job)
     batch, position = _committed_position(job, batch)
+    job.source.discard_position(position)
+    document, operators, snap = _contents_at(job, batch, position)
+    return document, operators, position, snap
+
+
+def _contents_at(job, batch: int, position: dict) -> tuple:
+    """(the document, the operator-state document, the ``Snapshot``) of a savepoint after ``batch`` at ``position``."""
     snap = job.state_kind.snapshot(job, batch)
     operators = operator_state_document({**{name: source.position_snapshots(own, job.parallelism)
                                             for name, source, _, own in _source_inputs(job, position)},
@@ -386,7 +399,7 @@ def contents(job, batch: int | None = None) -> tuple:
         document[states_field.FIELD] = states_field.record(declared)
     if tops and None not in tops:  # two inputs: each one's time, carried into a restored job's stream
         document["tops"] = {str(tag): top for tag, top in sorted(tops.items())}
-    return document, operators, position, snap
+    return document, operators, snap
 
 
 def check_restorable(savepoint: Savepoint, job, allow_non_restored_state: bool = False) -> tuple:

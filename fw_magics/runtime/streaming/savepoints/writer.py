@@ -20,13 +20,15 @@ is kept from it: each input's position and splits, the other operators' state, t
 and each written key's pending timers (a key the table drops loses its timers with its state). Without it
 the inputs are at their beginning (``positions="beginning"``: every file or row present is read by the
 restored stream) or read (``positions="now"``: every file present now, a table's rows through its greatest
-``order_by`` now, count as read), W is unset; only a source that can say so (``Source.position_at``: a folder,
-a PostgreSQL table, each input of two; a table's changes at their beginning only: no slot, its restore makes
-one) is accepted. The operator state ``operator_state`` leaves out is empty, as Flink's State Processor API
-leaves an operator it writes nothing for (a broadcast input's state too: with "beginning" its records are read
-again and fill it). The savepoint has no base files and no
-output rows (a restored job's latest results start empty); the files and ``savepoint.json`` are those
-``job.savepoint()`` writes, loaded and checked by a restore as any other.
+``order_by`` now, count as read; a table's changes: a replication slot made at the write, which the savepoint
+keeps as a job's savepoint keeps its copy, so its restore reads only the changes committed after the write), W
+is unset; only a source that can say so (``Source.position_at``: a folder, a PostgreSQL table or its changes, each
+input of two) is accepted. What ``position_at`` made on a server is dropped when anything after it fails
+(``Source.discarding``: a refused frame, a failed task), so a savepoint not written leaves no slot behind. The
+operator state ``operator_state`` leaves out is empty, as Flink's State Processor API leaves an operator it
+writes nothing for (a broadcast input's state too: with "beginning" its records are read again and fill it).
+The savepoint has no base files and no output rows (a restored job's latest results start empty); the files and
+``savepoint.json`` are those ``job.savepoint()`` writes, loaded and checked by a restore as any other.
 """
 
 from __future__ import annotations
@@ -96,21 +98,22 @@ def write_savepoint(stream, path, keyed_state=None, parallelism=None, from_savep
     if base is not None:
         _check_same_job(base, stream, graph, source)
     replaced = operator_snapshots(stream, operator_state, parallelism, base)
-    # asked before the keyed state's Spark jobs: a source that cannot say (a table's changes), or a server down, is
-    # one line before them
+    # asked before the keyed state's Spark jobs: a source that cannot say, or a server down, is one line before them;
+    # what it made on a server (a table's changes' slot at "now") is dropped if anything after fails
     position = source.position_at(positions == "now") if base is None else None
-    if keyed:
-        typed = {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
-        frame = _checked_frame(keyed_state, stream.spark, spec, typed, _required_keys(stream))
-        states = _encoded(frame, spec, typed, base, parallelism, stream.spark)
-    document, operators, manifest = _document(stream, spec, graph, source, base, position, parallelism, replaced)
-    if not keyed:
-        return write_files(os.path.dirname(target), document, operators, manifest, pa.table({}), final=target)
-    document[states_field.FIELD] = states_field.record(declared)
-    from ..keyed.state_files import write_parquet
+    with source.discarding(position):
+        if keyed:
+            typed = {name: (kind, StateType(ddl=None) if t is None else t) for name, (kind, t) in declared.items()}
+            frame = _checked_frame(keyed_state, stream.spark, spec, typed, _required_keys(stream))
+            states = _encoded(frame, spec, typed, base, parallelism, stream.spark)
+        document, operators, manifest = _document(stream, spec, graph, source, base, position, parallelism, replaced)
+        if not keyed:
+            return write_files(os.path.dirname(target), document, operators, manifest, pa.table({}), final=target)
+        document[states_field.FIELD] = states_field.record(declared)
+        from ..keyed.state_files import write_parquet
 
-    return write_files(os.path.dirname(target), document, operators, manifest,
-                       functools.partial(write_parquet, states), _empty_latest(stream), (), final=target)
+        return write_files(os.path.dirname(target), document, operators, manifest,
+                           functools.partial(write_parquet, states), _empty_latest(stream), (), final=target)
 
 
 def _required_keys(stream) -> tuple:
