@@ -581,3 +581,30 @@ def test_from_json_gives_what_the_codecs_give_on_random_types_and_values(spark, 
     fast, slow = typed_frame(states, columns), typed_frame(states, columns, python=True)
     assert fast.schema.simpleString() == slow.schema.simpleString()
     assert texts(fast) == texts(slow)
+
+
+def test_states_parsed_as_their_own_type_keep_their_extremes(spark):
+    """The integers, booleans, strings and timestamps Spark's JSON reader parses directly (a record of them as one
+    array of that type, a record of mixed ones as text): the extremes, escapes and a record whose fields are a long
+    and a timestamp (both parsed as longs) give what the Python decoding gives, parsed once per row."""
+    from fw_magics.api.state import StateKind
+    from fw_magics.operators.spec import codec_for
+    from fw_magics.runtime.streaming.savepoints.reader import typed_frame
+
+    pair = T.StructType([T.StructField("n", T.LongType()), T.StructField("at", T.TimestampType())])
+    mixed = T.StructType([T.StructField("b", T.ByteType()), T.StructField("x", T.DoubleType())])
+    columns = [("p", StateKind.VALUE, state_type(pair, record=True)), ("m", StateKind.VALUE, state_type(mixed, record=True)),
+               ("b", StateKind.VALUE, state_type(T.ByteType())), ("s", StateKind.LIST, state_type(T.StringType())),
+               ("f", StateKind.LIST, state_type(T.BooleanType()))]
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    rows = [((2**63 - 1, epoch - dt.timedelta(microseconds=1)), (-128, -0.0), 127, ['a"\\\n\u00e9\U0001F600', ""], [True]),
+            ((-(2**63), dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc)), (127, float("nan")), -128,
+             [], [False, True])]
+    codecs = {name: codec_for(t, name) for name, _, t in columns}
+    docs = [{"v": {n: codecs[n].encode_all([v])[0] for n, v in zip("pmb", row[:3])},
+             "l": {n: codecs[n].encode_all(v) if v else [] for n, v in zip("sf", row[3:])}} for row in rows]
+    states = spark.createDataFrame([(i, json.dumps(d)) for i, d in enumerate(docs)], "k long, __fw_state string")
+    fast, slow = typed_frame(states, columns), typed_frame(states, columns, python=True)
+    assert "__fw_doc" in fast._jdf.queryExecution().optimizedPlan().toString()  # parsed in a projection of its own
+    assert sorted(map(repr, fast.collect())) == sorted(map(repr, slow.collect()))
+    assert fast.where("k = 0").first()["p"]["n"] == 2**63 - 1 and fast.where("k = 1").first()["b"] == -128

@@ -117,15 +117,17 @@ def write_partition(root: str, vertex: str, attempt: int, only, empty_schema: pa
     )
 
 
-def read_partition(root: str, groups: list[list[str]], batches):
+def read_partition(root: str, groups: list[list[str]], batches, each=None):
     """Inside a task: partition ``i`` of ``spark.range(k)`` streams the result files of ``groups[i]``
-    in order (nothing for an empty group: a partition whose output is not needed). A file that cannot be
-    read whole (cut short, rewritten) fails the task in one line naming it."""
+    in order (nothing for an empty group: a partition whose output is not needed), each batch through
+    ``each`` if given. A file that cannot be read whole (cut short, rewritten) fails the task in one line
+    naming it."""
     storage = Storage(root)
     for batch in batches:
         for index in batch.column(0).to_pylist():
             for path in groups[index]:
-                yield from _read_whole(storage, path)
+                read = _read_whole(storage, path)
+                yield from read if each is None else map(each, read)
 
 
 def _read_whole(storage: Storage, path: str):
@@ -144,13 +146,15 @@ def _read_whole(storage: Storage, path: str):
             raise JobStorageError(unreadable(where, error)) from None
 
 
-def read_results(spark, root: str, paths: list[str | None], schema, tasks: int | None = None):
+def read_results(spark, root: str, paths: list[str | None], schema, tasks: int | None = None, each=None):
     """A DataFrame of the result files ``paths`` (None: a file not needed).
 
     By default one partition per path, in order: subtask ``i`` stays partition ``i`` (what a
     pointwise edge reads). ``tasks``: the files that are needed spread over that many
     partitions instead, round-robin, for a consumer that hash-partitions what it reads anyway
     (an all-to-all edge): fewer tasks, each starting one Python worker, for the same records.
+    ``each``: a function of each record batch read, whose batches (of ``schema``) the frame holds
+    instead (the rows and columns wanted, chosen by Arrow in the task before the JVM sees them).
     """
     if tasks is None:
         groups = [[path] if path is not None else [] for path in paths]
@@ -159,7 +163,7 @@ def read_results(spark, root: str, paths: list[str | None], schema, tasks: int |
         tasks = max(1, min(tasks, len(needed)))
         groups = [needed[i::tasks] for i in range(tasks)]
     k = len(groups)
-    return spark.range(0, k, 1, k).mapInArrow(functools.partial(read_partition, root, groups), schema)
+    return spark.range(0, k, 1, k).mapInArrow(functools.partial(read_partition, root, groups, each=each), schema)
 
 
 def committed(storage: Storage, vertex: str) -> dict[int, dict]:

@@ -166,16 +166,13 @@ class SavepointReader:
         return over.where(F.col(STATE) != F.lit(TOMBSTONE))
 
     def _base_states(self, state_schema: T.StructType):
+        """The base files' state rows as ``state_schema`` (key columns, ``__fw_state``): chosen and cast by Arrow in
+        the tasks that read them, so their output rows and columns never reach the JVM."""
         import os
 
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        with pa.ipc.open_stream(pa.OSFile(self.base[0])) as first:
-            schema = from_arrow_schema(first.schema)
         names = [os.path.relpath(path, self.root) for path in self.base]
-        rows = read_results(self.spark, self.root, names, schema)
-        return rows.where(F.col(ROW) == STATE_ROW).select(*[F.col(f"`{f.name}`") for f in state_schema.fields])
+        return read_results(self.spark, self.root, names, state_schema,
+                            each=functools.partial(_state_rows, arrow_schema(state_schema)))
 
     def keyed_state(self, where=None):
         """The key columns, then one typed column per declared state (see the module docstring); ``where``: a
@@ -230,7 +227,9 @@ def typed_frame(states, columns: list, python: bool = False):
     keys = [f for f in states.schema.fields if f.name != STATE]
     fast = None if python else expressions(columns, _spark_type)
     if fast is not None:
-        return states.select(*[F.col(f"`{f.name}`") for f in keys], *fast)
+        parse, typed = fast
+        key_columns = [F.col(f"`{f.name}`") for f in keys]
+        return states.select(*key_columns, parse).select(*key_columns, *typed)
     out = T.StructType(keys + [T.StructField(name, _spark_type(kind, t)) for name, kind, t in columns])
     task = functools.partial(_typed_batches, [f.name for f in keys], columns, arrow_schema(out))
     return map_in_arrow(states, task, out)
@@ -265,6 +264,15 @@ def _spark_type(kind, state_type):
 
 
 # -- inside the tasks ---------------------------------------------------------------------------------
+
+
+def _state_rows(schema, batch):
+    """A base file's batch as its state rows' columns of ``schema`` (the keyed-state file's)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = batch.filter(pc.equal(batch.column(ROW), STATE_ROW))
+    return pa.RecordBatch.from_arrays([rows.column(f.name).cast(f.type) for f in schema], schema=schema)
 
 
 def _typed_batches(key_names: list, columns: list, schema, batches):
