@@ -198,10 +198,22 @@ def error_summary(error: BaseException, limit: int = 500) -> str:
     return f"{type(error).__name__}: {first}"[:limit]
 
 
+#: Spark's driver-side Python workers (a Python source's reader, its planner) get a fixed 10 s to connect back
+#: (``PythonWorkerFactory.createSimpleWorker``, not configurable): on a busy machine a query's start can miss it,
+#: and nothing has run.
+WORKER_START_MISSED = "Python worker failed to connect back"
+
+
+def worker_start_missed(error: BaseException) -> bool:
+    """Whether ``error`` is a Spark Python worker that did not start in time (``WORKER_START_MISSED`` is Spark's
+    own message, on its first line: a user function's error that quotes it is not)."""
+    return WORKER_START_MISSED in str(error).partition("\n")[0]
+
+
 #: Known start-up failures of Spark's Python workers, and what to do (appended to their one line).
 HINTS = {
-    "Python worker failed to connect back": "the machine was too busy for Spark's Python worker to start in "
-                                            "time: run it again, or give Spark fewer cores (FW_SPARK_MASTER=local[1])",
+    WORKER_START_MISSED: "the machine was too busy for Spark's Python worker to start in time: run it again, "
+                         "or give Spark fewer cores (FW_SPARK_MASTER=local[1])",
     "Python worker exited unexpectedly": "a Python worker crashed (out of memory?): its own error is above in the "
                                          "log; run it again with smaller partitions",
 }

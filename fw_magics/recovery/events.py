@@ -39,6 +39,7 @@ SWITCH = "switch"
 MICRO_BATCH = "micro_batch"
 FILE_SKIPPED = "file_skipped"
 FILE_RELISTED = "file_relisted"
+QUERY_RETRIED = "query_retried"
 
 #: A run's last word (``JobLog.end``): one of these ends it.
 LAST_WORDS = (JOB_FINISHED, JOB_FAILED, JOB_CANCELLED)
@@ -245,6 +246,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                   "files_behind": Optional(COUNT), "rows_behind": Optional(COUNT)},
     FILE_SKIPPED: {"file": Text(1024), "reason": TEXT},
     FILE_RELISTED: {"file": Text(1024), "size": COUNT},
+    QUERY_RETRIED: {"cause": TEXT, "attempt": Integer(1, 2**31 - 1)},
 }
 
 #: The fields each event type must have (the rest are optional).
@@ -334,6 +336,12 @@ def file_skipped(file, reason):
 def file_relisted(file, size):
     """A source file that changed since it was listed, listed anew at a restart (read as it is now)."""
     return _event(FILE_RELISTED, file=file, size=size)
+
+
+def query_retried(cause, attempt):
+    """A streaming job's query did not start (Spark's Python worker did not connect back in time) and was started
+    again at once, outside the restart strategy: ``attempt`` counts such starts in a row."""
+    return _event(QUERY_RETRIED, cause=cause, attempt=attempt)
 
 
 # -- checking a record read back -------------------------------------------------------------------
