@@ -10,9 +10,10 @@ from .restart_strategies import (
     restart_strategy,
     restartable,
 )
+from .start_retries import StartRetries
 
 __all__ = [
     "ExponentialDelayRestart", "FailoverStrategy", "FailureRateRestart", "FixedDelayRestart",
     "RestartAllStrategy", "RestartBackoffTimeStrategy", "RestartPipelinedRegionStrategy", "checked_backoff",
-    "restart_strategy", "restartable",
+    "restart_strategy", "restartable", "StartRetries",
 ]

@@ -9,9 +9,8 @@ import time
 import pytest
 
 import fw_magics as fw
-from fw_magics.errors import worker_start_missed
 from fw_magics.failover import FixedDelayRestart
-from fw_magics.runtime.streaming.driver.failures import START_RETRIES
+from fw_magics.failover.start_retries import LIMIT
 from fw_magics.runtime.streaming.driver.stall import Stalled, StallGuard
 from fw_magics.runtime.streaming.savepoints.files import load_savepoint
 from tests.streaming import functions
@@ -223,7 +222,7 @@ MISSED = RuntimeError("[STREAM_FAILED] Query [id = 7bc4, runId = 85af] terminate
 def test_a_query_whose_python_worker_missed_its_start_is_started_again_outside_the_restart_strategy(area):
     """Spark's driver-side Python worker gets a fixed 10 s to connect back: on a busy machine a query's start
     misses it, and nothing ran (a stalled micro-batch's restart, then such a start, ended a CI run). The job
-    starts the query again at once, START_RETRIES times in a row, nothing lost or twice and its restart strategy
+    starts the query again at once, LIMIT times in a row, nothing lost or twice and its restart strategy
     untouched; a micro-batch committed starts the count again; one more in a row goes to the strategy (here:
     none left, the job fails).
     Spark's failure is injected where the job's follower reports a query's end; the queries are real."""
@@ -233,17 +232,15 @@ def test_a_query_whose_python_worker_missed_its_start_is_started_again_outside_t
     job = op.start(job_dir=area.jobs, job_name="missed", trigger=TRIGGER, restart=FixedDelayRestart(attempts=0))
     try:
         job.process_all_available()
-        for _ in range(START_RETRIES):
+        for _ in range(LIMIT):
             query = job.query
             job._terminated(query, MISSED)
             assert job.query is not query and not query.isActive and job.phase == "stream"
         area.write(FRESH[0])
         job.process_all_available()  # a micro-batch committed: the next missed start is the first in a row
-        assert job.restarts == 0 and job.start_retries == 0 and "restart" not in repr(job)
+        assert job.restarts == 0 and job.start_retries.in_row == 0 and "restart" not in repr(job)
         assert latest_rows(job) == expected_latest(model("aggregate", 1000, BACKLOG, FRESH[:1]), "aggregate")
-        quoting = RuntimeError("Job aborted\nPythonException: ValueError: " + str(MISSED))  # a user function's
-        assert worker_start_missed(MISSED) and not worker_start_missed(quoting)
-        for _ in range(START_RETRIES + 1):
+        for _ in range(LIMIT + 1):
             job._terminated(job.query, MISSED)
         assert job.phase == "failed" and job.restarts == 0
         with pytest.raises(fw.JobFailedError, match="Python worker failed to connect back"):

@@ -6,10 +6,9 @@ checkpoint: the backlog runs the subtasks that did not commit, the query starts 
 checkpoint (the changelog sink is idempotent per micro-batch), each failure and restart in the log
 (``region_failed`` / ``region_restarted`` of the operator's vertex). Spark restarts neither: a
 task failure is retried (``local[*,F]``), but a query whose driver-side Python worker did not start
-in time (a busy machine) just ends. Such a query ran nothing: the job starts it again at once, up to
-``START_RETRIES`` times in a row (``query_retried`` in the log), as Spark retries a task, and leaves the
-restart strategy's attempts to real failures (a stalled micro-batch's restart, then a start that missed
-the window, ended a CI run). An interruption (a cancel, the session gone) and fw-magics'
+in time (a busy machine) just ends. Such a query ran nothing: the job starts it again at once, a few
+times in a row (``failover.StartRetries``; ``query_retried`` in the log), outside the restart strategy.
+An interruption (a cancel, the session gone) and fw-magics'
 own verdicts (a damaged job directory, ``on_late="fail"``) are not restarted. The first failure that
 is not restarted is the job's: it is recorded once, and ``process_all_available()`` raises it once the
 job has ended, as a fresh one-line error chained to it.
@@ -27,17 +26,13 @@ import sys
 import threading
 from collections.abc import Callable
 
-from ....errors import FwMagicsError, Interrupted, error_summary, raised_again, worker_start_missed
-from ....failover import checked_backoff, restartable
+from ....errors import FwMagicsError, Interrupted, error_summary, raised_again
+from ....failover import StartRetries, checked_backoff, restartable
 from ....recovery import events
 from ....spark.flavour import interruption
 from .follower import wait_in_thread
 from .phases import ENDED
 from .stall import Stalled
-
-#: Times in a row a query that did not start (``errors.WORKER_START_MISSED``: nothing ran) is started again at once,
-#: outside the restart strategy, as Spark retries a task whose Python worker failed; the next one is a failure.
-START_RETRIES = 3
 
 #: Why a job whose query ended by itself (not availableNow, not stopped by the job) stops.
 STOPPED_OUTSIDE = "its query was stopped from outside the job (the Spark session stopping, or the query's own stop())"
@@ -58,7 +53,7 @@ class Failures:
     _lost: object  # the query whose failure the restart strategy did not allow to restart
     _warm: bool  # whether the query was started warm (held during the backlog)
     restarts: int
-    start_retries: int  # the query's starts in a row that missed Spark's Python worker window (START_RETRIES)
+    start_retries: StartRetries  # the query's starts in a row that missed Spark's window for its Python worker
     # -- and the job's own steps it takes ------------------------------------------------------------
     _start_query: Callable[..., None]  # (warm=False): the query and its follower
     _halt: Callable[..., None]  # (backlog=False): stop the query (and cancel the backlog's actions)
@@ -130,9 +125,8 @@ class Failures:
         """``_restarted``'s work, under its lock."""
         if self._gone():
             return self._stopping
-        if query is not None and worker_start_missed(error) and self.start_retries < START_RETRIES:
-            self.start_retries += 1  # (set back to 0 by each committed micro-batch)
-            self.log.emit(events.query_retried(error_summary(error), self.start_retries))
+        if query is not None and self.start_retries.absorbs(error):
+            self.log.emit(events.query_retried(error_summary(error), self.start_retries.in_row))
             return self._start_again(query) or self._stopping
         restart, attempt = self.plan.restart, self.restarts + 1
         restart.notify_failure()

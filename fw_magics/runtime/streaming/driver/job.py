@@ -22,6 +22,7 @@ from collections.abc import Callable
 from .... import hooks
 from ....connectors.files.reading import new_skips
 from ....errors import FullWindowError
+from ....failover import StartRetries
 from ....graph import JobGraph
 from ....recovery import events
 from ....spark.actions import Scope
@@ -77,7 +78,8 @@ class StreamingJob(JobResults, Failures):
         self._woken = threading.Event()  # set by stop() and a failure: a restart's backoff ends at once
         self._warm = False  # whether the query was started warm (held during the backlog)
         self._lost = None  # the query whose failure the restart strategy did not allow to restart
-        self.restarts = self.start_retries = 0
+        self.restarts = 0
+        self.start_retries = StartRetries()
         self.stall = StallGuard()  # when a micro-batch has run so long that it is cancelled and run again
         self._scope = Scope()  # the driver thread's Spark actions: a stop cancels them, and any it would start
         self.state_counts = None  # a keyed.state_counts.StateCounts: the keys each state partition holds (start())
@@ -195,7 +197,7 @@ class StreamingJob(JobResults, Failures):
 
     def _batch_committed(self, info: dict) -> None:
         self.recorded.add(info["batch"])
-        self.start_retries = 0  # the query started: a later start that misses the window is the first in a row
+        self.start_retries.started()
         self._note_skips()
         hooks.trigger("micro_batch", self, info)
         if self._phase == "switching":
