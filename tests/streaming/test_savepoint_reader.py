@@ -177,6 +177,28 @@ def test_keyed_state_has_the_keys_and_one_typed_column_per_declared_state(taken)
         {k: (c, last, json.loads(n), s) for k, (c, last, n, s) in want.items()}
 
 
+def test_the_base_holds_the_states_typed_and_its_table_is_the_one_read_from_their_json(taken):
+    """Issue 50's 10,000,000 keys read near spark.read.parquet's speed: the backlog's files (the savepoint's base)
+    hold each declared state as a column beside its JSON (keyed.typed_states), which keyed_state() selects; every
+    key decoded from its JSON instead gives the same table."""
+    from fw_magics.runtime.streaming.keyed.typed_states import PREFIX, TypedStates
+    from fw_magics.runtime.streaming.savepoints.reader import typed_frame
+
+    path, *_ = taken
+    reader = fw.read_savepoint(path)
+    saved = load_savepoint(path)
+    assert saved.document["version"] == 5 and saved.base
+    stored = TypedStates.of(reader.declared)
+    for base, _ in saved.base:
+        with pa.ipc.open_stream(pa.OSFile(base)) as stream:
+            assert sorted(n for n in stream.schema.names if n.startswith(PREFIX)) == [
+                PREFIX + name for name in ("count", "last", "notes", "seen")]
+            assert all(stored.found(batch) is not None for batch in stream)  # what the reader selects, not parses
+    columns = [(name, kind, t) for name, (kind, t) in sorted(reader.declared.items())]
+    decoded = typed_frame(reader.states(), columns, python=True)
+    assert sorted(reader.keyed_state().collect()) == sorted(decoded.collect()) and len(decoded.collect()) == 5
+
+
 def test_timers_positions_operator_state_and_info(taken):
     path, *_ = taken
     reader = fw.read_savepoint(path)
@@ -559,7 +581,8 @@ def test_from_json_gives_what_the_codecs_give_on_random_types_and_values(spark, 
 
     from fw_magics.api.state import StateKind
     from fw_magics.operators.spec import codec_for
-    from fw_magics.runtime.streaming.savepoints.reader import _spark_type, typed_frame
+    from fw_magics.runtime.streaming.keyed.typed_states import column_type
+    from fw_magics.runtime.streaming.savepoints.reader import typed_frame
     from fw_magics.runtime.streaming.savepoints.typed_columns import expressions
     from tests import value_model as vm
 
@@ -567,7 +590,7 @@ def test_from_json_gives_what_the_codecs_give_on_random_types_and_values(spark, 
     record = T.StructType([T.StructField("a", one), T.StructField("b", two)])
     columns = [("r", StateKind.VALUE, state_type(record, record=True)), ("v", StateKind.VALUE, state_type(one)),
                ("l", StateKind.LIST, state_type(one))]
-    assume(expressions(columns, _spark_type) is not None)
+    assume(expressions(columns, column_type) is not None)
     values = data.draw(st.lists(st.tuples(vm.good(one), vm.good(two)), min_size=1, max_size=4), "values")
     assume(all(model_value(a, one) is not None and model_value(b, two) is not None for a, b in values))
     records = codec_for(columns[0][2], "r").encode_all(values)

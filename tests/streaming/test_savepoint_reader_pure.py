@@ -20,9 +20,10 @@ from pyspark.sql import types as T
 
 from fw_magics.api.state import StateKind
 from fw_magics.operators.spec import StateType, codec_for
-from fw_magics.runtime.streaming.keyed.changelog import STATE
+from fw_magics.runtime.streaming.keyed.changelog import ROW, STATE, STATE_ROW
+from fw_magics.runtime.streaming.keyed.typed_states import TypedStates, column_type
 from fw_magics.runtime.streaming.savepoints import declared
-from fw_magics.runtime.streaming.savepoints.reader import _spark_type, _typed_batches
+from fw_magics.runtime.streaming.savepoints.reader import _BaseTyped, _Decoded, _typed_batches
 from fw_magics.values.schema import arrow_schema
 from tests import value_model as vm
 
@@ -35,17 +36,31 @@ def state_type(dtype: T.DataType, record: bool = False) -> StateType:
 
 def read_back(states: dict, docs: list) -> list:
     """The reader's task over keys 0.. with the JSON ``docs``: rows of (key, each state in name order); the
-    declared ``states`` recorded in a document and parsed back first, as a savepoint carries them."""
+    declared ``states`` recorded in a document and parsed back first, as a savepoint carries them. Where the
+    states are stored typed too (``typed_states``: what a backlog writes beside the JSON), those columns hold
+    the same values, NaN and -0.0 included."""
     recorded = json.loads(json.dumps(declared.record(states)))
     parsed = declared.parse(recorded)
     columns = [(name, kind, t) for name, (kind, t) in sorted(parsed.items())]
     out = T.StructType([T.StructField("k", T.LongType())]
-                       + [T.StructField(name, _spark_type(kind, t)) for name, kind, t in columns])
+                       + [T.StructField(name, column_type(kind, t)) for name, kind, t in columns])
     batch = pa.record_batch({"k": pa.array(range(len(docs)), pa.int64()),
                              STATE: pa.array([json.dumps(d) for d in docs], pa.string())})
     schema = arrow_schema(out)
-    got = list(_typed_batches(["k"], columns, schema, iter([batch])))
-    return pa.Table.from_batches(got, schema).to_pylist()
+    got = list(_typed_batches(_Decoded(["k"], columns, schema), iter([batch])))
+    rows = pa.Table.from_batches(got, schema).to_pylist()
+    stored = TypedStates.of(parsed)
+    if stored is not None:  # a base file's state rows with their typed columns, and an older file's without
+        arrays = stored.arrays(docs)
+        assert [a.type for a in arrays] == [f.type for f in list(schema)[1:]]
+        rows_of = pa.record_batch({"k": batch.column("k"), ROW: pa.array([STATE_ROW] * len(docs)),
+                                   STATE: batch.column(STATE)})
+        typed = pa.RecordBatch.from_arrays(list(rows_of.columns) + arrays,
+                                           names=rows_of.schema.names + [f.name for f in stored.fields])
+        read = _BaseTyped(["k"], stored, columns, schema)
+        assert stored.found(typed) is not None and stored.found(rows_of) is None
+        assert repr(read(typed).to_pylist()) == repr(read(rows_of).to_pylist()) == repr(rows)
+    return rows
 
 
 def model_value(value, dtype):

@@ -16,6 +16,7 @@ import re
 import time
 
 import pyarrow as pa
+from pyspark.sql import types as T
 
 from ...errors import JobStorageError
 from ...recovery.filesystem import Storage
@@ -117,12 +118,15 @@ def write_partition(root: str, vertex: str, attempt: int, only, empty_schema: pa
     )
 
 
-def read_partition(root: str, groups: list[list[str]], batches, each=None):
+def read_partition(root: str, groups: list[list[str]], batches, each=None, names=None):
     """Inside a task: partition ``i`` of ``spark.range(k)`` streams the result files of ``groups[i]``
     in order (nothing for an empty group: a partition whose output is not needed), each batch through
-    ``each`` if given. A file that cannot be read whole (cut short, rewritten) fails the task in one line
-    naming it."""
+    ``each`` if given, else its columns ``names`` (a file may hold more: a backlog's typed states). A file
+    that cannot be read whole (cut short, rewritten) fails the task in one line naming it."""
     storage = Storage(root)
+    if each is None and names is not None:
+        def each(batch):
+            return batch if batch.schema.names == names else batch.select(names)
     for batch in batches:
         for index in batch.column(0).to_pylist():
             for path in groups[index]:
@@ -163,7 +167,8 @@ def read_results(spark, root: str, paths: list[str | None], schema, tasks: int |
         tasks = max(1, min(tasks, len(needed)))
         groups = [needed[i::tasks] for i in range(tasks)]
     k = len(groups)
-    return spark.range(0, k, 1, k).mapInArrow(functools.partial(read_partition, root, groups, each=each), schema)
+    task = functools.partial(read_partition, root, groups, each=each, names=list(schema.names) if isinstance(schema, T.StructType) else None)
+    return spark.range(0, k, 1, k).mapInArrow(task, schema)
 
 
 def committed(storage: Storage, vertex: str) -> dict[int, dict]:

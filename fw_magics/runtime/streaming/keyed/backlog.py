@@ -180,7 +180,7 @@ def engine(plan: BacklogPlan, counters: dict, batches):
         count["keys"] += 1
         count["timers_fired"] += result.timers_fired
         if result.state is not None:
-            states.append((key, result.state))
+            states.append((key, result.state, result.doc))
             count["state_writes"] += 1
         outputs.extend(result.outputs)
 

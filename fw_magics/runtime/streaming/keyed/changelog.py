@@ -5,8 +5,9 @@ column(s) then the result columns) plus ``__fw_kind`` ("element" or "timer": wha
 and ``__fw_seq`` (its place among the outputs of its task, which orders a key's rows within a
 micro-batch). The backlog engine's results add ``__fw_row`` ("out" or "state") and
 ``__fw_state`` (a key's state as JSON text): one file per subtask holds both the outputs emitted
-during the backlog and the state the stream starts from. The job's changelog on disk adds the
-batch it came from (-1 for the backlog).
+during the backlog and the state the stream starts from; where the function's declared states allow,
+their typed columns follow (``typed_states``: set in the state rows, null in the others). The job's
+changelog on disk adds the batch it came from (-1 for the backlog).
 
 An interval join with a side output (``side_output_left_late_data()``) adds, after the sequence, each
 input's record as a struct (``__fw_in1``, ``__fw_in2``, the tagged row's): a late record's row has the
@@ -22,6 +23,7 @@ from pyspark.sql import types as T
 from ....operators.co_process import LATE_KINDS, side_outputs
 from ....operators.spec import SIDES, KeyedOperatorSpec
 from ....values.convert import RowWriter
+from .typed_states import TypedStates
 
 KIND, SEQ, ROW, STATE, BATCH = "__fw_kind", "__fw_seq", "__fw_row", "__fw_state", "__fw_batch"
 OUT, STATE_ROW = "out", "state"
@@ -68,7 +70,10 @@ class ChangelogWriter:
         self.late = None  # the streaming operator's writer of an interval join with a side output: LateRows
         if late and late_fields(spec):
             self.late = LateRows(self, arrow_schema(changelog_schema(output, late_fields(spec))), late_fields(spec))
+        self.typed = TypedStates.of(spec.kind.declared_states(spec))  # None: states read from their JSON only
         self.backlog = arrow_schema(backlog_schema(output))
+        if self.typed is not None:
+            self.backlog = pa.schema(list(self.backlog) + self.typed.fields)
         names = list(output.names)
         self.key_positions = [names.index(n) for n in key.names]
         self.width = len(names)
@@ -93,17 +98,22 @@ class ChangelogWriter:
         batch = self.outputs(outputs, first_seq)
         n = batch.num_rows
         columns = list(batch.columns) + [pa.array([OUT] * n, pa.string()), pa.nulls(n, pa.string())]
+        if self.typed is not None:
+            columns += self.typed.nulls(n)
         return pa.RecordBatch.from_arrays(columns, schema=self.backlog)
 
     def backlog_states(self, states) -> pa.RecordBatch:
-        """State rows: ``states`` is a list of (key, state JSON text); only the key columns are set."""
+        """State rows: ``states`` is a list of (key, state JSON text, the state's document); of the output
+        columns only the key columns are set; the typed states (``typed_states``) where the function has them."""
         n = len(states)
-        keys = self.key_writer.batch([key for key, _ in states]).columns
+        keys = self.key_writer.batch([key for key, _, _ in states]).columns
         columns = [pa.nulls(n, self.backlog.field(i).type) for i in range(self.width)]
         for position, column in zip(self.key_positions, keys):
             columns[position] = column
         columns += [pa.nulls(n, pa.string()), pa.nulls(n, pa.int64()), pa.array([STATE_ROW] * n, pa.string()),
-                    pa.array([text for _, text in states], pa.string())]
+                    pa.array([text for _, text, _ in states], pa.string())]
+        if self.typed is not None:
+            columns += self.typed.arrays([doc for _, _, doc in states])
         return pa.RecordBatch.from_arrays(columns, schema=self.backlog)
 
 

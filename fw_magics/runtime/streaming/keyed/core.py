@@ -49,6 +49,7 @@ class KeyResult:
     timers_removed: list = field(default_factory=list)  # timers it held that are gone (fired or deleted)
     records: int = 0
     timers_fired: int = 0
+    doc: dict | None = None  # ``state`` as the document it was written from (each value in its stored form)
 
 
 class KeyedCore:
@@ -119,7 +120,7 @@ class KeyedCore:
         text = json.dumps(doc, separators=(",", ":"), allow_nan=False) if doc else None
         after = set(times)
         return KeyResult(
-            state=text, changed=text != self._loaded, outputs=self._outputs,
+            state=text, doc=doc or None, changed=text != self._loaded, outputs=self._outputs,
             timers_added=sorted(after - self._timers_before), timers_removed=sorted(self._timers_before - after),
             records=self._records, timers_fired=self._fired,
         )

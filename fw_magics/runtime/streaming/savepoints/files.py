@@ -13,7 +13,9 @@ No Spark session is needed here (pyarrow and JSON only). ``<job>/savepoints/save
                            inputs': ``{"inputs": [position 1, position 2]}``
     base/0000.arrow ...    the base (version 3): the job's committed state files, one per partition
                            of Spark's hash of the key, sorted by key (a backlog's results: state rows
-                           and output rows), shared with the job's folder (hard links)
+                           and output rows; from version 5 the states typed beside their JSON where
+                           the function's declarations allow, ``keyed.typed_states``), shared with
+                           the job's folder (hard links)
     keyed-state.parquet    the keyed state over the base: the key column(s) and ``__fw_state`` (the
                            per-key core's JSON, its pending timers included), one row per key the
                            stream wrote since the base; ``{}`` (a tombstone) for a base key it cleared.
@@ -69,15 +71,17 @@ from ..keyed.keys import normal
 from . import checks, declared
 
 FORMAT = "fw-magics/savepoint"
-VERSION = 4
-READABLE = (1, 2, 3, 4)  # version 1 lacks latest.parquet; 2 has no base files; 3 no base_partitions, no top
+VERSION = 5
+#: Version 1 lacks latest.parquet; 2 has no base files; 3 no base_partitions, no top; a base file of 5 may hold its
+#: states typed beside their JSON (``keyed.typed_states``), which fw-magics before 5 cannot read.
+READABLE = (1, 2, 3, 4, 5)
 DOCUMENT = "savepoint.json"
 OPERATOR_STATE = "operator-state.json"
 MANIFEST = "source-manifest.json"
 KEYED = "keyed-state.parquet"
 LATEST = "latest.parquet"
 FILES = (OPERATOR_STATE, MANIFEST, KEYED, LATEST)
-FILES_OF = {1: FILES[:3], 2: FILES, 3: FILES, 4: FILES}
+FILES_OF = {1: FILES[:3], 2: FILES, 3: FILES, 4: FILES, 5: FILES}
 BASE = "base"  # the folder of the base files (version 3)
 #: The longest micro-batch (or backlog) the saved job had completed, ms: a restored job's stall guard's reference.
 LONGEST = "longest_ms"

@@ -38,6 +38,7 @@ from ....values.schema import arrow_schema
 from ...batch.result_files import read_results
 from ..keyed.changelog import ROW, STATE, STATE_ROW, TOMBSTONE
 from ..keyed.seed import overlaid
+from ..keyed.typed_states import TypedStates, column_type
 from . import declared as states_field
 from .checks import shape_problem
 from .files import Savepoint, SavepointError, load_savepoint
@@ -179,9 +180,31 @@ class SavepointReader:
         condition on the key columns, applied before the states are typed (one key's, read without decoding
         the others')."""
         columns = [(name, kind, state_type) for name, (kind, state_type) in sorted(self.declared.items())]
-        states = self.states()
-        typed = typed_frame(states if where is None else states.where(where), columns)
+        stored = TypedStates.of(self.declared)
+        if not self.base or stored is None:
+            states = self.states()
+            typed = typed_frame(states if where is None else states.where(where), columns)
+        else:  # the keys written over the base typed from their JSON, the base's others as stored typed
+            over = self._over()
+            live = over.where(F.col(STATE) != F.lit(TOMBSTONE))
+            base = self._base_typed(over.schema, stored, columns)
+            if where is not None:
+                live, base = live.where(where), base.where(where)
+            on = [base[k].eqNullSafe(over[k]) for k in self.key_names]
+            typed = typed_frame(live, columns).unionByName(base.join(over, on, "left_anti"))
         return _flattened(typed, self.key_names, columns, self.document.get("kind"))
+
+    def _base_typed(self, state_schema: T.StructType, stored: TypedStates, columns: list):
+        """The base files' state rows as the key columns of ``state_schema`` and the typed states of ``columns``:
+        the files' typed columns where they hold them (``typed_states``), else decoded from their JSON, in the
+        tasks that read them."""
+        import os
+
+        keys = [f for f in state_schema.fields if f.name != STATE]
+        out = T.StructType(keys + [T.StructField(name, column_type(kind, t)) for name, kind, t in columns])
+        names = [os.path.relpath(path, self.root) for path in self.base]
+        each = _BaseTyped([f.name for f in keys], stored, columns, arrow_schema(out))
+        return read_results(self.spark, self.root, names, out, each=each)
 
     def timers(self):
         """Each pending event-time timer: the key columns and ``timestamp`` (epoch milliseconds)."""
@@ -225,13 +248,13 @@ def typed_frame(states, columns: list, python: bool = False):
     (``typed_columns``), else (or with ``python``) decoded in Python by the runtime's codecs (Arrow batches in
     Spark tasks); the two give the same values."""
     keys = [f for f in states.schema.fields if f.name != STATE]
-    fast = None if python else expressions(columns, _spark_type)
+    fast = None if python else expressions(columns, column_type)
     if fast is not None:
         parse, typed = fast
         key_columns = [F.col(f"`{f.name}`") for f in keys]
         return states.select(*key_columns, parse).select(*key_columns, *typed)
-    out = T.StructType(keys + [T.StructField(name, _spark_type(kind, t)) for name, kind, t in columns])
-    task = functools.partial(_typed_batches, [f.name for f in keys], columns, arrow_schema(out))
+    out = T.StructType(keys + [T.StructField(name, column_type(kind, t)) for name, kind, t in columns])
+    task = functools.partial(_typed_batches, _Decoded([f.name for f in keys], columns, arrow_schema(out)))
     return map_in_arrow(states, task, out)
 
 
@@ -253,16 +276,6 @@ def _flattened(typed, keys: list, columns: list, kind_name: str | None):
     return typed.select(*[F.col(f"`{n}`") for n in keys], *[F.col(f"`{name}`").getField(n).alias(n) for n in fields])
 
 
-def _spark_type(kind, state_type):
-    if state_type.ddl is None:
-        one = T.StringType()
-    elif state_type.record:
-        one = T.StructType([T.StructField(n, t) for n, t in zip(state_type.names, state_type.spark_types)])
-    else:
-        one = state_type.spark_types[0]
-    return T.ArrayType(one) if kind is StateKind.LIST else one
-
-
 # -- inside the tasks ---------------------------------------------------------------------------------
 
 
@@ -275,16 +288,28 @@ def _state_rows(schema, batch):
     return pa.RecordBatch.from_arrays([rows.column(f.name).cast(f.type) for f in schema], schema=schema)
 
 
-def _typed_batches(key_names: list, columns: list, schema, batches):
-    """Each batch of (keys, ``__fw_state``) as the keys and the declared states' typed columns."""
-    import pyarrow as pa
-
-    codecs = [(name, kind is StateKind.LIST, codec_for(t, f"{kind} state {name!r}"), t.ddl is None)
-              for name, kind, t in columns]
+def _typed_batches(decode, batches):
+    """Each batch of (keys, ``__fw_state``) as the keys and the declared states' typed columns (``_Decoded``)."""
     for batch in batches:
+        yield decode(batch)
+
+
+class _Decoded:
+    """A batch of (keys, ``__fw_state``) as the keys and the declared states' typed columns of ``schema``,
+    decoded by the runtime's codecs (made at the first batch, in the task)."""
+
+    def __init__(self, key_names: list, columns: list, schema):
+        self.key_names, self.columns, self.schema, self._codecs = key_names, columns, schema, None
+
+    def __call__(self, batch):
+        import pyarrow as pa
+
+        if self._codecs is None:
+            self._codecs = [(name, kind is StateKind.LIST, codec_for(t, f"{kind} state {name!r}"), t.ddl is None)
+                            for name, kind, t in self.columns]
         docs = [json.loads(text) for text in batch.column(STATE).to_pylist()]
-        arrays = [batch.column(k) for k in key_names]
-        for (name, listed, codec, as_json), field in zip(codecs, list(schema)[len(key_names):]):
+        arrays = [batch.column(k) for k in self.key_names]
+        for (name, listed, codec, as_json), field in zip(self._codecs, list(self.schema)[len(self.key_names):]):
             one = (lambda v: json.dumps(v)) if as_json else codec.decode
             if listed:
                 values = [[one(v) for v in doc.get("l", {}).get(name, [])] for doc in docs]
@@ -294,7 +319,27 @@ def _typed_batches(key_names: list, columns: list, schema, batches):
                 arrays.append(pa.array(values, type=field.type))
             except (pa.ArrowInvalid, pa.ArrowTypeError):  # a pyarrow that wants them as dicts
                 arrays.append(pa.array([_plain(v) for v in values], type=field.type))
-        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+class _BaseTyped:
+    """A base file's batch as its state rows' keys (cast to ``schema``'s) and typed states: the file's typed
+    columns where it holds them as ``stored`` says, else decoded from its JSON (``_Decoded``)."""
+
+    def __init__(self, key_names: list, stored: TypedStates, columns: list, schema):
+        self.key_names, self.stored, self.schema = key_names, stored, schema
+        self.decode = _Decoded(key_names, columns, schema)
+
+    def __call__(self, batch):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows = batch.filter(pc.equal(batch.column(ROW), STATE_ROW))
+        keys = [rows.column(f.name).cast(f.type) for f in list(self.schema)[:len(self.key_names)]]
+        found = self.stored.found(rows)
+        if found is None:
+            return self.decode(pa.RecordBatch.from_arrays(keys + [rows.column(STATE)], names=self.key_names + [STATE]))
+        return pa.RecordBatch.from_arrays(keys + found, schema=self.schema)
 
 
 def _plain(value):
