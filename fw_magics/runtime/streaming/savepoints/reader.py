@@ -334,12 +334,16 @@ class _BaseTyped:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        rows = batch.filter(pc.equal(batch.column(ROW), STATE_ROW))
-        keys = [rows.column(f.name).cast(f.type) for f in list(self.schema)[:len(self.key_names)]]
-        found = self.stored.found(rows)
+        state_rows = pc.equal(batch.column(ROW), STATE_ROW)
+        kept = state_rows.true_count  # a backlog writes a batch of outputs or of states: all or none, mostly
+        keys = [batch.column(f.name).cast(f.type) for f in list(self.schema)[:len(self.key_names)]]
+        found = None if kept == 0 else self.stored.found(batch)
+        columns = keys + (found if found is not None else [batch.column(STATE)])
+        if kept < batch.num_rows:  # only the columns read are filtered (not the JSON beside typed columns)
+            columns = [column.filter(state_rows) for column in columns]
         if found is None:
-            return self.decode(pa.RecordBatch.from_arrays(keys + [rows.column(STATE)], names=self.key_names + [STATE]))
-        return pa.RecordBatch.from_arrays(keys + found, schema=self.schema)
+            return self.decode(pa.RecordBatch.from_arrays(columns, names=self.key_names + [STATE]))
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
 def _plain(value):
