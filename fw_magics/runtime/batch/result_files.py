@@ -126,7 +126,7 @@ def read_partition(root: str, groups: list[list[str]], batches, each=None, names
     storage = Storage(root)
     if each is None and names is not None:
         def each(batch):
-            return batch if batch.schema.names == names else batch.select(names)
+            return batch.select(names) if batch.num_columns > len(names) else batch
     for batch in batches:
         for index in batch.column(0).to_pylist():
             for path in groups[index]:
