@@ -167,7 +167,8 @@ def read_results(spark, root: str, paths: list[str | None], schema, tasks: int |
         tasks = max(1, min(tasks, len(needed)))
         groups = [needed[i::tasks] for i in range(tasks)]
     k = len(groups)
-    task = functools.partial(read_partition, root, groups, each=each, names=list(schema.names) if isinstance(schema, T.StructType) else None)
+    names = list(schema.names) if isinstance(schema, T.StructType) else None
+    task = functools.partial(read_partition, root, groups, each=each, names=names)
     return spark.range(0, k, 1, k).mapInArrow(task, schema)
 
 

@@ -279,13 +279,21 @@ def _flattened(typed, keys: list, columns: list, kind_name: str | None):
 # -- inside the tasks ---------------------------------------------------------------------------------
 
 
+def _of_state_rows(batch, columns: list) -> list:
+    """``columns`` (of ``batch``) at its state rows only: only the columns read are filtered, not the rest of the
+    file's (a backlog writes a batch of outputs or of states, so mostly none is)."""
+    import pyarrow.compute as pc
+
+    state_rows = pc.equal(batch.column(ROW), STATE_ROW)
+    return columns if state_rows.true_count == batch.num_rows else [c.filter(state_rows) for c in columns]
+
+
 def _state_rows(schema, batch):
     """A base file's batch as its state rows' columns of ``schema`` (the keyed-state file's)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    rows = batch.filter(pc.equal(batch.column(ROW), STATE_ROW))
-    return pa.RecordBatch.from_arrays([rows.column(f.name).cast(f.type) for f in schema], schema=schema)
+    return pa.RecordBatch.from_arrays(_of_state_rows(batch, [batch.column(f.name).cast(f.type) for f in schema]),
+                                      schema=schema)
 
 
 def _typed_batches(decode, batches):
@@ -332,15 +340,10 @@ class _BaseTyped:
 
     def __call__(self, batch):
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        state_rows = pc.equal(batch.column(ROW), STATE_ROW)
-        kept = state_rows.true_count  # a backlog writes a batch of outputs or of states: all or none, mostly
         keys = [batch.column(f.name).cast(f.type) for f in list(self.schema)[:len(self.key_names)]]
-        found = None if kept == 0 else self.stored.found(batch)
-        columns = keys + (found if found is not None else [batch.column(STATE)])
-        if kept < batch.num_rows:  # only the columns read are filtered (not the JSON beside typed columns)
-            columns = [column.filter(state_rows) for column in columns]
+        found = self.stored.found(batch)
+        columns = _of_state_rows(batch, keys + (found if found is not None else [batch.column(STATE)]))
         if found is None:
             return self.decode(pa.RecordBatch.from_arrays(columns, names=self.key_names + [STATE]))
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
