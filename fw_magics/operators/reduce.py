@@ -21,15 +21,18 @@ class ReducePerKey(Running):
 
     def element(self, record) -> None:
         self.touched = True
-        self.current = record if self.current is None else self._as_record(self.fn(self.current, record))
+        current = self.current
+        if current is None:
+            self.current = record
+            return
+        value = self.fn(current, record)
+        self.current = value if type(value) is self.cls else self._as_record(value)
 
     def _as_record(self, value) -> Record:
-        if type(value) is self.cls:
-            return value
         if isinstance(value, (tuple, list)) and len(value) == self.width:
-            return tuple.__new__(self.cls, value)
+            return self.cls(value)  # tuple's own constructor, reached directly (values/records.py)
         if isinstance(value, dict) and set(value) == set(self.cls._fields):
-            return tuple.__new__(self.cls, [value[n] for n in self.cls._fields])
+            return self.cls([value[n] for n in self.cls._fields])
         raise FullWindowError(
             f"reduce function {self.core.spec.label!r} returned {type(value).__name__} {value!r:.60}; expected a "
             f"record, tuple or dict with the input's {self.width} columns: {', '.join(self.cls._fields)}"

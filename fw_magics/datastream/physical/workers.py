@@ -140,8 +140,8 @@ def record_builder(cls, writer: RowWriter):
         if type(value) is cls:
             return value
         if isinstance(value, (tuple, list)) and len(value) == width:
-            return tuple.__new__(cls, value)
-        return tuple.__new__(cls, writer.normalize(value))
+            return cls(value)  # tuple's own constructor, reached directly (values/records.py)
+        return cls(writer.normalize(value))
 
     return as_record
 
