@@ -1,7 +1,7 @@
 """Run every benchmark in one process and print medians and ratios.
 
     python -m benchmarks [--rows N] [--partitions P] [--runs R] [--only graph,import,widgets,recovery,fullwindow,backlog]
-    python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R] [--ratio-only]
+    python -m benchmarks --only backlog [--backlog-records N] [--keys K] [--files F] [--quick Q] [--runs R] [--ratio-only] [--case reduce]
     python -m benchmarks --only two [--backlog-records N] [--updates U] [--keys K] [--files F] [--quick Q] [--runs R]
     python -m benchmarks --only cdc [--table-rows N] [--changes C] [--runs R]   (a scratch PostgreSQL, wal_level=logical)
     python -m benchmarks --only live [--runs R]    (a burst of 300,000 fresh records with job.show() open vs without)
@@ -75,21 +75,21 @@ def print_recovery(results) -> None:
 
 
 BACKLOG_VARIANTS = ("mixed", "batch", "stream", "stream, 1 file per trigger", "Spark batch groupBy().agg(sum)",
-                    "Spark Structured Streaming groupBy().agg(sum)")
+                    "Spark Structured Streaming groupBy().agg(sum)", "Spark batch groupBy().applyInPandas")
 
 
 def print_backlog(results) -> None:
     print("\n| operator | " + " | ".join(BACKLOG_VARIANTS) + " | 1 file per trigger / mixed | mixed / batch "
-          "| first fresh result (1 small file) | fresh burst processed |")
-    print("|---" * (len(BACKLOG_VARIANTS) + 5) + "|")
+          "| mixed / applyInPandas | first fresh result (1 small file) | fresh burst processed |")
+    print("|---" * (len(BACKLOG_VARIANTS) + 6) + "|")
     for r in results:
         m = r["medians"]
         cells = " | ".join(f"{m[v]:.2f} s" if v in m else "–" for v in BACKLOG_VARIANTS)
         if "fresh_result_s" not in r:  # --ratio-only
-            print(f"| {r['case']} | {cells} | – | {r['mixed_over_batch']:.2f}x | – | – |")
+            print(f"| {r['case']} | {cells} | – | {r['mixed_over_batch']:.2f}x | {r['mixed_over_pandas']:.2f}x | – | – |")
             continue
         print(f"| {r['case']} | {cells} | {r['limited_over_mixed']:.1f}x | {r['mixed_over_batch']:.2f}x "
-              f"| {r['fresh_result_s']:.2f} s | {r['fresh_burst_s']:.2f} s |")
+              f"| {r['mixed_over_pandas']:.2f}x | {r['fresh_result_s']:.2f} s | {r['fresh_burst_s']:.2f} s |")
     for r in results:
         if r.get("note"):
             print(f"\n{r['case']}: {r['note']}")
@@ -121,7 +121,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default="")
-    parser.add_argument("--case", default="", help="full-window cases whose name contains this")
+    parser.add_argument("--case", default="", help="full-window cases (backlog: operators) whose name contains this")
     parser.add_argument("--no-naive", action="store_true", help="skip the (slow) naive Python timings")
     parser.add_argument("--no-hand-written", action="store_true",
                         help="fullwindow: skip the hand-written PySpark timings (minutes with many --keys)")
@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument("--quick", type=int, default=None,
                         help="backlog: run the 1-file-per-trigger stream over only this many files, scaled")
     parser.add_argument("--ratio-only", action="store_true",
-                        help="backlog: time mixed and batch only, no fresh results (for FLIP-327's 10,000,000 records)")
+                        help="backlog: time mixed, batch and applyInPandas only, no fresh results (for FLIP-327's 10,000,000 records)")
     parser.add_argument("--scale", action="store_true",
                         help="every full-window case at several sizes and on a wide input, with spark.driver.memory=1g")
     parser.add_argument("--scale-rows", default="1000000,5000000,20000000", help="--scale: the sizes, comma-separated")
@@ -216,13 +216,13 @@ def main() -> None:
 
         args.keys = sizes[0] if sizes else 10_000
 
-        then = ("mixed and batch only" if args.ratio_only else f"then 1 fresh file of {backlog.SMALL_FILE:,} records "
+        then = ("mixed, batch and applyInPandas only" if args.ratio_only else f"then 1 fresh file of {backlog.SMALL_FILE:,} records "
                 f"and a burst of 3 fresh files of {args.backlog_records // args.files:,}")
         print(f"\nbacklog then stream (FLIP-327): {args.backlog_records:,} records, {args.keys:,} keys in "
               f"{args.files} Parquet files, {then}; median of {args.runs} runs taken in turns after "
               "one warm-up round, embedded Spark local[*]")
         print_backlog(backlog.run(args.backlog_records, args.keys, args.files, runs=args.runs, quick=args.quick,
-                                  ratio_only=args.ratio_only))
+                                  ratio_only=args.ratio_only, only=args.case))
     if "two" in only:  # the two-input case: only when asked for (its 1-file-per-trigger stream takes minutes)
         from benchmarks import two_inputs
 

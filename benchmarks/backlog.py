@@ -15,7 +15,9 @@ files landing after the switch. Each operator runs in turns (``timing.interleave
   and its time is scaled to all files (``per file x files``, said in the note);
 * the hand-written references: Spark's batch ``groupBy().agg(sum)`` and the same as plain
   Structured Streaming (``availableNow``, every file in one micro-batch, a noop sink): a JVM
-  aggregate, no Python per record, so far faster than any per-key Python state.
+  aggregate, no Python per record, so far faster than any per-key Python state; and the operator's
+  own result written by hand as a Spark batch with a vectorized Python function per key,
+  ``groupBy("k").applyInPandas`` (issue 52: mixed within 1.0x of it at 10,000,000 records).
 
 Then, once per operator, in a mixed job after its switch: the time from one small fresh file
 (``SMALL_FILE`` records) landing to the micro-batch that processed it (the latency of the
@@ -36,6 +38,7 @@ from benchmarks.timing import interleaved_medians
 
 SCHEMA = "k long, v long, ts timestamp"
 SMALL_FILE = 1_000  # records in the one fresh file whose latency is timed
+PANDAS = "Spark batch groupBy().applyInPandas"
 
 
 def write_files(directory: str, records: int, keys: int, files: int, first: int = 0, seed: int = 327) -> None:
@@ -108,6 +111,26 @@ class _Runner:
         return go
 
 
+def _by_pandas(spark, source: str, label: str):
+    """The operator's result per key by hand as a Spark batch: ``groupBy("k").applyInPandas`` with pandas'
+    vectorized sum (and max of ``ts`` for the reduce; count for the aggregate)."""
+    import pandas as pd
+
+    if label == "reduce":
+        def per_key(frame: pd.DataFrame) -> pd.DataFrame:
+            return pd.DataFrame({"k": [frame["k"].iloc[0]], "v": [frame["v"].sum()], "ts": [frame["ts"].max()]})
+        schema = SCHEMA
+    else:
+        def per_key(frame: pd.DataFrame) -> pd.DataFrame:
+            return pd.DataFrame({"k": [frame["k"].iloc[0]], "n": [len(frame)], "total": [frame["v"].sum()]})
+        schema = "k long, n long, total long"
+
+    def go():
+        (spark.read.schema(SCHEMA).parquet(source).groupBy("k").applyInPandas(per_key, schema)
+         .write.format("noop").mode("overwrite").save())
+    return go
+
+
 def _references(spark, source: str, checkpoints: str):
     from pyspark.sql import functions as F
 
@@ -161,11 +184,12 @@ def first_batch_after(job, land) -> float:
 
 
 def run(records: int = 2_000_000, keys: int = 10_000, files: int = 20, fresh: int = 3, runs: int = 3,
-        quick: int | None = None, spark=None, ratio_only: bool = False) -> list[dict]:
+        quick: int | None = None, spark=None, ratio_only: bool = False, only: str = "") -> list[dict]:
     """One result per operator: medians of every variant (seconds), ratios, and the fresh-result time.
 
-    ``ratio_only``: time mixed and batch only, no fresh results (FLIP-327's own size, 10,000,000
-    records, in minutes instead of hours: the stream variants are what take long)."""
+    ``ratio_only``: time mixed, batch and ``applyInPandas`` only, no fresh results (FLIP-327's own size,
+    10,000,000 records, in minutes instead of hours: the stream variants are what take long). ``only``: the
+    operators whose name contains it ("reduce", "aggregate")."""
     import fw_magics as fw
 
     spark = spark or fw.get_spark()
@@ -183,6 +207,8 @@ def run(records: int = 2_000_000, keys: int = 10_000, files: int = 20, fresh: in
         ref_batch, ref_stream = _references(spark, source, os.path.join(scratch, "checkpoints"))
         results = []
         for label, stateful in operators(fw.from_files(source, "parquet", SCHEMA, event_time="ts")).items():
+            if only not in label:
+                continue
             limited = operators(fw.from_files(limited_source, "parquet", SCHEMA, event_time="ts"))[label]
             variants = {
                 "mixed": runner.job(stateful, "mixed", mode="mixed", trigger="100 milliseconds"),
@@ -192,13 +218,15 @@ def run(records: int = 2_000_000, keys: int = 10_000, files: int = 20, fresh: in
                                                          max_files_per_trigger=1),
                 "Spark batch groupBy().agg(sum)": ref_batch,
                 "Spark Structured Streaming groupBy().agg(sum)": ref_stream,
+                PANDAS: _by_pandas(spark, source, label),
             }
             if ratio_only:
-                variants = {name: variants[name] for name in ("mixed", "batch")}
+                variants = {name: variants[name] for name in ("mixed", "batch", PANDAS)}
             medians = interleaved_medians(variants, runs, warmups=1)
             mixed = medians["mixed"]
+            ratios = {"mixed_over_batch": mixed / medians["batch"], "mixed_over_pandas": mixed / medians[PANDAS]}
             if ratio_only:
-                results.append({"case": f"keyed {label}", "medians": medians, "mixed_over_batch": mixed / medians["batch"]})
+                results.append({"case": f"keyed {label}", "medians": medians, **ratios})
                 continue
             note = ""
             if limited_files != files:
@@ -212,7 +240,7 @@ def run(records: int = 2_000_000, keys: int = 10_000, files: int = 20, fresh: in
                 "case": f"keyed {label}", "medians": medians, "fresh_result_s": fresh_s, "fresh_burst_s": burst_s,
                 "note": note,
                 "limited_over_mixed": medians["stream, 1 file per trigger"] / mixed,
-                "mixed_over_batch": mixed / medians["batch"], "stream_over_mixed": medians["stream"] / mixed,
+                "stream_over_mixed": medians["stream"] / mixed, **ratios,
             })
             shutil.rmtree(os.path.join(source), ignore_errors=True)  # the fresh files changed the backlog
             write_files(source, records, keys, files)
