@@ -26,7 +26,7 @@ from ....operators.co_process import side_outputs
 from ....recovery.paths import CHECKPOINT, STATE_COUNTS
 from ..keyed.operator_state import PartitionOperatorState
 from ..keyed.query import keyed_query_frame
-from ..savepoints import restored_operator_state
+from ..savepoints.restored import restored_operator_state
 from .sink import ChangelogSink
 
 PARTITIONS = "spark.sql.shuffle.partitions"

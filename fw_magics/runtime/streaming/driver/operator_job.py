@@ -16,6 +16,7 @@ from ....spark.actions import run_action
 from .. import savepoints
 from ..keyed.changelog import BATCH, KIND, SEQ
 from ..operator.query import SEQ_BITS, initial_state_frame, operator_query_frame
+from ..savepoints.restored import restored_operator_state
 from .job import StreamingJob
 
 
@@ -29,7 +30,7 @@ class OperatorJob(StreamingJob):
     state_kind = savepoints.OPERATOR
 
     def _query_frame(self, warm: bool = False):  # never warm: a stream-mode job has no backlog
-        restored = savepoints.restored_operator_state(self.storage)
+        restored = restored_operator_state(self.storage)
         initial = initial_state_frame(self.spark, restored, self.parallelism)
         stream = self.source.operator_stream(self.spark, self.root, self.plan.max_files, self.parallelism)
         return operator_query_frame(stream, self.spec, self.output, self.parallelism, initial)

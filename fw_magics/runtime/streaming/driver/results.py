@@ -19,8 +19,8 @@ from ....recovery.metrics import metrics_frame
 from ....recovery.paths import EVENTS
 from ....recovery.replay import JobState, replay
 from ....spark.actions import run_action
-from .. import savepoints
 from ..keyed.changelog import BATCH, KIND, SEQ, late_fields
+from ..savepoints.restored import restored_rows
 from .sink import changelog_frame, late_frame, latest_frame
 
 
@@ -109,7 +109,7 @@ class JobResults:
 
     def changelog_frame(self):
         """Every committed changelog row as a Spark DataFrame (the output columns, kind, seq, batch)."""
-        restored = savepoints.restored_rows(self.spark, self.storage, self.output, self.spec.key_names)
+        restored = restored_rows(self.spark, self.storage, self.output, self.spec.key_names)
         backlog = None if self.backlog is None else self.backlog.outputs()
         return changelog_frame(self.spark, self.root, self.output, backlog, restored)
 

@@ -38,8 +38,9 @@ from ....spark.flavour import flavour_of
 from ..keyed import handover as handovers
 from ..keyed.query import STATE_STORE
 from ..keyed.state_counts import StateCounts
-from ..savepoints import check_restorable, graph_at, prepare_restore
+from ..savepoints import graph_at
 from ..savepoints.files import LONGEST, load_savepoint
+from ..savepoints.restore import check_restorable, prepare_restore
 from .backlog_run import Backlog
 from .job import StreamingJob
 from .operator_job import OperatorJob

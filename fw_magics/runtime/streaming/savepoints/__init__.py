@@ -22,16 +22,7 @@ Taking one (``take(job)``), after the query's last committed micro-batch ``B``:
   the backlog's files, so only the files the stream read are scanned;
 * the job graph, its parallelism, the source's description, the key columns.
 
-Restoring (``start(..., from_savepoint=PATH, parallelism=N)``) is a new job (a new job name, a
-fresh checkpoint): ``check_restorable`` refuses a savepoint of another graph, source, folder or
-key in one line (a savepoint is untrusted: its checksums find damage, not a forgery), and
-``prepare_restore`` lays the new job's folder out: the splits redistributed to N source subtasks
-(the read files become its backlog, never read again), and the state for the new subtasks -- a
-keyed job's base shared into ``restored/base/`` as it is (a worker bisects each base file when
-their count is not N), its keyed-state file (the keys written since) re-partitioned to N by one
-Spark job as the layer over it, both handed over lazily as a backlog's are (no ``initialState``,
-nothing per key in Python until a key's first fresh record), the latest rows over the base's
-opening its changelog (batch -2); an operator's snapshots redistributed by each state's mode.
+Restoring one: ``restore`` (``check_restorable``, ``prepare_restore``); what the restored job reads: ``restored``.
 Everything public: no private Spark API, no JVM internals.
 """
 
@@ -48,13 +39,12 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 
 from ....connectors.base import SUBTASK, each_position
-from ....connectors.registry import source_change
 from ....connectors.two_inputs.carrier import is_carrier_offset
 from ....connectors.two_inputs.source import carried_tops
 from ....errors import FullWindowError, ResumeError
 from ....graph import JobGraph
 from ....recovery.filesystem import Storage
-from ....recovery.paths import CHECKPOINT, HANDOVER, RESTORED_BASE, RESTORED_LATEST, RESTORED_OPERATOR, WATERMARK
+from ....recovery.paths import CHECKPOINT, RESTORED_BASE, RESTORED_LATEST, WATERMARK
 from ....state import operator_state_document, redistribute_snapshots, validate_subtask_snapshot
 from ....values.event_time import valid_watermark
 from ..driver.follower import held, ran
@@ -64,17 +54,15 @@ from ..keyed import backlog
 from ..keyed.changelog import BATCH, STATE, changelog_schema
 from ..keyed.query import STATE_VARIABLE
 from ..keyed.seed import Handed, overlaid, read_handover
-from ..keyed.state_files import handed_over_outputs, handover_layers, partition_states, saved_states, write_parquet
+from ..keyed.state_files import handover_layers, partition_states, saved_states, write_parquet
 from ..operator.query import OPERATOR_VARIABLE
 from . import batches
 from . import declared as states_field
-from .checks import operator_state_verdict, state_verdict
+from .checks import state_verdict
 from .files import LONGEST, Savepoint, load_savepoint, share, write_savepoint
+from .restored import restored_latest, restored_operator_state, write_restored_operator_state
 from .rewrite import upgraded_states
-from .upgrade import Change, Upgrade
-
-#: The largest restored operator-state file read back.
-MAX_RESTORED_BYTES = 256 << 20
+from .upgrade import Upgrade
 
 __all__ = ["KEYED", "OPERATOR", "Savepoint", "graph_at", "load_savepoint", "take"]
 
@@ -136,7 +124,7 @@ def _check_running(job) -> None:
         raise FullWindowError(f"savepoints are written to a local job directory; {job.root!r} is not local")
 
 
-def _source_inputs(job, position: dict | None = None) -> list[tuple]:
+def source_inputs(job, position: dict | None = None) -> list[tuple]:
     """Each input as (its source operator's name in the graph, its source, its folder, its part of ``position``)."""
     names = job.graph.source_names()
     return [(name, *each) for name, each in zip(names, job.source.inputs_at(job.root, position), strict=True)]
@@ -271,9 +259,18 @@ class StateKind:
     def snapshot(self, job, batch: int) -> Snapshot:
         raise NotImplementedError
 
-    def restore(self, savepoint: Savepoint, storage: Storage, job, upgrade=None) -> None:
-        """Lay out the restored job's state in its folder (besides the manifest); ``upgrade``: the verdict on a
-        keyed savepoint's states against the restoring function's (``state_verdict``)."""
+    def declared(self, job):
+        """The states its function declares, recorded in the savepoint for a reader's typed columns (None: none)."""
+        return None
+
+    def check(self, savepoint: Savepoint, job, where: str, allow_non_restored_state: bool) -> Upgrade | None:
+        """Refuse in one line (``where``: the savepoint named) a savepoint whose state this job cannot take; the
+        verdict on a keyed savepoint's states against the restoring function's (``state_verdict``), or None."""
+        raise NotImplementedError
+
+    def restore(self, savepoint: Savepoint, storage: Storage, job, upgrade=None) -> dict:
+        """Lay out the restored job's state in its folder (besides the manifest); ``upgrade``: what ``check``
+        returned. Returns what the switch event tells of it."""
         raise NotImplementedError
 
 
@@ -313,6 +310,29 @@ class _Keyed(StateKind):
         return Snapshot(operators, functools.partial(write_parquet, keyed), functools.partial(write_parquet, latest),
                         True, base, keyed)
 
+    def declared(self, job):
+        return job.spec.kind.declared_states(job.spec)
+
+    def check(self, savepoint, job, where, allow_non_restored_state):
+        keys = list(job.spec.key_names)
+        if list(savepoint.document["key_names"]) != keys:
+            raise ResumeError(f"{where} is keyed by {savepoint.document['key_names']!r:.100}, the job by {keys}")
+        types = list(job.spec.key.arrow_schema.types)
+        if savepoint.key_types != types:
+            raise ResumeError(f"{where} holds keys of types {[str(t) for t in savepoint.key_types]}, the job's are "
+                              f"{[str(t) for t in types]}; restore it with the job it was taken of")
+        upgrade = state_verdict(savepoint, job.spec, allow_non_restored_state, job.stateful.step.name)
+        if upgrade is not None and upgrade.refusal is not None:
+            raise ResumeError(f"{where} {upgrade.refusal}")
+        if savepoint.latest_path is not None:
+            import pyarrow.parquet as pq
+
+            columns, want = pq.read_schema(savepoint.latest_path).names, changelog_schema(job.output).names
+            if columns != want:
+                raise ResumeError(f"{where} holds latest rows with columns {columns!r:.120}, the job's output is "
+                                  f"{want!r:.120}; restore it with the job it was taken of")
+        return upgrade
+
     def restore(self, savepoint, storage, job, upgrade=None):
         if upgrade is not None and upgrade.rewrites:  # states change form: every key rewritten, no base shared
             base, (states, latest) = [], upgraded_states(job.spark, savepoint, job.output, job.spec.key_names, upgrade)
@@ -333,6 +353,7 @@ class _Keyed(StateKind):
         if job.spec.checkpointed:  # a savepoint of the function before it kept operator state: empty, restored
             snapshots = savepoint.operator_state.get(job.stateful.step.name) or [{}]
             write_restored_operator_state(storage, redistribute_snapshots(snapshots, job.parallelism))
+        return {} if savepoint.base else {"keys": savepoint.document["files"]["keyed-state.parquet"].get("rows")}
 
 
 class _Operator(StateKind):
@@ -342,6 +363,9 @@ class _Operator(StateKind):
         snapshots = operator_snapshots(job.spark, job.storage.path(CHECKPOINT), job.parallelism, batch)
         return Snapshot({job.stateful.step.name: snapshots}, pa.table({}), None, False)
 
+    def check(self, savepoint, job, where, allow_non_restored_state):
+        return None  # its operator state is held by check_restorable, as every job's
+
     def restore(self, savepoint, storage, job, upgrade=None):
         operator = job.stateful.step.name
         snapshots = savepoint.operator_state.get(operator)
@@ -350,6 +374,7 @@ class _Operator(StateKind):
         if not job.spec.checkpointed:  # what it held is dropped (check_restorable allowed it): its function keeps none
             snapshots = [{}]
         write_restored_operator_state(storage, redistribute_snapshots(snapshots, job.parallelism))
+        return {}
 
 
 KEYED, OPERATOR = _Keyed(), _Operator()
@@ -384,7 +409,7 @@ def _contents_at(job, batch: int, position: dict) -> tuple:
     """(the document, the operator-state document, the ``Snapshot``) of a savepoint after ``batch`` at ``position``."""
     snap = job.state_kind.snapshot(job, batch)
     operators = operator_state_document({**{name: source.position_snapshots(own, job.parallelism)
-                                            for name, source, _, own in _source_inputs(job, position)},
+                                            for name, source, _, own in source_inputs(job, position)},
                                          **snap.operators})
     watermark, tops, top = _watermark(job, position) if snap.timed else (None, {}, None)
     document = {
@@ -394,122 +419,9 @@ def _contents_at(job, batch: int, position: dict) -> tuple:
         LONGEST: None if job.stall.longest_s is None else round(job.stall.longest_s * 1000),
         **job.source.position_fields(position),
     }
-    declared = job.spec.kind.declared_states(job.spec) if job.state_kind is KEYED else None
+    declared = job.state_kind.declared(job)
     if declared is not None:  # what its function declared: a reader's typed columns, without the function
         document[states_field.FIELD] = states_field.record(declared)
     if tops and None not in tops:  # two inputs: each one's time, carried into a restored job's stream
         document["tops"] = {str(tag): top for tag, top in sorted(tops.items())}
     return document, operators, snap
-
-
-def check_restorable(savepoint: Savepoint, job, allow_non_restored_state: bool = False) -> tuple:
-    """Refuse in one line a savepoint taken of another graph, source, folder, key or output (the
-    restart's rule, parallelism aside): whatever it names is compared with the job it restores; its
-    operator's operator state and its keyed states are held against the function's by
-    ``operator_state_verdict`` and ``state_verdict``, whose ``Upgrade``s are returned: (the keyed states' (None:
-    an operator job's, or a savepoint that records no declared state), the operator state's (None: none held
-    or kept))."""
-    where = f"savepoint {savepoint.path}"
-    try:
-        old = graph_at(JobGraph.from_json(savepoint.document["graph"]), job.parallelism)
-    except FullWindowError as error:
-        raise ResumeError(f"{where} has an unreadable job graph ({error})") from None
-    changes = old.diff(job.graph)
-    if changes:
-        raise ResumeError(f"{where} was taken of a different graph ({'; '.join(changes)}); restore it with the "
-                          "job it was taken of")
-    source = job.source.describe()
-    change = source_change(savepoint.document["source"], source)
-    if change is not None:
-        raise ResumeError(f"{where} was taken of another source: {change}")
-    elsewhere = job.source.same_place(savepoint.manifest)
-    if elsewhere is not None:
-        raise ResumeError(f"{where} {elsewhere}; restore it with the job it was taken of")
-    operator = job.stateful.step.name
-    held = operator_state_verdict(savepoint, job.spec, operator, allow_non_restored_state)
-    if held is not None and held.refusal is not None:
-        raise ResumeError(f"{where} {held.refusal}")
-    if job.state_kind is not KEYED:
-        return None, held
-    keys = list(job.spec.key_names)
-    if list(savepoint.document["key_names"]) != keys:
-        raise ResumeError(f"{where} is keyed by {savepoint.document['key_names']!r:.100}, the job by {keys}")
-    types = list(job.spec.key.arrow_schema.types)
-    if savepoint.key_types != types:
-        raise ResumeError(f"{where} holds keys of types {[str(t) for t in savepoint.key_types]}, the job's are "
-                          f"{[str(t) for t in types]}; restore it with the job it was taken of")
-    upgrade = state_verdict(savepoint, job.spec, allow_non_restored_state, operator)
-    if upgrade is not None and upgrade.refusal is not None:
-        raise ResumeError(f"{where} {upgrade.refusal}")
-    if savepoint.latest_path is not None:
-        import pyarrow.parquet as pq
-
-        columns, want = pq.read_schema(savepoint.latest_path).names, changelog_schema(job.output).names
-        if columns != want:
-            raise ResumeError(f"{where} holds latest rows with columns {columns!r:.120}, the job's output is "
-                              f"{want!r:.120}; restore it with the job it was taken of")
-    return upgrade, held
-
-
-def prepare_restore(savepoint: Savepoint, job, upgrade: Upgrade | None = None, held: Upgrade | None = None) -> dict:
-    """Lay out the fresh folder of ``job`` restored at its parallelism: the source's position (a folder's
-    splits redistributed, a table's greatest key read), and its state (``upgrade``, ``held``: what
-    ``check_restorable`` returned). Returns the switch event's details (states dropped and widened among
-    them, operator states dropped)."""
-    details = []
-    for name, source, root, own in _source_inputs(job, savepoint.manifest):
-        snapshots = savepoint.operator_state.get(name)
-        if snapshots is None:
-            raise ResumeError(f"savepoint {savepoint.path} has no state for the source {name!r}")
-        details.append(source.restore_position(root, snapshots, own, job.parallelism))
-    source_detail = job.source.joined(details)
-    doc = savepoint.document
-    if "tops" in doc or doc.get("top") is not None:  # the time read before the restored stream, as a backlog's
-        job.storage.write_bytes(job.storage.path(WATERMARK), json.dumps(
-            {"watermark": doc["watermark"], "max_event_time": doc.get("top"),
-             **({"tops": doc["tops"]} if "tops" in doc else {})}).encode())
-    job.state_kind.restore(savepoint, job.storage, job, upgrade)
-    detail = {"restored_from": savepoint.path, "restored_parallelism": savepoint.parallelism, **source_detail}
-    if upgrade is not None:
-        changed: dict = {}
-        for row in upgrade.rows:  # in name order
-            if row.verdict is not Change.CARRIED:
-                changed.setdefault(f"states_{row.verdict}", []).append(row.state)
-        detail.update(sorted(changed.items()))
-    if held is not None and held.dropped:
-        detail["operator_states_dropped"] = list(held.dropped)
-    if job.state_kind is KEYED and not savepoint.base:
-        detail["keys"] = savepoint.document["files"]["keyed-state.parquet"].get("rows")
-    return detail
-
-
-def restored_latest(spark, storage: Storage, output):
-    """A restored job's latest rows as its savepoint wrote them (over its base's), or None."""
-    if storage.size_inside(RESTORED_LATEST) is None:
-        return None
-    return spark.read.schema(changelog_schema(output)).parquet(storage.path(RESTORED_LATEST))
-
-
-def restored_rows(spark, storage: Storage, output, key_names):
-    """A restored job's first changelog part: each key's latest row in its savepoint (the latest rows
-    over the base's outputs), or None for a job not restored."""
-    latest = restored_latest(spark, storage, output)
-    if latest is None or not storage.present_inside(HANDOVER) or not read_handover(storage.root).base:
-        return latest
-    base = handed_over_outputs(spark, storage.root, output)  # a backlog's outputs, in its order
-    layered = base.withColumn(BATCH, F.lit(0).cast("long")).unionByName(latest.withColumn(BATCH, F.lit(1).cast("long")))
-    return latest_rows(layered, key_names).drop(BATCH)
-
-
-def write_restored_operator_state(storage: Storage, snapshots: list[dict]) -> None:
-    """A restored job's operator-state snapshots, one per new subtask (already redistributed)."""
-    storage.write_bytes(storage.path(RESTORED_OPERATOR), json.dumps(snapshots).encode())
-
-
-def restored_operator_state(storage: Storage) -> list[dict] | None:
-    """A restored operator job's snapshots, one per subtask, or None for a job not restored."""
-    try:
-        with storage.open_inside(RESTORED_OPERATOR, MAX_RESTORED_BYTES) as f:
-            return json.loads(f.read())
-    except FileNotFoundError:
-        return None
