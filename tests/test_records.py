@@ -110,3 +110,16 @@ def test_dates_hold_what_arrow_holds(days):
     got = [r.d for r in batch_records(pa.record_batch([column], names=["d"]))]
     want = column.to_pylist()
     assert got == want and [type(g) for g in got] == [type(w) for w in want]
+
+
+def test_timestamps_far_beyond_pythons_range_fail_as_pyarrow_does():
+    for unit in ("s", "ms", "us"):
+        column = pa.array([0, 2**62], pa.int64()).cast(pa.timestamp(unit, tz="UTC"))
+        try:
+            column.to_pylist()
+        except (OverflowError, ValueError) as error:
+            try:
+                list(batch_records(pa.record_batch([column], names=["t"])))
+            except type(error):
+                continue
+        raise AssertionError(f"{unit}: pyarrow and the records differ")

@@ -130,8 +130,8 @@ def _column_values(array: pa.Array) -> list:
 # pyarrow's to_pylist builds each timestamp through Python's time-zone machinery (about 2.4 µs a value with a
 # zone, 0.8 µs without; a date 0.6 µs). numpy builds the naive values in C (about 35 ns), and a zone is set
 # the way pyarrow sets it: a UTC zone's datetimes made with it directly, any other's by ``astimezone`` from
-# UTC (what pyarrow calls too: the same wall time, ``fold`` and tzinfo). Values are the same objects'
-# equals, tested against pyarrow's own (tests/test_records.py).
+# UTC (what pyarrow calls too: the same wall time, ``fold`` and tzinfo). The values equal pyarrow's, tested
+# against them (tests/test_records.py).
 
 #: Python's datetime range (years 1 to 9999) in microseconds and days from the epoch, a day inside each end
 #: so that a wall time in any zone stays in it; a column reaching outside is left to pyarrow.
@@ -166,7 +166,10 @@ def _times(array: pa.Array) -> list | None:
         if kind.tz is not None and zone is None:
             return None
         if kind.unit != "us":
-            array = array.cast(pa.timestamp("us", tz=kind.tz))  # exact: whole seconds or milliseconds
+            try:
+                array = array.cast(pa.timestamp("us", tz=kind.tz))  # exact: whole seconds or milliseconds
+            except pa.ArrowInvalid:  # beyond int64's microseconds, far outside Python's range
+                return None
         numbers, unit, bounds = array.cast(pa.int64()), "datetime64[us]", _MICROS
     nulls = numbers.null_count
     values = numbers.fill_null(0).to_numpy() if nulls else numbers.to_numpy()
